@@ -1,0 +1,62 @@
+"""What every function's FastAPI app shares: request ids, structured access logs, app construction.
+
+Error bodies are not shared: each app maps domain errors to its own seed contract in its `errors.py`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+
+from aws_lambda_powertools import Logger
+from fastapi import APIRouter, FastAPI, Request, Response
+
+REQUEST_ID_HEADER = "X-Request-Id"
+
+
+def create_app(
+    *,
+    title: str,
+    description: str,
+    routers: Iterable[APIRouter],
+    logger: Logger,
+    install_error_handlers: Callable[[FastAPI], None],
+) -> FastAPI:
+    app = FastAPI(title=title, description=description, version="0.1.0")
+    for router in routers:
+        app.include_router(router)
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def request_context(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        request_id = request.headers.get(REQUEST_ID_HEADER) or str(uuid.uuid4())
+        request.state.request_id = request_id
+        logger.append_keys(request_id=request_id)
+        started = time.perf_counter()
+        response = await call_next(request)
+        response.headers[REQUEST_ID_HEADER] = request_id
+        logger.info(
+            "request",
+            method=request.method,
+            path=request.url.path,
+            status=response.status_code,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        logger.remove_keys(["request_id"])
+        return response
+
+    return app
+
+
+def client_identity(request: Request) -> str:
+    """Who a request comes from, for per-client limits: the API key when API Gateway passed one."""
+    api_key = request.headers.get("x-api-key")
+    if api_key:
+        return "key:" + uuid.uuid5(uuid.NAMESPACE_OID, api_key).hex  # never keep the key itself
+    forwarded = request.headers.get("x-forwarded-for", "")
+    if forwarded:
+        return "ip:" + forwarded.split(",", 1)[0].strip()
+    return "ip:" + (request.client.host if request.client else "unknown")

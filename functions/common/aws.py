@@ -1,0 +1,57 @@
+"""AWS client factories. Domain code receives adapters; only adapters call these."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+
+from functions.common.settings import get_settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.service_resource import DynamoDBServiceResource
+    from mypy_boto3_events.client import EventBridgeClient
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_stepfunctions.client import SFNClient
+
+_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
+
+
+def _endpoint_kwargs() -> dict[str, Any]:
+    settings = get_settings()
+    kwargs: dict[str, Any] = {"region_name": settings.aws_region, "config": _CONFIG}
+    if settings.aws_endpoint_url:
+        kwargs["endpoint_url"] = settings.aws_endpoint_url
+    return kwargs
+
+
+@cache
+def s3_client() -> S3Client:
+    return boto3.client("s3", **_endpoint_kwargs())
+
+
+@cache
+def dynamodb_resource() -> DynamoDBServiceResource:
+    return boto3.resource("dynamodb", **_endpoint_kwargs())
+
+
+@cache
+def sfn_client() -> SFNClient:
+    return boto3.client("stepfunctions", **_endpoint_kwargs())
+
+
+@cache
+def events_client() -> EventBridgeClient:
+    return boto3.client("events", **_endpoint_kwargs())
+
+
+def generic_client(service: str) -> Any:
+    return boto3.client(service, **_endpoint_kwargs())  # type: ignore[call-overload]
+
+
+def reset_clients() -> None:
+    """Drop cached clients (tests and the local runtime switch endpoints)."""
+    for factory in (s3_client, dynamodb_resource, sfn_client, events_client):
+        factory.cache_clear()

@@ -1,0 +1,321 @@
+"""Outbound HTTP on httpx: bounded in time and size, retried with jittered backoff, guarded against SSRF.
+
+The SSRF guard sits in the connection layer (an httpcore network backend), so the address that is
+checked is the address that is connected to: a name is resolved once, every address it resolves to
+must be public, and the socket is opened to that checked address (TLS still verifies the name).
+Redirects are followed by hand so that every hop passes through the same guard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import ipaddress
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin
+
+import httpcore
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
+from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
+from functions.common.settings import Settings, get_settings
+
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+USER_AGENT = "evidence-research-api/0.1 (+https://github.com/; scholarly research agent)"
+TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+# Addresses that are "global" by the IANA registries but still reach cloud metadata services.
+_METADATA_ADDRESSES = frozenset(
+    {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
+)
+
+
+def is_public_address(address: str) -> bool:
+    """True only for globally routable unicast addresses (no private, loopback, link-local, metadata)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip in _METADATA_ADDRESSES:
+        return False
+    return ip.is_global and not ip.is_multicast
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _host_allowed(host: str, port: int, allowlist: frozenset[str]) -> bool:
+    host = host.lower().strip("[]")
+    return host in allowlist or f"{host}:{port}" in allowlist
+
+
+class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
+    """Resolves, checks and connects to one vetted address."""
+
+    def __init__(self, allowlist: frozenset[str], resolver: Resolver | None = None) -> None:
+        self._inner = httpcore.AnyIOBackend()
+        self._allowlist = allowlist
+        self._resolve = resolver or system_resolver
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        address = await vet_destination(host, port, self._allowlist, self._resolve)
+        return await self._inner.connect_tcp(
+            address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+        )
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+async def vet_destination(host: str, port: int, allowlist: frozenset[str], resolver: Resolver) -> str:
+    """Return the address to connect to, or raise FetchBlocked."""
+    bare = host.strip("[]")
+    try:
+        addresses = [str(ipaddress.ip_address(bare))]
+    except ValueError:
+        try:
+            addresses = await resolver(bare, port)
+        except OSError as exc:
+            raise FetchError(f"could not resolve host {bare!r}: {exc}") from exc
+    if not addresses:
+        raise FetchError(f"host {bare!r} has no address")
+    if _host_allowed(bare, port, allowlist):
+        return addresses[0]
+    refused = [a for a in addresses if not is_public_address(a)]
+    if refused:
+        raise FetchBlocked(
+            f"refusing to fetch from {bare!r}: it resolves to a non-public address ({refused[0]})"
+        )
+    return addresses[0]
+
+
+def check_url_shape(url: str) -> httpx.URL:
+    """Cheap checks before any network activity: scheme, host, no credentials."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise FetchBlocked(f"invalid URL: {exc}") from exc
+    if parsed.scheme not in ("http", "https"):
+        raise FetchBlocked(f"only http and https URLs can be fetched, not {parsed.scheme or 'none'!r}")
+    if not parsed.host:
+        raise FetchBlocked("URL has no host")
+    if parsed.userinfo:
+        raise FetchBlocked("URLs with embedded credentials are not fetched")
+    return parsed
+
+
+@dataclass(slots=True)
+class FetchedResponse:
+    url: str
+    status_code: int
+    headers: httpx.Headers
+    content: bytes
+    elapsed_ms: float
+    redirects: list[str] = field(default_factory=list)
+
+    @property
+    def content_type(self) -> str:
+        value: str = self.headers.get("content-type", "")
+        return value.split(";", 1)[0].strip().lower()
+
+    @property
+    def text(self) -> str:
+        text: str = httpx.Response(self.status_code, headers=self.headers, content=self.content).text
+        return text
+
+    def json(self) -> Any:
+        return httpx.Response(self.status_code, headers=self.headers, content=self.content).json()
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status_code < 300
+
+
+class _TransientStatus(Exception):
+    def __init__(self, response: FetchedResponse) -> None:
+        super().__init__(f"HTTP {response.status_code}")
+        self.response = response
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Parse Retry-After (seconds or HTTP date)."""
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - (now if now is not None else time.time()))
+
+
+class HttpClient:
+    """Bounded, retried, SSRF-guarded HTTP. One per container; safe to share across tasks."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        resolver: Resolver | None = None,
+        max_backoff_seconds: float = 8.0,
+    ) -> None:
+        self._settings = settings or get_settings()
+        self._max_backoff = max_backoff_seconds
+        backend = GuardedNetworkBackend(self._settings.private_host_allowlist, resolver)
+        transport = httpx.AsyncHTTPTransport(trust_env=False)
+        # httpx does not expose the network backend; swap in a pool that uses the guarded one.
+        transport._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(), max_connections=100, network_backend=backend
+        )
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            follow_redirects=False,
+            trust_env=False,
+            headers={"User-Agent": USER_AGENT},
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        timeout: float | None = None,
+        total_timeout: float | None = None,
+        max_bytes: int | None = None,
+        retries: int = 2,
+        max_redirects: int | None = None,
+    ) -> FetchedResponse:
+        """Send a request; transient failures of idempotent requests are retried with full jitter.
+
+        Returns the final response whatever its status; raises FetchError subclasses for transport
+        failures, refusals, oversized bodies and time-outs.
+        """
+        method = method.upper()
+        attempts = retries + 1 if method in IDEMPOTENT_METHODS else 1
+        total = total_timeout or self._settings.fetch_timeout_seconds * 2
+
+        async def once() -> FetchedResponse:
+            response = await self._follow(
+                method, url, params, headers, json, timeout, max_bytes, max_redirects
+            )
+            if response.status_code in TRANSIENT_STATUSES and attempts > 1:
+                raise _TransientStatus(response)
+            return response
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type((_TransientStatus, httpx.TransportError)),
+            reraise=True,
+        )
+        try:
+            async with asyncio.timeout(total):
+                try:
+                    return await retrying(once)
+                except _TransientStatus as exc:
+                    return exc.response
+        except TimeoutError as exc:
+            raise FetchTimeout(f"{method} {url} exceeded its {total:.0f} s budget") from exc
+        except httpx.TimeoutException as exc:
+            raise FetchTimeout(f"{method} {url} timed out: {exc.__class__.__name__}") from exc
+        except httpx.TransportError as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, FetchError):
+                raise cause from None
+            raise FetchError(f"{method} {url} failed: {exc}") from exc
+
+    async def get(self, url: str, **kwargs: Any) -> FetchedResponse:
+        return await self.request("GET", url, **kwargs)
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _TransientStatus):
+            hinted = retry_after_seconds(exc.response.headers)
+            if hinted is not None:
+                return min(hinted, self._max_backoff)
+        return float(wait_random_exponential(multiplier=0.25, max=self._max_backoff)(state))
+
+    async def _follow(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        json: Any,
+        timeout: float | None,
+        max_bytes: int | None,
+        max_redirects: int | None,
+    ) -> FetchedResponse:
+        limit = self._settings.fetch_max_redirects if max_redirects is None else max_redirects
+        cap = max_bytes or self._settings.fetch_max_bytes
+        per_request = httpx.Timeout(timeout or self._settings.fetch_timeout_seconds, connect=5.0)
+        started = time.perf_counter()
+        hops: list[str] = []
+        current = url
+        for _ in range(limit + 1):
+            check_url_shape(current)
+            request = self._client.build_request(
+                method, current, params=params, headers=headers, json=json, timeout=per_request
+            )
+            response = await self._client.send(request, stream=True)
+            try:
+                if response.status_code in REDIRECT_STATUSES and "location" in response.headers:
+                    hops.append(current)
+                    current = urljoin(str(response.url), response.headers["location"])
+                    params = None
+                    if response.status_code == 303 or (
+                        response.status_code in (301, 302) and method == "POST"
+                    ):
+                        method, json = "GET", None
+                    continue
+                body = await _read_capped(response, cap)
+            finally:
+                await response.aclose()
+            return FetchedResponse(
+                url=str(response.url),
+                status_code=response.status_code,
+                headers=response.headers,
+                content=body,
+                elapsed_ms=(time.perf_counter() - started) * 1000,
+                redirects=hops,
+            )
+        raise FetchError(f"too many redirects (more than {limit}) starting at {url}")
+
+
+async def _read_capped(response: httpx.Response, cap: int) -> bytes:
+    declared = response.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > cap:
+        raise FetchTooLarge(f"response of {int(declared)} bytes exceeds the {cap} byte limit")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > cap:
+            raise FetchTooLarge(f"response exceeds the {cap} byte limit")
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,74 @@
+"""The AWS resources the functions need, described once.
+
+The local runtime creates exactly these; the CDK app (infra/) deploys exactly these. Table and bucket
+names reach the code through the settings named in `setting`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STATEMACHINE_DIR = REPO_ROOT / "statemachine"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    setting: str  # Settings attribute (and upper-cased environment variable) holding the table name
+    partition_key: str
+    sort_key: str | None = None
+    ttl_attribute: str | None = None
+    purpose: str = ""
+
+
+@dataclass(frozen=True)
+class BucketSpec:
+    setting: str
+    versioned: bool = False
+    expiring_prefixes: dict[str, int] = field(default_factory=dict)  # prefix -> days
+    purpose: str = ""
+
+
+@dataclass(frozen=True)
+class StepFunctionSpec:
+    """A Lambda that a state machine invokes; `${<logical_id>Arn}` in ASL files resolves to it."""
+
+    logical_id: str
+    handler: str  # dotted path "package.module.function", the same string on AWS and locally
+    memory_mb: int = 1024
+    timeout_seconds: int = 60  # above the 45 s TimeoutSeconds of every Task
+
+
+@dataclass(frozen=True)
+class StateMachineSpec:
+    name: str
+    definition_file: str  # relative to statemachine/
+
+    @property
+    def path(self) -> Path:
+        return STATEMACHINE_DIR / self.definition_file
+
+
+TABLES: tuple[TableSpec, ...] = (
+    TableSpec(
+        "jobs_table", "pk", "sk", ttl_attribute="expires_at", purpose="research jobs, idempotency keys"
+    ),
+    TableSpec("cache_table", "cache_key", ttl_attribute="expires_at", purpose="upstream response cache"),
+    TableSpec("rate_limit_table", "bucket_key", ttl_attribute="expires_at", purpose="token buckets"),
+    TableSpec("documents_table", "document_id", purpose="uploaded documents"),
+)
+
+BUCKETS: tuple[BucketSpec, ...] = (
+    BucketSpec(
+        "data_bucket",
+        expiring_prefixes={"payloads/": 7, "cache/": 30},
+        purpose="PDFs by sha256, parsed papers, step payloads, knowledge-base index",
+    ),
+    BucketSpec("artifacts_bucket", versioned=True, purpose="report artifacts"),
+)
+
+# Filled in by the workflow: every Lambda the state machines call.
+STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = ()
+
+STATE_MACHINES: tuple[StateMachineSpec, ...] = ()

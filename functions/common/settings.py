@@ -1,0 +1,72 @@
+"""Typed settings read from the environment once per cold start (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    # Upstream scholarly APIs (configurable so tests and air-gapped installs can point them elsewhere).
+    arxiv_api_url: str = "https://export.arxiv.org/api/query"
+    semantic_scholar_api_url: str = "https://api.semanticscholar.org/graph/v1"
+    openalex_api_url: str = "https://api.openalex.org"
+    crossref_api_url: str = "https://api.crossref.org"
+    unpaywall_api_url: str = "https://api.unpaywall.org/v2"
+    semantic_scholar_api_key: SecretStr | None = None
+    openalex_api_key: SecretStr | None = None
+    contact_email: str | None = None
+
+    # Outbound fetch policy.
+    fetch_allow_private_hosts: str = ""
+    fetch_timeout_seconds: float = 20.0
+    fetch_max_bytes: int = 50 * 1024 * 1024
+    fetch_max_redirects: int = 5
+
+    # LLM provider (optional).
+    llm_provider: Literal["none", "bedrock", "openai"] = "none"
+    llm_model: str | None = None
+    openai_base_url: str | None = None
+    openai_api_key: SecretStr | None = None
+
+    # AWS resources; names are given by CDK on AWS and by the local runtime locally.
+    aws_endpoint_url: str | None = None
+    aws_region: str = Field(default="us-east-1", validation_alias="AWS_DEFAULT_REGION")
+    jobs_table: str = "research-jobs"
+    cache_table: str = "research-cache"
+    rate_limit_table: str = "research-rate-limits"
+    documents_table: str = "research-documents"
+    data_bucket: str = "research-data"
+    artifacts_bucket: str = "research-artifacts"
+    state_machine_arn: str | None = None
+    event_bus_name: str = "default"
+
+    # Our own per-client rate limit on the public search API.
+    client_rate_limit_per_minute: int = 100
+
+    @field_validator("llm_provider", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+    @property
+    def private_host_allowlist(self) -> frozenset[str]:
+        """`host` or `host:port` entries, lower-cased."""
+        return frozenset(
+            item.strip().lower() for item in self.fetch_allow_private_hosts.split(",") if item.strip()
+        )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reset_settings_cache() -> None:
+    """For tests and the local runtime, which change the environment after import."""
+    get_settings.cache_clear()

@@ -1,0 +1,30 @@
+"""`python -m functions.local_runtime`: every API on http://127.0.0.1:$PORT over an embedded AWS."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import uvicorn
+
+from functions.local_runtime.aws import EmbeddedAws
+from functions.local_runtime.gateway import Gateway, load_function_apps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    args = parser.parse_args()
+
+    with EmbeddedAws() as aws:
+        gateway = Gateway(load_function_apps())
+        print(f"embedded AWS ready: state machines {sorted(aws.state_machine_arns)}", flush=True)
+        print(
+            f"serving every API on http://{args.host}:{args.port} (docs at /docs); Ctrl-C stops", flush=True
+        )
+        uvicorn.run(gateway, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=5)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""An embedded AWS account: moto in-process with Step Functions execution on.
+
+`EmbeddedAws` starts the mock, routes Lambda to in-process handlers, and creates the resources of
+`functions.common.resources` (tables, buckets, step Lambdas, state machines from `statemachine/`).
+It is used by `make run` and by the integration tests.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from functions.common import resources
+from functions.common.aws import reset_clients
+from functions.common.settings import get_settings, reset_settings_cache
+from functions.local_runtime import lambda_adapter
+
+REGION = "us-east-1"
+_FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+}
+_SUBSTITUTION = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
+_LAMBDA_TRUST = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+)
+
+
+def substitute(definition: str, values: Mapping[str, str]) -> str:
+    """Apply CDK-style `${Name}` definition substitutions; an unknown name is an error, as in CDK."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise KeyError(f"no substitution for ${{{name}}}")
+        return values[name]
+
+    return _SUBSTITUTION.sub(replace, definition)
+
+
+@dataclass
+class EmbeddedAws:
+    step_functions: Iterable[resources.StepFunctionSpec] = field(
+        default_factory=lambda: resources.STEP_FUNCTIONS
+    )
+    state_machines: Iterable[resources.StateMachineSpec] = field(
+        default_factory=lambda: resources.STATE_MACHINES
+    )
+    extra_environment: Mapping[str, str] = field(default_factory=dict)
+    state_machine_arns: dict[str, str] = field(default_factory=dict, init=False)
+    function_arns: dict[str, str] = field(default_factory=dict, init=False)
+    _mock: Any = field(default=None, init=False)
+    _saved_env: dict[str, str | None] = field(default_factory=dict, init=False)
+
+    def __enter__(self) -> EmbeddedAws:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._set_env({**_FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": "", **self.extra_environment})
+        os.environ.pop("AWS_ENDPOINT_URL", None)  # in-process mock: no endpoint
+        reset_settings_cache()
+        reset_clients()
+        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+        self._mock.start()
+        lambda_adapter.install()
+        self._create_storage()
+        self._create_functions()
+        self._create_state_machines()
+        if len(self.state_machine_arns) == 1:
+            self._set_env({"STATE_MACHINE_ARN": next(iter(self.state_machine_arns.values()))})
+            reset_settings_cache()
+
+    def stop(self) -> None:
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+        lambda_adapter.uninstall()
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_env.clear()
+        reset_settings_cache()
+        reset_clients()
+
+    def _set_env(self, values: Mapping[str, str]) -> None:
+        for key, value in values.items():
+            self._saved_env.setdefault(key, os.environ.get(key))
+            os.environ[key] = value
+
+    def _create_storage(self) -> None:
+        settings = get_settings()
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        for table in resources.TABLES:
+            keys = [{"AttributeName": table.partition_key, "KeyType": "HASH"}]
+            attributes = [{"AttributeName": table.partition_key, "AttributeType": "S"}]
+            if table.sort_key:
+                keys.append({"AttributeName": table.sort_key, "KeyType": "RANGE"})
+                attributes.append({"AttributeName": table.sort_key, "AttributeType": "S"})
+            name = getattr(settings, table.setting)
+            dynamodb.create_table(
+                TableName=name,
+                KeySchema=keys,  # type: ignore[arg-type]
+                AttributeDefinitions=attributes,  # type: ignore[arg-type]
+                BillingMode="PAY_PER_REQUEST",
+            )
+            if table.ttl_attribute:
+                dynamodb.update_time_to_live(
+                    TableName=name,
+                    TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+                )
+        s3 = boto3.client("s3", region_name=REGION)
+        for bucket in resources.BUCKETS:
+            name = getattr(settings, bucket.setting)
+            s3.create_bucket(Bucket=name)
+            if bucket.versioned:
+                s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+
+    def _create_functions(self) -> None:
+        specs = list(self.step_functions)
+        if not specs:
+            return
+        iam = boto3.client("iam", region_name=REGION)
+        role_arn = iam.create_role(
+            RoleName="local-step-function-role", AssumeRolePolicyDocument=_LAMBDA_TRUST
+        )["Role"]["Arn"]
+        lambda_client = boto3.client("lambda", region_name=REGION)
+        for spec in specs:
+            created = lambda_client.create_function(
+                FunctionName=spec.logical_id,
+                Runtime="python3.13",
+                Role=role_arn,
+                Handler=spec.handler,
+                Code={"ZipFile": _placeholder_zip()},
+                Timeout=spec.timeout_seconds,
+                MemorySize=spec.memory_mb,
+            )
+            self.function_arns[spec.logical_id] = created["FunctionArn"]
+
+    def _create_state_machines(self) -> None:
+        machines = list(self.state_machines)
+        if not machines:
+            return
+        iam = boto3.client("iam", region_name=REGION)
+        role_arn = iam.create_role(
+            RoleName="local-state-machine-role",
+            AssumeRolePolicyDocument=_LAMBDA_TRUST.replace("lambda.amazonaws.com", "states.amazonaws.com"),
+        )["Role"]["Arn"]
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        values = self.substitutions()
+        for machine in machines:
+            definition = substitute(Path(machine.path).read_text(encoding="utf-8"), values)
+            created = sfn.create_state_machine(name=machine.name, definition=definition, roleArn=role_arn)
+            self.state_machine_arns[machine.name] = created["stateMachineArn"]
+
+    def substitutions(self) -> dict[str, str]:
+        """The same `${...}` names the CDK app passes as definition_substitutions."""
+        settings = get_settings()
+        values = {f"{logical_id}Arn": arn for logical_id, arn in self.function_arns.items()}
+        values["ArtifactsBucket"] = settings.artifacts_bucket
+        values["DataBucket"] = settings.data_bucket
+        values["JobsTable"] = settings.jobs_table
+        values["EventBusName"] = settings.event_bus_name
+        return values
+
+
+def _placeholder_zip() -> bytes:
+    """moto wants a code archive; the in-process adapter never runs it."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("README.txt", "handled in-process by functions.local_runtime.lambda_adapter\n")
+    return buffer.getvalue()

@@ -1,0 +1,98 @@
+"""Routes moto's Lambda invocations to the in-process Python handlers.
+
+moto runs Lambda code only inside Docker. Its Step Functions interpreter invokes Lambda through the
+(mocked) Lambda API, which ends in `LambdaFunction._invoke_lambda(self, event)` and expects
+`(payload_json, errored, logs)`. We replace that one method: the function's `Handler` string
+("package.module.function", the same string CDK deploys) is imported and called with the event and a
+Lambda-like context. A raised exception becomes `errored=True` with `{"errorType", "errorMessage"}`,
+exactly as the Lambda service reports it, so Retry and Catch in the ASL behave as on AWS.
+
+Limits: handlers share this process's environment (per-function environment variables are not
+applied), and a Task that exceeds its TimeoutSeconds fails on time while its Python thread runs on to
+completion in the background (threads cannot be killed).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from moto.awslambda.models import LambdaFunction
+
+Handler = Callable[[Any, Any], Any]
+
+_installed = threading.Lock()
+_original: Any = None
+
+
+@dataclass
+class LocalLambdaContext:
+    function_name: str
+    memory_limit_in_mb: int
+    invoked_function_arn: str
+    aws_request_id: str
+    timeout_seconds: float
+    log_group_name: str = "/aws/lambda/local"
+    log_stream_name: str = "local"
+    function_version: str = "$LATEST"
+
+    def __post_init__(self) -> None:
+        self._deadline = time.monotonic() + self.timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def resolve_handler(dotted: str) -> Handler:
+    module_name, _, attribute = dotted.rpartition(".")
+    if not module_name:
+        raise ValueError(f"handler {dotted!r} is not of the form package.module.function")
+    handler: Handler = getattr(importlib.import_module(module_name), attribute)
+    return handler
+
+
+def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
+    """The replacement for `LambdaFunction._invoke_lambda`."""
+    if isinstance(event, str | bytes):
+        event = json.loads(event or "{}")
+    context = LocalLambdaContext(
+        function_name=function.function_name,
+        memory_limit_in_mb=int(function.memory_size),
+        invoked_function_arn=function.function_arn,
+        aws_request_id=str(uuid.uuid4()),
+        timeout_seconds=float(function.timeout),
+    )
+    try:
+        result = resolve_handler(function.handler)(event, context)
+    except Exception as exc:  # the Lambda service reports every handler exception this way
+        error = {
+            "errorType": type(exc).__name__,
+            "errorMessage": str(exc),
+            "stackTrace": traceback.format_exception(exc)[-3:],
+        }
+        return json.dumps(error), True, f"{type(exc).__name__}: {exc}"
+    return json.dumps(result, default=str), False, ""
+
+
+def install() -> None:
+    """Patch moto once per process; idempotent."""
+    global _original
+    with _installed:
+        if _original is None:
+            _original = LambdaFunction._invoke_lambda
+            LambdaFunction._invoke_lambda = lambda self, event=None: invoke_in_process(self, event)  # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    global _original
+    with _installed:
+        if _original is not None:
+            LambdaFunction._invoke_lambda = _original  # type: ignore[method-assign]
+            _original = None
