@@ -1,0 +1,92 @@
+"""Domain models shared between functions (search, extract, orchestrate). Free of FastAPI and boto3.
+
+API request/response models that follow one seed contract live with the router that serves them;
+these are the internal shapes that travel between services and state-machine steps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+_DOI = re.compile(r"10\.\d{4,9}/\S+", re.IGNORECASE)
+
+
+def normalise_doi(value: str | None) -> str | None:
+    """'https://doi.org/10.1/ABC' -> '10.1/abc'; None when there is no DOI in the value."""
+    if not value:
+        return None
+    match = _DOI.search(value.strip())
+    return match.group(0).rstrip(".,;").lower() if match else None
+
+
+def short_hash(value: str, length: int = 8) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:length]
+
+
+class Paper(BaseModel):
+    """One scholarly work, normalised from any connector, merged across connectors."""
+
+    title: str
+    url: str  # fetchable: arXiv abs URL, DOI URL or open-access PDF
+    abstract: str | None = None
+    year: int | None = None
+    authors: list[str] = Field(default_factory=list)  # "LastName, F."
+    venue: str | None = None
+    doi: str | None = None  # "10.xxxx/xxxxx", lower-cased
+    arxiv_id: str | None = None  # without version, e.g. "2401.12345"
+    citations: int | None = None
+    pdf_url: str | None = None  # open-access PDF when known
+    open_access: bool | None = None
+    source: (
+        str  # connector that found it first ("arxiv", "semantic_scholar", "openalex", "crossref", "library")
+    )
+    found_by: list[str] = Field(default_factory=list)  # every connector that returned it
+    upstream_rank: int | None = None  # 1-based rank in the connector's own answer
+    relevance_score: float = 0.0  # 0..1, comparable across connectors
+    quality_score: float = 0.0  # 0..1, from citations, venue and recency
+
+    @property
+    def canonical_id(self) -> str:
+        """arXiv id, else DOI, else a hash of the URL: the key of caches and de-duplication."""
+        if self.arxiv_id:
+            return f"arxiv:{self.arxiv_id}"
+        if self.doi:
+            return f"doi:{self.doi}"
+        return f"url:{short_hash(self.url, 16)}"
+
+
+class EvidenceQuote(BaseModel):
+    """A verbatim, page-located quote from a document (the handover seed's quote shape)."""
+
+    quote: str
+    page: int  # 1-based physical page of the PDF
+    char_start: int  # offsets into that page's normalised text
+    char_end: int
+    section: str | None = None  # section context, e.g. "Results"
+    kind: str = "quote"  # "finding", "method", "limitation", "future_work", "quote"
+    relevance_score: float = 0.0
+
+
+class ExtractedPaper(BaseModel):
+    """What extraction produces for one source; cached by canonical id."""
+
+    source_url: str
+    canonical_id: str
+    success: bool
+    failure_reason: str | None = None
+    title: str = ""
+    authors: list[str] = Field(default_factory=list)
+    abstract: str = ""
+    key_findings: list[str] = Field(default_factory=list)
+    methodology: str = ""
+    citations: list[str] = Field(default_factory=list)
+    sections: list[str] = Field(default_factory=list)
+    evidence: list[EvidenceQuote] = Field(default_factory=list)
+    page_count: int = 0
+    confidence_score: float = 0.0
+    pdf_sha256: str | None = None
+    extracted_at: datetime | None = None
