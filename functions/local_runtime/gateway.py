@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.routing import APIRoute
 from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
@@ -71,6 +72,8 @@ class Gateway:
         partial = None
         for app in self._apps.values():
             for route in app.router.routes:
+                if not isinstance(route, APIRoute):
+                    continue  # each app's own /docs and /openapi.json: the gateway serves merged ones
                 match, _ = route.matches(scope)
                 if match is Match.FULL:
                     return app
