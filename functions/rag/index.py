@@ -1,0 +1,301 @@
+"""Build the index from PDFs, write it as versioned artifacts, and load it back (once per container)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from functions.common.storage import BlobStore
+from functions.rag.embedding import Embedder
+from functions.rag.graph import build_edges
+from functions.rag.knowledge_base import KnowledgeBase
+from functions.rag.lexical import LexicalIndex, book_vocabulary
+from functions.rag.minilm import MiniLmEmbedder
+from functions.rag.model import Edge, Entity, EntityType, PageText, TocEntry
+from functions.rag.pdf_pages import extract_pages
+from functions.rag.store import get_json, pointer_key, put_json, version_prefix
+from functions.rag.structure import (
+    appendix_entities,
+    chapter_of,
+    chunk_entities,
+    extract_entities,
+    read_chapter,
+    section_entities,
+)
+from functions.rag.toc import looks_like_toc, parse_toc
+
+# Bump when parsing or graph rules change: it is part of the version, so a new parser re-indexes.
+PARSER_VERSION = "rag-parser-2"
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass
+class SourcePdf:
+    name: str
+    data: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+@dataclass
+class BuiltIndex:
+    book_id: str
+    version: str
+    title: str
+    entities: list[Entity]
+    edges: list[Edge]
+    lexical: LexicalIndex
+    heading_lexical: LexicalIndex
+    vocabulary: list[str]
+    sources: list[dict[str, str]]
+    embeddings: np.ndarray[Any, np.dtype[np.float32]] | None = None
+    embedder: Embedder | None = None
+
+
+def index_version(sources: list[SourcePdf], embedder: Embedder | None = None) -> str:
+    digest = hashlib.sha256(PARSER_VERSION.encode())
+    for source in sorted(sources, key=lambda item: item.sha256):
+        digest.update(source.sha256.encode())
+    if embedder is not None:
+        digest.update(embedder.name.encode())
+    return digest.hexdigest()[:16]
+
+
+def book_id_from_title(title: str) -> str:
+    return _SLUG.sub("-", title.lower()).strip("-")[:60] or "book"
+
+
+def build_index(
+    sources: list[SourcePdf], book_id: str | None = None, embedder: Embedder | None = None
+) -> BuiltIndex:
+    parsed = [(source, extract_pages(source.data, source.name)) for source in sources]
+    toc: list[TocEntry] = []
+    title = ""
+    chapters: list[tuple[str, str, list[PageText]]] = []
+    for source, pages in parsed:
+        opened = chapter_of(pages)
+        if opened is not None:
+            chapters.append((opened[0], opened[1], pages))
+        elif looks_like_toc(pages):
+            toc = parse_toc(pages)
+            title = _front_title(pages)
+        else:
+            raise ValueError(
+                f"{source.name}: neither a chapter (first page 'Chapter N') nor a table of contents"
+            )
+    starts = {entry.number: entry.printed_page for entry in toc if entry.level == 1}
+
+    entities: list[Entity] = []
+    for chapter, chapter_title, pages in sorted(chapters, key=lambda item: _chapter_key(item[0])):
+        if chapter in starts:  # the printed page: chapter start from the contents + page offset
+            for page in pages:
+                page.printed_page = starts[chapter] + page.page_index - 1
+        text = read_chapter(pages, chapter, chapter_title, toc)
+        entities.extend(section_entities(text))
+        entities.extend(extract_entities(text))
+        entities.extend(chunk_entities(text))
+    entities.extend(appendix_entities(toc))
+    if not entities:
+        raise ValueError("no chapter found in the given PDFs")
+
+    _set_headings(entities)
+    lexical = LexicalIndex.build([entity.search_text for entity in entities])
+    heading_lexical = LexicalIndex.build([entity.heading for entity in entities])
+    neighbours = _neighbour_finder(entities, lexical)
+    edges, citation_nodes = build_edges(entities, neighbours)
+    entities.extend(citation_nodes)
+    vocabulary = book_vocabulary(
+        [entity.content for entity in entities if entity.is_chunk or entity.search_text]
+    )
+    embeddings = None
+    if embedder is not None:
+        embeddings = embedder.embed(
+            [f"{entity.heading}\n{entity.content}" for entity in entities if entity.search_text]
+        )
+    return BuiltIndex(
+        book_id=book_id or book_id_from_title(title or "textbook"),
+        version=index_version(sources, embedder),
+        title=title,
+        entities=entities,
+        edges=edges,
+        lexical=lexical,
+        heading_lexical=heading_lexical,
+        vocabulary=vocabulary,
+        sources=[{"name": source.name, "sha256": source.sha256} for source in sources],
+        embeddings=embeddings,
+        embedder=embedder,
+    )
+
+
+def _front_title(pages: list[PageText]) -> str:
+    lines = [line.strip() for line in pages[0].text.splitlines() if line.strip()] if pages else []
+    # The title page lists the title (possibly over several lines) and then the author.
+    return " ".join(lines[:-1]) if len(lines) > 1 else (lines[0] if lines else "")
+
+
+def _chapter_key(number: str) -> tuple[int, int]:
+    return (0, int(number)) if number.isdigit() else (1, ord(number))
+
+
+def _set_headings(entities: list[Entity]) -> None:
+    titles = {
+        entity.number: entity.title
+        for entity in entities
+        if entity.type == EntityType.SECTION.value and not entity.is_chunk
+    }
+
+    def path(number: str) -> str:
+        parts = number.split(".")
+        found = [titles.get(".".join(parts[:depth]), "") for depth in range(1, len(parts) + 1)]
+        return " > ".join(title for title in found if title)
+
+    for entity in entities:
+        if entity.is_chunk or entity.type == EntityType.SECTION.value:
+            entity.heading = path(entity.section)
+        elif entity.type == EntityType.APPENDIX.value:
+            entity.heading = f"Appendix {entity.number} {entity.title}"
+        else:
+            entity.heading = f"{entity.type.capitalize()} {entity.number} {entity.title}"
+
+
+def _neighbour_finder(entities: list[Entity], lexical: LexicalIndex) -> Any:
+    candidates = np.array(
+        [not entity.is_chunk and entity.type != EntityType.APPENDIX.value for entity in entities], dtype=bool
+    )
+
+    def find(entity: Entity, count: int) -> list[str]:
+        scores = lexical.scores(lexical.tokens(entity.search_text))
+        scores = np.where(candidates, scores, 0)
+        out: list[str] = []
+        for index in np.argsort(-scores, kind="stable"):
+            if len(out) >= count or scores[index] <= 0:
+                break
+            if entities[int(index)].id != entity.id:
+                out.append(entities[int(index)].id)
+        return out
+
+    return find
+
+
+def write_index(store: BlobStore, built: BuiltIndex) -> bool:
+    """Write the artifacts and move the pointers; False when this exact version was already there."""
+    prefix = version_prefix(built.book_id, built.version)
+    manifest_key = f"{prefix}/manifest.json"
+    fresh = not store.exists(manifest_key)
+    if fresh:
+        put_json(store, f"{prefix}/entities.json", [entity.to_dict() for entity in built.entities])
+        put_json(store, f"{prefix}/edges.json", [edge.to_list() for edge in built.edges])
+        put_json(store, f"{prefix}/vocabulary.json", built.vocabulary)
+        lexical_files = built.lexical.to_files()
+        for name, data in lexical_files.items():
+            store.put_bytes(f"{prefix}/lexical/{name}", data)
+        heading_files = built.heading_lexical.to_files()
+        for name, data in heading_files.items():
+            store.put_bytes(f"{prefix}/lexical_headings/{name}", data)
+        if built.embeddings is not None:
+            buffer = io.BytesIO()
+            np.save(buffer, built.embeddings.astype(np.float32), allow_pickle=False)
+            store.put_bytes(f"{prefix}/embeddings.npy", buffer.getvalue())
+        embedder_files = _embedder_artifacts(built.embedder)
+        for name, data in embedder_files.items():
+            store.put_bytes(f"{prefix}/embedder/{name}", data)
+        counts: dict[str, int] = {}
+        for entity in built.entities:
+            key = "chunk" if entity.is_chunk else entity.type
+            counts[key] = counts.get(key, 0) + 1
+        # The manifest goes last: its presence means the version is complete.
+        put_json(
+            store,
+            manifest_key,
+            {
+                "book_id": built.book_id,
+                "version": built.version,
+                "title": built.title,
+                "parser_version": PARSER_VERSION,
+                "embedder": built.embedder.name if built.embedder else None,
+                "embedder_files": sorted(embedder_files),
+                "sources": built.sources,
+                "counts": counts,
+                "edges": len(built.edges),
+                "lexical_files": sorted(lexical_files),
+                "heading_lexical_files": sorted(heading_files),
+                "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            },
+        )
+    pointer = {"book_id": built.book_id, "version": built.version}
+    put_json(store, pointer_key(built.book_id), pointer)
+    put_json(store, pointer_key(None), pointer)
+    return fresh
+
+
+class IndexNotFound(LookupError):
+    pass
+
+
+def load_knowledge_base(
+    store: BlobStore, book_id: str | None = None, embedder: Embedder | None = None, dense: bool = True
+) -> KnowledgeBase:
+    """The index the pointer names. With `dense`, an index built with an embedder is served hybrid: the
+    embedder stored with it (or the given one, when its name matches) embeds the queries."""
+    pointer = get_json(store, pointer_key(book_id))
+    if not pointer:
+        raise IndexNotFound(f"no knowledge-base index at {pointer_key(book_id)}")
+    prefix = version_prefix(pointer["book_id"], pointer["version"])
+    manifest = get_json(store, f"{prefix}/manifest.json")
+    entities_raw = get_json(store, f"{prefix}/entities.json")
+    edges_raw = get_json(store, f"{prefix}/edges.json")
+    if manifest is None or entities_raw is None or edges_raw is None:
+        raise IndexNotFound(f"incomplete knowledge-base index at {prefix}")
+    lexical = LexicalIndex.from_files(_files(store, f"{prefix}/lexical", manifest.get("lexical_files", [])))
+    headings = LexicalIndex.from_files(
+        _files(store, f"{prefix}/lexical_headings", manifest.get("heading_lexical_files", []))
+    )
+    embeddings = None
+    query_embedder: Embedder | None = None
+    if dense and manifest.get("embedder"):
+        raw = store.get_bytes(f"{prefix}/embeddings.npy")
+        if raw is not None:
+            embeddings = np.load(io.BytesIO(raw), allow_pickle=False)
+        if embedder is not None and embedder.name == manifest["embedder"]:
+            query_embedder = embedder
+        elif manifest.get("embedder_files"):
+            files = _files(store, f"{prefix}/embedder", manifest["embedder_files"])
+            query_embedder = MiniLmEmbedder.from_artifacts(files)
+    return KnowledgeBase(
+        book_id=pointer["book_id"],
+        version=pointer["version"],
+        entities=[Entity.from_dict(item) for item in entities_raw],
+        edges=[Edge(*item) for item in edges_raw],
+        lexical=lexical,
+        heading_lexical=headings,
+        vocabulary=get_json(store, f"{prefix}/vocabulary.json") or [],
+        embedder=query_embedder,
+        embeddings=embeddings if query_embedder is not None else None,
+    )
+
+
+def _embedder_artifacts(embedder: Embedder | None) -> dict[str, bytes]:
+    """The weights to store with the index, when the embedder can be written out (MiniLM can)."""
+    if isinstance(embedder, MiniLmEmbedder):
+        return embedder.to_artifacts()
+    return {}
+
+
+def _files(store: BlobStore, prefix: str, names: list[str]) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for name in names:
+        data = store.get_bytes(f"{prefix}/{name}")
+        if data is None:
+            raise IndexNotFound(f"missing index file {prefix}/{name}")
+        files[name] = data
+    if not files:
+        raise IndexNotFound(f"no index files under {prefix}")
+    return files

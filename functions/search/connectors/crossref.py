@@ -1,0 +1,117 @@
+"""Crossref: `/works?query.bibliographic=`, JATS stripped from abstracts, `mailto` for the polite pool."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from functions.search.connectors.base import HttpConnector, UpstreamRequest, never_raises, status_error
+from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
+from functions.search.normalise import build_paper
+from functions.search.text import format_author, strip_jats_abstract
+
+NAME = "crossref"
+# only fields the /works `select` parameter has long accepted (an unknown one is a 400)
+SELECT = "DOI,title,abstract,author,issued,published-print,published-online,container-title,is-referenced-by-count,type,URL"
+_TECHNICAL_TYPES = {"posted-content", "report", "report-component", "dataset", "standard", "monograph"}
+
+
+def _first(value: Any) -> str | None:
+    if isinstance(value, list):
+        return next((str(v) for v in value if v), None)
+    return str(value) if value else None
+
+
+def _year(item: dict[str, Any]) -> int | None:
+    for key in ("published", "issued", "published-print", "published-online", "created"):
+        parts = (item.get(key) or {}).get("date-parts") or []
+        if parts and parts[0] and isinstance(parts[0][0], int):
+            return int(parts[0][0])
+    return None
+
+
+def _author(author: Any) -> str | None:
+    if not isinstance(author, dict):
+        return None
+    if author.get("family"):
+        return format_author(family=author.get("family"), given=author.get("given"))
+    return format_author(author.get("name"))
+
+
+def _source_type(kind: Any) -> SourceType:
+    return "technical" if kind in _TECHNICAL_TYPES else "academic"
+
+
+def _paper(item: Any, rank: int) -> FoundPaper | None:
+    if not isinstance(item, dict):
+        return None
+    citations = item.get("is-referenced-by-count")
+    return build_paper(
+        connector=NAME,
+        rank=rank,
+        title=_first(item.get("title")),
+        abstract=strip_jats_abstract(item.get("abstract")),
+        year=_year(item),
+        authors=[_author(a) for a in item.get("author") or []],
+        venue=_first(item.get("container-title")),
+        doi=item.get("DOI"),
+        citations=citations if isinstance(citations, int) else None,
+        landing_url=item.get("URL"),
+        source_type=_source_type(item.get("type")),
+    )
+
+
+def date_filter(start: int | None, end: int | None) -> str | None:
+    parts = []
+    if start:
+        parts.append(f"from-pub-date:{start}-01-01")
+    if end:
+        parts.append(f"until-pub-date:{end}-12-31")
+    return ",".join(parts) or None
+
+
+@never_raises(NAME)
+def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
+    if status_code >= 400:
+        return status_error(NAME, status_code, body)
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        return ConnectorResult(connector=NAME, error=f"unparseable Crossref answer: {exc}")
+    message = data.get("message") if isinstance(data, dict) else None
+    kind = data.get("message-type") if isinstance(data, dict) else None
+    if kind == "work-list" and isinstance(message, dict):
+        items = message.get("items") or []
+        total = message.get("total-results")
+    elif kind == "work" and isinstance(message, dict):
+        items, total = [message], 1
+    else:
+        return ConnectorResult(
+            connector=NAME, error=f"Crossref answer holds no works (message-type {kind!r})"
+        )
+    papers = [p for rank, item in enumerate(items, start=1) if (p := _paper(item, rank)) is not None]
+    return ConnectorResult(
+        connector=NAME, papers=papers, total=total if isinstance(total, int) else len(papers)
+    )
+
+
+class CrossrefConnector(HttpConnector):
+    name = NAME
+    prefix = "cr"
+
+    def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
+        settings = self.context.settings
+        params: dict[str, Any] = {
+            "query.bibliographic": query.query,
+            "rows": min(limit, 1000),
+            "select": SELECT,
+        }
+        filters = date_filter(query.year_start, query.year_end)
+        if filters:
+            params["filter"] = filters
+        if settings.contact_email:
+            params["mailto"] = settings.contact_email
+        return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
+
+    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
+        return parse_response(status_code, body)

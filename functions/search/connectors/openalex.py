@@ -1,0 +1,131 @@
+"""OpenAlex: `/works?search=`, abstract rebuilt from `abstract_inverted_index`, `best_oa_location`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from functions.search.connectors.base import HttpConnector, UpstreamRequest, never_raises, status_error
+from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
+from functions.search.normalise import build_paper
+from functions.search.text import arxiv_id_from, format_author
+
+NAME = "openalex"
+_TECHNICAL_TYPES = {"preprint", "report", "dataset", "standard", "software", "other"}
+_NEWS_TYPES = {"editorial", "letter"}
+
+
+def rebuild_abstract(inverted: Any) -> str | None:
+    """{'word': [positions]} -> the text, words in position order."""
+    if not isinstance(inverted, dict) or not inverted:
+        return None
+    positions: dict[int, str] = {}
+    for word, places in inverted.items():
+        for place in places or []:
+            if isinstance(place, int):
+                positions[place] = word
+    return " ".join(positions[i] for i in sorted(positions)) or None
+
+
+def date_filter(start: int | None, end: int | None) -> str | None:
+    parts = []
+    if start:
+        parts.append(f"from_publication_date:{start}-01-01")
+    if end:
+        parts.append(f"to_publication_date:{end}-12-31")
+    return ",".join(parts) or None
+
+
+def _source_type(kind: Any) -> SourceType:
+    if kind in _TECHNICAL_TYPES:
+        return "technical"
+    if kind in _NEWS_TYPES:
+        return "news"
+    return "academic"
+
+
+def _arxiv_id(work: dict[str, Any]) -> str | None:
+    for location in work.get("locations") or []:
+        if not isinstance(location, dict):
+            continue
+        for key in ("landing_page_url", "pdf_url"):
+            url = location.get(key) or ""
+            if "arxiv.org" in url:
+                found = arxiv_id_from(url)
+                if found:
+                    return found
+    return None
+
+
+def _paper(work: Any, rank: int) -> FoundPaper | None:
+    if not isinstance(work, dict):
+        return None
+    best = work.get("best_oa_location") or {}
+    primary = work.get("primary_location") or {}
+    source = primary.get("source") or {}
+    open_access = work.get("open_access") or {}
+    authors = [
+        format_author((authorship.get("author") or {}).get("display_name"))
+        for authorship in work.get("authorships") or []
+        if isinstance(authorship, dict)
+    ]
+    doi = work.get("doi") or (work.get("ids") or {}).get("doi")
+    return build_paper(
+        connector=NAME,
+        rank=rank,
+        title=work.get("title") or work.get("display_name"),
+        abstract=rebuild_abstract(work.get("abstract_inverted_index")),
+        year=work.get("publication_year") if isinstance(work.get("publication_year"), int) else None,
+        authors=authors,
+        venue=source.get("display_name") if isinstance(source, dict) else None,
+        doi=doi,
+        arxiv_id=_arxiv_id(work),
+        citations=work.get("cited_by_count") if isinstance(work.get("cited_by_count"), int) else None,
+        pdf_url=best.get("pdf_url") or None,
+        landing_url=best.get("landing_page_url") or primary.get("landing_page_url") or work.get("id"),
+        open_access=open_access.get("is_oa") if isinstance(open_access.get("is_oa"), bool) else None,
+        source_type=_source_type(work.get("type")),
+    )
+
+
+@never_raises(NAME)
+def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
+    if status_code >= 400:
+        return status_error(NAME, status_code, body)
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        return ConnectorResult(connector=NAME, error=f"unparseable OpenAlex answer: {exc}")
+    if not isinstance(data, dict):
+        return ConnectorResult(connector=NAME, error="unparseable OpenAlex answer: not a JSON object")
+    if "results" in data:
+        works = data.get("results") or []
+        count = (data.get("meta") or {}).get("count")
+    elif str(data.get("id", "")).startswith("https://openalex.org/W"):
+        works, count = [data], 1  # a single work
+    else:
+        return ConnectorResult(connector=NAME, error="OpenAlex answer holds no works")
+    papers = [p for rank, w in enumerate(works, start=1) if (p := _paper(w, rank)) is not None]
+    return ConnectorResult(
+        connector=NAME, papers=papers, total=count if isinstance(count, int) else len(papers)
+    )
+
+
+class OpenAlexConnector(HttpConnector):
+    name = NAME
+    prefix = "oa"
+
+    def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
+        settings = self.context.settings
+        params: dict[str, Any] = {"search": query.query, "per_page": min(limit, 200), "page": 1}
+        filters = date_filter(query.year_start, query.year_end)
+        if filters:
+            params["filter"] = filters
+        if settings.contact_email:
+            params["mailto"] = settings.contact_email
+        if settings.openalex_api_key is not None:
+            params["api_key"] = settings.openalex_api_key.get_secret_value()
+        return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
+
+    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
+        return parse_response(status_code, body)

@@ -1,0 +1,133 @@
+"""Semantic Scholar Graph API: `/paper/search` with explicit `fields`, optional `x-api-key`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from functions.search.connectors.base import HttpConnector, UpstreamRequest, never_raises, status_error
+from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
+from functions.search.normalise import build_paper
+from functions.search.text import format_author
+
+NAME = "semantic_scholar"
+FIELDS = (
+    "paperId,corpusId,title,abstract,year,authors,venue,journal,externalIds,citationCount,"
+    "openAccessPdf,isOpenAccess,url,publicationTypes"
+)
+_TECHNICAL_TYPES = {"Dataset", "Book", "Editorial", "News", "LettersAndComments"}
+
+
+def year_filter(start: int | None, end: int | None) -> str | None:
+    if not start and not end:
+        return None
+    return f"{start or ''}-{end or ''}"
+
+
+def _records(data: Any) -> list[Any]:
+    """Every list envelope the Graph and Recommendations APIs use, flattened to paper records."""
+    rows: Any
+    if isinstance(data, list):
+        rows = data
+    elif isinstance(data, dict):
+        rows = data.get("data")
+        if rows is None:
+            rows = data.get("recommendedPapers")
+        if rows is None:
+            rows = [data] if "paperId" in data or "title" in data else []
+    else:
+        raise ValueError("not a JSON object or list")
+    records = []
+    for row in rows or []:
+        if isinstance(row, dict):
+            for envelope in ("citingPaper", "citedPaper", "paper"):
+                if isinstance(row.get(envelope), dict):
+                    row = row[envelope]
+                    break
+        records.append(row)
+    return records
+
+
+def _source_type(types: Any, venue: str | None, arxiv_id: str | None) -> SourceType:
+    if not isinstance(types, list) or not types:
+        # untyped arXiv-only records are preprints
+        return "technical" if arxiv_id and (venue or "").strip().lower() in ("", "arxiv") else "academic"
+    if "News" in types:
+        return "news"
+    if all(t in _TECHNICAL_TYPES for t in types):
+        return "technical"
+    return "academic"
+
+
+def _paper(record: Any, rank: int) -> FoundPaper | None:
+    if not isinstance(record, dict):
+        return None  # batch answers carry null for unknown ids
+    ids = record.get("externalIds") or {}
+    pdf = (record.get("openAccessPdf") or {}).get("url") or None
+    journal = record.get("journal") or {}
+    authors = []
+    for author in record.get("authors") or []:
+        authors.append(format_author(author.get("name") if isinstance(author, dict) else str(author)))
+    landing = record.get("url")
+    if not landing and record.get("paperId"):
+        landing = f"https://www.semanticscholar.org/paper/{record['paperId']}"
+    elif not landing and record.get("corpusId"):
+        landing = f"https://api.semanticscholar.org/CorpusID:{record['corpusId']}"
+    venue = record.get("venue") or (journal.get("name") if isinstance(journal, dict) else None)
+    return build_paper(
+        connector=NAME,
+        rank=rank,
+        title=record.get("title"),
+        abstract=record.get("abstract"),
+        year=record.get("year") if isinstance(record.get("year"), int) else None,
+        authors=authors,
+        venue=venue,
+        doi=ids.get("DOI"),
+        arxiv_id=ids.get("ArXiv"),
+        citations=record.get("citationCount") if isinstance(record.get("citationCount"), int) else None,
+        pdf_url=pdf,
+        landing_url=landing,
+        open_access=record.get("isOpenAccess") if isinstance(record.get("isOpenAccess"), bool) else None,
+        source_type=_source_type(record.get("publicationTypes"), venue, ids.get("ArXiv")),
+    )
+
+
+@never_raises(NAME)
+def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
+    if status_code >= 400:
+        return status_error(NAME, status_code, body)
+    try:
+        data = json.loads(body)
+        records = _records(data)
+    except ValueError as exc:
+        return ConnectorResult(connector=NAME, error=f"unparseable Semantic Scholar answer: {exc}")
+    papers = [p for rank, r in enumerate(records, start=1) if (p := _paper(r, rank)) is not None]
+    total = data.get("total") if isinstance(data, dict) else None
+    return ConnectorResult(
+        connector=NAME, papers=papers, total=total if isinstance(total, int) else len(papers)
+    )
+
+
+class SemanticScholarConnector(HttpConnector):
+    name = NAME
+    prefix = "ss"
+
+    def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
+        params: dict[str, Any] = {
+            "query": query.query,
+            "fields": FIELDS,
+            "limit": min(limit, 100),
+            "offset": 0,
+        }
+        years = year_filter(query.year_start, query.year_end)
+        if years:
+            params["year"] = years
+        headers = {}
+        key = self.context.settings.semantic_scholar_api_key
+        if key is not None:
+            headers["x-api-key"] = key.get_secret_value()
+        base = self.context.settings.semantic_scholar_api_url.rstrip("/")
+        return UpstreamRequest(f"{base}/paper/search", params, headers)
+
+    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
+        return parse_response(status_code, body)

@@ -1,0 +1,55 @@
+"""The search service's own models: what a caller asks, what a connector returns, what comes back."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from functions.common.models import Paper
+
+SourceType = Literal["academic", "technical", "news"]
+
+
+class PaperQuery(BaseModel):
+    query: str
+    year_start: int | None = None
+    year_end: int | None = None
+    max_results: int = 20
+    per_connector: int = 20  # top_k per source
+    connectors: list[str] | None = None  # None = all configured
+    min_quality_score: float | None = None
+    source_types: list[str] | None = None
+    require_year: bool = False  # drop works without a publication year (API 1 requires one)
+
+
+class FoundPaper(Paper):
+    """A Paper as search sees it: plus its kind of source and its rank in each connector's answer."""
+
+    source_type: SourceType = "academic"
+    connector_ranks: dict[str, int] = Field(default_factory=dict)
+
+
+class ConnectorResult(BaseModel):
+    """One connector's answer to one request: papers, or why there are none."""
+
+    connector: str
+    papers: list[FoundPaper] = Field(default_factory=list)
+    total: int = 0  # matches the upstream reports (may exceed len(papers))
+    error: str | None = None
+    from_cache: bool = False
+    elapsed_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class SearchOutcome(BaseModel):
+    papers: list[Paper]  # FoundPaper instances: de-duplicated, sorted by relevance_score desc
+    total_found: int
+    connectors_used: list[str]
+    failed_connectors: dict[str, str]  # connector -> reason
+    query_time_ms: float
+    from_cache: bool = False
+    rrf_scores: dict[str, float] = Field(default_factory=dict)  # canonical_id -> RRF (k=60) score

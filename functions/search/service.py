@@ -1,0 +1,261 @@
+"""The search service: fan out to connectors concurrently, cache, merge, score, filter.
+
+Used by the search API routers and directly by the orchestrator's step handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from functions.common.circuit_breaker import BreakerRegistry
+from functions.common.errors import InvalidInput, RateLimited, UpstreamError
+from functions.common.http import HttpClient
+from functions.common.observability import get_logger
+from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimit, RateLimiter
+from functions.common.settings import Settings, get_settings
+from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache, TtlCache
+from functions.search.config import SearchSettings
+from functions.search.connectors import REGISTRY, Connector, ConnectorContext, ConnectorFactory
+from functions.search.connectors.base import HttpConnector
+from functions.search.merge import merge_results, rrf_score
+from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SearchOutcome
+from functions.search.scoring import quality_score, relevance_score
+from functions.search.text import fold
+
+logger = get_logger("search")
+CACHE_VERSION = "v1"
+SOURCE_TYPES = ("academic", "technical", "news")
+
+
+class LoopLocalHttp:
+    """One HttpClient per running event loop (Mangum keeps one loop; step handlers may start new ones)."""
+
+    def __init__(self, factory: Callable[[], HttpClient]) -> None:
+        self._factory = factory
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HttpClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __call__(self) -> HttpClient:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._factory()
+            self._clients[loop] = client
+        return client
+
+
+def cache_key(connector: str, query: PaperQuery, limit: int) -> str:
+    """Keyed by the normalised request: case, accents and spacing of the query do not matter."""
+    normalised = {
+        "q": " ".join(fold(query.query).split()),
+        "from": query.year_start,
+        "to": query.year_end,
+        "n": limit,
+    }
+    digest = hashlib.sha256(json.dumps(normalised, sort_keys=True).encode()).hexdigest()[:32]
+    return f"search:{CACHE_VERSION}:{connector}:{digest}"
+
+
+@dataclass
+class SearchService:
+    connectors: dict[str, Connector]
+    cache: TtlCache
+    limiter: RateLimiter
+    search_settings: SearchSettings = field(default_factory=SearchSettings)
+    settings: Settings = field(default_factory=get_settings)
+    breakers: BreakerRegistry = field(default_factory=BreakerRegistry)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings | None = None,
+        *,
+        search_settings: SearchSettings | None = None,
+        http_client: HttpClient | None = None,
+        cache: TtlCache | None = None,
+        limiter: RateLimiter | None = None,
+        registry: dict[str, ConnectorFactory] | None = None,
+    ) -> SearchService:
+        settings = settings or get_settings()
+        cfg = search_settings or SearchSettings()
+        if cache is None:
+            cache = InMemoryTtlCache() if cfg.state_backend == "memory" else DynamoDbTtlCache()
+        if limiter is None:
+            limiter = InMemoryRateLimiter() if cfg.state_backend == "memory" else DynamoDbRateLimiter()
+        breakers = BreakerRegistry(cfg.breaker_failure_threshold, cfg.breaker_cooldown_seconds)
+        if http_client is not None:
+            shared = http_client
+            http: Callable[[], HttpClient] = lambda: shared  # noqa: E731
+        else:
+            http = LoopLocalHttp(lambda: HttpClient(settings, max_backoff_seconds=cfg.max_backoff_seconds))
+        context = ConnectorContext(
+            settings=settings, search_settings=cfg, http=http, limiter=limiter, breakers=breakers
+        )
+        registry = registry if registry is not None else REGISTRY
+        enabled = cfg.connector_names or list(registry)
+        unknown = [name for name in enabled if name not in registry]
+        if unknown:
+            raise ValueError(f"SEARCH_CONNECTORS names unknown connectors: {', '.join(unknown)}")
+        return cls(
+            connectors={name: registry[name](context) for name in enabled},
+            cache=cache,
+            limiter=limiter,
+            search_settings=cfg,
+            settings=settings,
+            breakers=breakers,
+        )
+
+    @property
+    def connector_names(self) -> list[str]:
+        return list(self.connectors)
+
+    def connector_prefix(self, name: str) -> str:
+        connector = self.connectors.get(name)
+        return getattr(connector, "prefix", name[:2]) if connector else name[:2]
+
+    def admit_client(self, client_id: str, per_minute: int | None = None) -> None:
+        """Our own per-client limit; raises RateLimited(retry_after) when the client must wait."""
+        limit = per_minute or self.settings.client_rate_limit_per_minute
+        try:
+            self.limiter.reserve(f"client:{client_id}", RateLimit.per_minute(limit), 0.0)
+        except RateLimited:
+            raise
+        except Exception:  # an unreachable bucket table must not take the API down: admit
+            logger.warning("client rate-limit bucket unavailable", exc_info=True)
+
+    async def admit_client_async(self, client_id: str, per_minute: int | None = None) -> None:
+        await asyncio.to_thread(self.admit_client, client_id, per_minute)
+
+    def _validate(self, query: PaperQuery) -> list[str]:
+        if not query.query.strip():
+            raise InvalidInput("query: must not be empty", field="query")
+        if query.max_results < 1:
+            raise InvalidInput("max_results: must be at least 1", field="max_results")
+        if not 1 <= query.per_connector <= 100:
+            raise InvalidInput("per_connector: must be between 1 and 100", field="per_connector")
+        if query.year_start and query.year_end and query.year_start > query.year_end:
+            raise InvalidInput("year_range: start must not be after end", field="year_range")
+        unknown_types = [t for t in query.source_types or [] if t not in SOURCE_TYPES]
+        if unknown_types:
+            raise InvalidInput(
+                f"source_types: unknown type {unknown_types[0]!r} (allowed: {', '.join(SOURCE_TYPES)})",
+                field="source_types",
+            )
+        if query.connectors is None:
+            return self.connector_names
+        if not query.connectors:
+            raise InvalidInput("connectors: must name at least one connector", field="connectors")
+        unknown = [name for name in query.connectors if name not in self.connectors]
+        if unknown:
+            raise InvalidInput(
+                f"connectors: unknown connector {unknown[0]!r} (available: {', '.join(self.connectors)})",
+                field="connectors",
+            )
+        return list(dict.fromkeys(query.connectors))
+
+    async def search(self, query: PaperQuery) -> SearchOutcome:
+        """Raises InvalidInput for a bad query, UpstreamError only when every selected connector failed."""
+        started = time.perf_counter()
+        selected = self._validate(query)
+        results = await asyncio.gather(*(self._run_connector(name, query) for name in selected))
+        failed = {r.connector: r.error or "failed" for r in results if not r.ok}
+        used = [r.connector for r in results if r.ok]
+        for result in results:
+            logger.info(
+                "connector finished",
+                connector=result.connector,
+                ok=result.ok,
+                papers=len(result.papers),
+                from_cache=result.from_cache,
+                elapsed_ms=result.elapsed_ms,
+                error=result.error,
+            )
+        if not used:
+            raise UpstreamError("; ".join(f"{name}: {reason}" for name, reason in failed.items()))
+        papers = self._rank(query, merge_results(results))
+        return SearchOutcome(
+            papers=list(papers[: query.max_results]),
+            total_found=len(papers),
+            connectors_used=used,
+            failed_connectors=failed,
+            query_time_ms=round((time.perf_counter() - started) * 1000, 1),
+            from_cache=all(r.from_cache for r in results if r.ok),
+            rrf_scores={p.canonical_id: rrf_score(p) for p in papers},
+        )
+
+    def _rank(self, query: PaperQuery, papers: Sequence[FoundPaper]) -> list[FoundPaper]:
+        now = self.clock()
+        kept = []
+        for paper in papers:
+            paper.relevance_score = relevance_score(query.query, paper)
+            paper.quality_score = quality_score(paper, now)
+            if query.require_year and paper.year is None:
+                continue
+            if paper.year is not None and (
+                (query.year_start and paper.year < query.year_start)
+                or (query.year_end and paper.year > query.year_end)
+            ):
+                continue
+            if query.source_types and paper.source_type not in query.source_types:
+                continue
+            if query.min_quality_score is not None and paper.quality_score < query.min_quality_score:
+                continue
+            kept.append(paper)
+        kept.sort(key=lambda p: (p.relevance_score, rrf_score(p)), reverse=True)
+        return kept
+
+    async def _run_connector(self, name: str, query: PaperQuery) -> ConnectorResult:
+        limit = query.per_connector
+        key = cache_key(name, query, limit)
+        cached = await self._cache_get(key) if self._cacheable(name) else None
+        if cached is not None:
+            try:
+                result = ConnectorResult.model_validate(cached)
+                result.from_cache = True
+                result.elapsed_ms = 0.0
+                return result
+            except ValueError:
+                logger.warning("ignoring unreadable cache entry", key=key)
+        connector = self.connectors[name]
+        if not self._cacheable(name):
+            return await self._call(name, connector, query, limit)
+        result = await self._call(name, connector, query, limit)
+        if result.ok:
+            await self._cache_put(key, result)
+        return result
+
+    def _cacheable(self, name: str) -> bool:
+        """Upstream APIs are cached; in-process sources (the uploaded-document library) must show new
+        documents at once, so they are cached only when they declare `cacheable = True`."""
+        connector = self.connectors[name]
+        return bool(getattr(connector, "cacheable", isinstance(connector, HttpConnector)))
+
+    async def _call(self, name: str, connector: Connector, query: PaperQuery, limit: int) -> ConnectorResult:
+        try:
+            return await connector.search(query, limit)
+        except Exception as exc:  # a connector bug must not take the other sources down
+            logger.exception("connector raised", connector=name)
+            return ConnectorResult(connector=name, error=f"{name} failed: {exc.__class__.__name__}")
+
+    async def _cache_get(self, key: str) -> object | None:
+        try:
+            return await asyncio.to_thread(self.cache.get, key)
+        except Exception:  # the cache is an optimisation: a broken cache is a miss
+            logger.warning("cache read failed", key=key, exc_info=True)
+            return None
+
+    async def _cache_put(self, key: str, result: ConnectorResult) -> None:
+        value = result.model_dump(mode="json", exclude={"from_cache", "elapsed_ms"})
+        try:
+            await asyncio.to_thread(self.cache.put, key, value, self.search_settings.cache_ttl_seconds)
+        except Exception:
+            logger.warning("cache write failed", key=key, exc_info=True)

@@ -1,0 +1,288 @@
+"""A local "scholarly web" on 127.0.0.1 for tests and benchmarks: canned upstream API responses.
+
+It stands in for arXiv, Semantic Scholar, OpenAlex, Crossref and Unpaywall (and any other path, e.g.
+PDFs for extraction), with injected latency and failures. Real HTTP, real sockets, a threaded server,
+so concurrent requests really overlap.
+
+    with ScholarlyWeb() as web:
+        web.set_response(web.ARXIV_PATH, atom_xml, content_type="application/atom+xml")
+        web.set_latency(web.OPENALEX_PATH, 0.3)
+        web.fail(web.CROSSREF_PATH, "503")                 # or "down", "429" (+ retry_after), "500"
+        monkeypatch.setenv(...) for key, value in web.env().items()   # or web.apply_env(monkeypatch)
+        ...
+        assert web.count(web.ARXIV_PATH) == 1
+
+Upstream mount points (the `*_API_URL` values of `env()`):
+    ARXIV_API_URL            = {base}/arxiv/api/query
+    SEMANTIC_SCHOLAR_API_URL = {base}/s2/graph/v1          (search at .../paper/search)
+    OPENALEX_API_URL         = {base}/openalex             (search at .../works)
+    CROSSREF_API_URL         = {base}/crossref             (search at .../works)
+    UNPAYWALL_API_URL        = {base}/unpaywall/v2
+Responses match on the exact path (query string ignored) unless a handler is given for a prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        body: bytes | str | dict[str, Any] | list[Any],
+        status: int = 200,
+        content_type: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        if isinstance(body, (dict, list)):
+            data, kind = json.dumps(body).encode(), "application/json"
+        elif isinstance(body, str):
+            data, kind = body.encode(), "text/plain; charset=utf-8"
+        else:
+            data, kind = body, "application/octet-stream"
+        return cls(status, data, content_type or kind, dict(headers or {}))
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    at: float
+
+    def param(self, name: str) -> str | None:
+        values = self.query.get(name)
+        return values[0] if values else None
+
+
+Handler = Callable[[RecordedRequest], Reply]
+
+
+@dataclass
+class _Failure:
+    mode: str  # "down" | "429" | "500" | "502" | "503" | "504"
+    retry_after: float | None
+    remaining: int | None  # None = until cleared
+
+
+class ScholarlyWeb:
+    ARXIV_PATH = "/arxiv/api/query"
+    SEMANTIC_SCHOLAR_BASE = "/s2/graph/v1"
+    SEMANTIC_SCHOLAR_PATH = "/s2/graph/v1/paper/search"
+    OPENALEX_BASE = "/openalex"
+    OPENALEX_PATH = "/openalex/works"
+    CROSSREF_BASE = "/crossref"
+    CROSSREF_PATH = "/crossref/works"
+    UNPAYWALL_BASE = "/unpaywall/v2"
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._routes: dict[str, Reply | Handler] = {}
+        self._prefix_handlers: dict[str, Handler] = {}
+        self._latency: dict[str, float] = {}
+        self._failures: dict[str, _Failure] = {}
+        self._lock = threading.Lock()
+        self.requests: list[RecordedRequest] = []
+        web = self
+
+        class _RequestHandler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def do_GET(self) -> None:
+                web._handle(self)
+
+            def do_POST(self) -> None:
+                web._handle(self)
+
+            def do_HEAD(self) -> None:
+                web._handle(self)
+
+        self._server = ThreadingHTTPServer((host, port), _RequestHandler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> ScholarlyWeb:
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScholarlyWeb:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def host_port(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}" if isinstance(host, str) else f"{host.decode()}:{port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host_port}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def env(self) -> dict[str, str]:
+        """Environment for the settings: upstream base URLs here, and the SSRF allow-list entry."""
+        return {
+            "ARXIV_API_URL": self.url(self.ARXIV_PATH),
+            "SEMANTIC_SCHOLAR_API_URL": self.url(self.SEMANTIC_SCHOLAR_BASE),
+            "OPENALEX_API_URL": self.url(self.OPENALEX_BASE),
+            "CROSSREF_API_URL": self.url(self.CROSSREF_BASE),
+            "UNPAYWALL_API_URL": self.url(self.UNPAYWALL_BASE),
+            "FETCH_ALLOW_PRIVATE_HOSTS": self.host_port,
+        }
+
+    def apply_env(self, monkeypatch: Any) -> None:
+        """Set `env()` with pytest's monkeypatch and drop the cached settings."""
+        from functions.common.settings import reset_settings_cache
+
+        for key, value in self.env().items():
+            monkeypatch.setenv(key, value)
+        reset_settings_cache()
+
+    # ---- configuration ----------------------------------------------------------------------------
+
+    def set_response(
+        self,
+        path: str,
+        body: bytes | str | dict[str, Any] | list[Any],
+        status: int = 200,
+        content_type: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        with self._lock:
+            self._routes[path] = Reply.of(body, status, content_type, headers)
+
+    def set_handler(self, path_or_prefix: str, handler: Handler, *, prefix: bool = False) -> None:
+        """A function of the request (e.g. answer per query parameter); `prefix=True` for a subtree."""
+        with self._lock:
+            if prefix:
+                self._prefix_handlers[path_or_prefix] = handler
+            else:
+                self._routes[path_or_prefix] = handler
+
+    def set_latency(self, path_prefix: str, seconds: float) -> None:
+        with self._lock:
+            self._latency[path_prefix] = seconds
+
+    def fail(
+        self,
+        path_prefix: str,
+        mode: str = "503",
+        *,
+        retry_after: float | None = None,
+        times: int | None = None,
+    ) -> None:
+        """Inject a failure: "down" (connection closed, no answer), "429" or a 5xx status code."""
+        if mode != "down" and not mode.isdigit():
+            raise ValueError(f"unknown failure mode {mode!r}")
+        with self._lock:
+            self._failures[path_prefix] = _Failure(mode, retry_after, times)
+
+    def clear_failure(self, path_prefix: str | None = None) -> None:
+        with self._lock:
+            if path_prefix is None:
+                self._failures.clear()
+            else:
+                self._failures.pop(path_prefix, None)
+
+    def reset_requests(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
+    def count(self, path_prefix: str = "/") -> int:
+        with self._lock:
+            return sum(1 for r in self.requests if r.path.startswith(path_prefix))
+
+    def requests_to(self, path_prefix: str) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.startswith(path_prefix)]
+
+    # ---- serving ----------------------------------------------------------------------------------
+
+    def _longest(self, table: dict[str, Any], path: str) -> Any:
+        matches = [key for key in table if path.startswith(key)]
+        return table[max(matches, key=len)] if matches else None
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        parts = urlsplit(handler.path)
+        length = int(handler.headers.get("content-length") or 0)
+        if length:
+            handler.rfile.read(length)
+        request = RecordedRequest(
+            method=handler.command,
+            path=parts.path,
+            query=parse_qs(parts.query, keep_blank_values=True),
+            headers={k.lower(): v for k, v in handler.headers.items()},
+            at=time.monotonic(),
+        )
+        with self._lock:
+            self.requests.append(request)
+            latency = self._longest(self._latency, request.path) or 0.0
+            failure: _Failure | None = self._longest(self._failures, request.path)
+            if failure is not None and failure.remaining is not None:
+                failure.remaining -= 1
+                if failure.remaining <= 0:
+                    for key, value in list(self._failures.items()):
+                        if value is failure:
+                            del self._failures[key]
+            route = self._routes.get(request.path) or self._longest(self._prefix_handlers, request.path)
+        if latency:
+            time.sleep(latency)
+        if failure is not None:
+            if failure.mode == "down":
+                handler.close_connection = True
+                handler.connection.close()
+                return
+            headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
+            reply = Reply.of(
+                {"message": f"injected failure {failure.mode}"}, int(failure.mode), headers=headers
+            )
+        elif route is None:
+            reply = Reply.of({"message": f"no route for {request.path}"}, 404)
+        elif isinstance(route, Reply):
+            reply = route
+        else:
+            reply = route(request)
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", reply.content_type)
+        handler.send_header("Content-Length", str(len(reply.body)))
+        for name, text in reply.headers.items():
+            handler.send_header(name, text)
+        handler.end_headers()
+        if handler.command != "HEAD":
+            handler.wfile.write(reply.body)
+
+
+def serving(web: ScholarlyWeb) -> Iterator[ScholarlyWeb]:
+    """For pytest fixtures: `yield from serving(ScholarlyWeb())`."""
+    with web:
+        yield web

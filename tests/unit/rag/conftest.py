@@ -1,0 +1,37 @@
+"""The tiny book is ingested once per test session; API tests install it as the container's index."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from functions.common.storage import InMemoryBlobStore
+from functions.rag.app import app, memo
+from functions.rag.index import BuiltIndex, build_index, load_knowledge_base, write_index
+from functions.rag.knowledge_base import KnowledgeBase
+from functions.rag.loader import set_knowledge_base
+from tests.unit.rag.tiny_book import tiny_book
+
+
+@pytest.fixture(scope="session")
+def built_index() -> BuiltIndex:
+    return build_index(tiny_book())
+
+
+@pytest.fixture(scope="session")
+def knowledge_base(built_index: BuiltIndex) -> KnowledgeBase:
+    store = InMemoryBlobStore()
+    write_index(store, built_index)
+    return load_knowledge_base(store)
+
+
+@pytest.fixture
+def client(knowledge_base: KnowledgeBase) -> Iterator[TestClient]:
+    set_knowledge_base(knowledge_base)
+    memo.clear()
+    with TestClient(app) as test_client:
+        yield test_client
+    set_knowledge_base(None)
+    memo.clear()
