@@ -21,12 +21,19 @@ class Settings(BaseSettings):
     semantic_scholar_api_key: SecretStr | None = None
     openalex_api_key: SecretStr | None = None
     contact_email: str | None = None
+    # Hosts the extractor fetches papers from (configurable for tests and mirrors).
+    arxiv_pdf_base_url: str = "https://arxiv.org"
+    doi_resolver_url: str = "https://doi.org"
 
     # Outbound fetch policy.
     fetch_allow_private_hosts: str = ""
     fetch_timeout_seconds: float = 20.0
     fetch_max_bytes: int = 50 * 1024 * 1024
     fetch_max_redirects: int = 5
+    # Document upload (POST /v1/documents).
+    upload_max_bytes: int = 25 * 1024 * 1024
+    # Total time one extraction may take (inside the 45 s API/step limit).
+    extract_budget_seconds: float = 40.0
 
     # LLM provider (optional).
     llm_provider: Literal["none", "bedrock", "openai"] = "none"

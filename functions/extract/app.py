@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
-
 from functions.common.api import create_app
 from functions.common.observability import get_logger
+from functions.extract.api import documents_router, tools_router
+from functions.extract.errors import install_error_handlers
 
 logger = get_logger("extract")
 
-
-def _no_error_handlers(app: FastAPI) -> None:
-    return None
-
-
 app = create_app(
     title="extract",
-    description="extract API",
-    routers=[],
+    description="Paper extraction (POST /api/tools/extract) and document upload (/v1/documents).",
+    routers=[tools_router, documents_router],
     logger=logger,
-    install_error_handlers=_no_error_handlers,
+    install_error_handlers=install_error_handlers,
 )

@@ -179,7 +179,7 @@ class SearchService:
                 elapsed_ms=result.elapsed_ms,
                 error=result.error,
             )
-        if not used:
+        if self._unavailable(selected, results):
             raise UpstreamError("; ".join(f"{name}: {reason}" for name, reason in failed.items()))
         papers = self._rank(query, merge_results(results))
         return SearchOutcome(
@@ -188,9 +188,22 @@ class SearchService:
             connectors_used=used,
             failed_connectors=failed,
             query_time_ms=round((time.perf_counter() - started) * 1000, 1),
-            from_cache=all(r.from_cache for r in results if r.ok),
+            from_cache=all(
+                r.from_cache
+                for name, r in zip(selected, results, strict=True)
+                if r.ok and self._cacheable(name)
+            ),
             rrf_scores={p.canonical_id: rrf_score(p) for p in papers},
         )
+
+    def _unavailable(self, selected: Sequence[str], results: Sequence[ConnectorResult]) -> bool:
+        """The seed's "search service unavailable": nothing answered, or every upstream API (the cached,
+        networked sources) failed and the in-process ones (the team's library) found nothing either."""
+        if not any(r.ok for r in results):
+            return True
+        upstream = [r for name, r in zip(selected, results, strict=True) if self._cacheable(name)]
+        local_found = any(r.ok and r.papers for r in results if r not in upstream)
+        return bool(upstream) and not any(r.ok for r in upstream) and not local_found
 
     def _rank(self, query: PaperQuery, papers: Sequence[FoundPaper]) -> list[FoundPaper]:
         now = self.clock()

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functions.search.connectors.arxiv import ArxivConnector
 from functions.search.connectors.base import Connector, ConnectorContext
 from functions.search.connectors.crossref import CrossrefConnector
+from functions.search.connectors.library import LibraryConnector
 from functions.search.connectors.openalex import OpenAlexConnector
 from functions.search.connectors.semantic_scholar import SemanticScholarConnector
 
@@ -17,6 +18,7 @@ REGISTRY: dict[str, ConnectorFactory] = {
     "semantic_scholar": SemanticScholarConnector,
     "openalex": OpenAlexConnector,
     "crossref": CrossrefConnector,
+    "library": LibraryConnector,
 }
 
 __all__ = ["REGISTRY", "Connector", "ConnectorContext", "ConnectorFactory"]

@@ -156,7 +156,7 @@ def test_tools_search_serves_recorded_papers(
     )
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["failed_sources"] == {} and body["search_metrics"]["sources_searched"] == 4
+    assert body["failed_sources"] == {} and body["search_metrics"]["sources_searched"] == 5
     results = body["results"]
     assert len(results) == min(100, body["total_found"]) and body["total_found"] > 100
     titles = {r["title"] for r in results}

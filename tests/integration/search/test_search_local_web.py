@@ -47,7 +47,7 @@ def test_tools_search_returns_the_served_papers_well_typed(client: TestClient, w
         assert all(isinstance(a, str) and ", " in a for a in result["authors"])
         assert result["venue"] is None or isinstance(result["venue"], str)
         assert isinstance(result["doi"], str) and result["doi"].startswith("10.")
-    assert body["search_metrics"]["sources_searched"] == 4 and body["failed_sources"] == {}
+    assert body["search_metrics"]["sources_searched"] == 5 and body["failed_sources"] == {}
     arxiv_request = web.requests_to(web.ARXIV_PATH)[0]
     assert arxiv_request.param("search_query") == (
         "all:transformer AND all:architectures AND submittedDate:[202001010000 TO 202512312359]"
@@ -188,7 +188,7 @@ def test_v1_search_and_health(client: TestClient, web: ScholarlyWeb) -> None:
     health = client.get("/api/v1/health").json()
     assert health == {
         "status": "healthy",
-        "connectors": ["arxiv", "semantic_scholar", "openalex", "crossref"],
+        "connectors": ["arxiv", "semantic_scholar", "openalex", "crossref", "library"],
         "llm_configured": False,
         "circuit_breakers": health["circuit_breakers"],
     }

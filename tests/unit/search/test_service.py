@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 import pytest
 
 from functions.common.errors import InvalidInput, UpstreamError
-from functions.search.models import FoundPaper, PaperQuery
-from tests.unit.search.stubs import crossref_stub, failing_stub, s2_stub, service_with
+from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
+from tests.unit.search.stubs import StubConnector, crossref_stub, failing_stub, s2_stub, service_with
 
 T = TypeVar("T")
 
@@ -123,3 +123,23 @@ def test_an_unreachable_bucket_table_admits_the_client() -> None:
     service = service_with(s2_stub())
     service.limiter = BrokenLimiter()
     service.admit_client("key:abc")
+
+
+def _library(found: bool) -> StubConnector:
+    library = crossref_stub()
+    if not found:
+        library.answer = ConnectorResult(connector="library", papers=[])
+    library.name, library.cacheable = "library", False
+    return library
+
+
+def test_upstreams_down_but_library_found_documents_is_an_answer() -> None:
+    service = service_with(failing_stub("semantic_scholar", "HTTP 503"), _library(found=True))
+    outcome = run(service.search(PaperQuery(query="transformers")))
+    assert outcome.papers and outcome.failed_connectors == {"semantic_scholar": "HTTP 503"}
+
+
+def test_upstreams_down_and_empty_library_is_the_unavailable_error() -> None:
+    service = service_with(failing_stub("semantic_scholar", "HTTP 503"), _library(found=False))
+    with pytest.raises(UpstreamError, match="semantic_scholar: HTTP 503"):
+        run(service.search(PaperQuery(query="transformers")))

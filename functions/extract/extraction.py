@@ -1,0 +1,80 @@
+"""Pure pipeline steps (no I/O): PDF bytes or parsed pages -> ExtractedPaper."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from functions.common.models import ExtractedPaper
+from functions.extract.analysis import analyse
+from functions.extract.pdf import ParsedPdf, PdfParseError, parse_pdf
+
+NO_TEXT_LAYER = "no text layer: the PDF contains only images (a scan); OCR is not supported"
+GARBLED = "text layer is garbled: glyphs are not mapped to characters"
+
+
+def failed(source_url: str, canonical_id: str, reason: str, **extra: object) -> ExtractedPaper:
+    return ExtractedPaper(
+        source_url=source_url,
+        canonical_id=canonical_id,
+        success=False,
+        failure_reason=reason,
+        extracted_at=datetime.now(UTC),
+        **extra,
+    )
+
+
+def parse_or_failure(data: bytes, source_url: str, canonical_id: str) -> ParsedPdf | ExtractedPaper:
+    try:
+        return parse_pdf(data)
+    except PdfParseError as exc:
+        return failed(source_url, canonical_id, f"PDF parsing failed - {exc.reason}")
+
+
+def from_parsed(
+    parsed: ParsedPdf,
+    *,
+    source_url: str,
+    canonical_id: str,
+    focus_areas: list[str] | None = None,
+    pdf_sha256: str | None = None,
+    extra_citations: list[str] | None = None,
+) -> ExtractedPaper:
+    pages_with_text = parsed.text_pages
+    common = {"page_count": parsed.page_count, "pdf_sha256": pdf_sha256}
+    if not pages_with_text:
+        return failed(source_url, canonical_id, NO_TEXT_LAYER, **common)
+    if all("garbled" in page.flags for page in pages_with_text):
+        return failed(source_url, canonical_id, GARBLED, **common)
+    analysis = analyse(
+        parsed.pages,
+        first_page_lines=parsed.first_page_lines,
+        metadata=parsed.metadata,
+        focus_areas=focus_areas,
+    )
+    citations = analysis.citations or list(extra_citations or [])
+    success = bool(analysis.key_findings) and bool(analysis.title or analysis.abstract)
+    reason = None
+    if not success:
+        reason = (
+            "no findings: the text contains no statements of results"
+            if analysis.title or analysis.abstract
+            else "insufficient content: neither a title nor an abstract was found"
+        )
+    return ExtractedPaper(
+        source_url=source_url,
+        canonical_id=canonical_id,
+        success=success,
+        failure_reason=reason,
+        title=analysis.title,
+        authors=analysis.authors,
+        abstract=analysis.abstract,
+        key_findings=analysis.key_findings,
+        methodology=analysis.methodology,
+        citations=citations,
+        sections=analysis.sections,
+        evidence=analysis.evidence,
+        page_count=parsed.page_count,
+        confidence_score=analysis.confidence_score if success else 0.0,
+        pdf_sha256=pdf_sha256,
+        extracted_at=datetime.now(UTC),
+    )

@@ -1,0 +1,253 @@
+"""PDF text, page by page: pypdfium2 first (fast, tolerant), pypdf as the fallback.
+
+A bad page never sinks the document: it is recorded as empty with a flag. Pages are normalised
+(NFKC, soft-hyphen and line-end de-hyphenation, one `\\n` per line) and that normalised text is what
+evidence offsets point into. The first page also yields lines with their font height, which is how
+the title is found.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import logging
+import re
+import statistics
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+import pypdfium2 as pdfium  # type: ignore[import-untyped]
+import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
+
+DEFAULT_MAX_PAGES = 300
+DEFAULT_TIME_BUDGET_SECONDS = 12.0
+
+_GLYPH_NAMES = re.compile(r"/g\d{2,4}\b|/uni[0-9A-F]{4}\b|\(cid:\d+\)")
+_SOFT_HYPHEN_BREAK = re.compile(r"[\ufffe\u00ad\x02]\s*\n?")
+_HARD_HYPHEN_BREAK = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
+_SPACES = re.compile(r"[ \t\u00a0]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff\ufff0-\uffff]")
+
+
+class PdfParseError(Exception):
+    """The document cannot be read at all; `reason` is user-facing."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class SizedLine:
+    text: str
+    height: float  # loose glyph box height in points (proportional to the font size)
+    top: float  # distance from the top of the page in points
+
+
+@dataclass(slots=True)
+class PageText:
+    number: int  # 1-based
+    text: str
+    flags: list[str] = field(default_factory=list)  # "empty", "garbled", "error"
+
+
+@dataclass(slots=True)
+class ParsedPdf:
+    pages: list[PageText]
+    page_count: int  # pages in the file, including any beyond the cap
+    metadata: dict[str, str]
+    first_page_lines: list[SizedLine]
+    parser: str  # "pypdfium2" or "pypdf"
+    truncated: bool = False
+
+    @property
+    def text_pages(self) -> list[PageText]:
+        return [page for page in self.pages if page.text.strip()]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pages": [{"number": p.number, "text": p.text, "flags": p.flags} for p in self.pages],
+            "page_count": self.page_count,
+            "metadata": self.metadata,
+            "first_page_lines": [[ln.text, ln.height, ln.top] for ln in self.first_page_lines],
+            "parser": self.parser,
+            "truncated": self.truncated,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ParsedPdf:
+        return cls(
+            pages=[PageText(p["number"], p["text"], list(p["flags"])) for p in data["pages"]],
+            page_count=int(data["page_count"]),
+            metadata=dict(data["metadata"]),
+            first_page_lines=[SizedLine(t, float(h), float(y)) for t, h, y in data["first_page_lines"]],
+            parser=str(data["parser"]),
+            truncated=bool(data.get("truncated", False)),
+        )
+
+
+def normalise_text(raw: str, *, join_hyphens: bool = False) -> str:
+    """NFKC, soft hyphens removed; `join_hyphens` also joins `-\\n` between lower-case letters (pypdf
+    keeps printed hyphens, pdfium marks line-end hyphens as soft ones itself)."""
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    text = _SOFT_HYPHEN_BREAK.sub("", text)
+    text = unicodedata.normalize("NFKC", text)
+    if join_hyphens:
+        text = _HARD_HYPHEN_BREAK.sub("", text)
+    text = _CONTROL.sub("", text)
+    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def quality_flags(text: str) -> list[str]:
+    if not text.strip():
+        return ["empty"]
+    glyph_hits = len(_GLYPH_NAMES.findall(text))
+    letters = sum(map(str.isalpha, text))
+    visible = (len(text) - sum(map(str.isspace, text))) or 1
+    if glyph_hits >= 5 or letters / visible < 0.25:
+        return ["garbled"]
+    return []
+
+
+def is_pdf(data: bytes) -> bool:
+    return b"%PDF-" in data[:1024]
+
+
+def parse_pdf(
+    data: bytes,
+    *,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    time_budget_seconds: float = DEFAULT_TIME_BUDGET_SECONDS,
+) -> ParsedPdf:
+    """Extract normalised text per page; raises PdfParseError only when no parser can open the file."""
+    if not is_pdf(data):
+        raise PdfParseError("not a PDF file (no %PDF header)")
+    try:
+        parsed = _parse_with_pdfium(data, max_pages, time_budget_seconds)
+    except PdfParseError as exc:
+        if "password" in exc.reason:
+            raise
+        parsed = _parse_with_pypdf(data, max_pages, time_budget_seconds, exc.reason)
+    if parsed.text_pages or parsed.parser == "pypdf":
+        return parsed
+    # pdfium found no text at all; pypdf occasionally reads text layers pdfium does not.
+    try:
+        fallback = _parse_with_pypdf(data, max_pages, time_budget_seconds, "")
+    except PdfParseError:
+        return parsed
+    return fallback if fallback.text_pages else parsed
+
+
+def _parse_with_pdfium(data: bytes, max_pages: int, budget: float) -> ParsedPdf:
+    started = time.perf_counter()
+    try:
+        document = pdfium.PdfDocument(data, password="")
+    except pdfium.PdfiumError as exc:
+        message = str(exc)
+        if "password" in message.lower():
+            raise PdfParseError("encrypted PDF: a password is required to open it") from exc
+        raise PdfParseError(f"PDF could not be opened: {message}") from exc
+    try:
+        total = len(document)
+        metadata = {k: str(v) for k, v in document.get_metadata_dict(skip_empty=True).items()}
+        pages: list[PageText] = []
+        first_lines: list[SizedLine] = []
+        truncated = False
+        for index in range(total):
+            if index >= max_pages or time.perf_counter() - started > budget:
+                truncated = True
+                break
+            try:
+                page = document[index]
+                try:
+                    textpage = page.get_textpage()
+                    try:
+                        raw = textpage.get_text_range()
+                        if index == 0:
+                            first_lines = _sized_lines(textpage, page.get_height())
+                    finally:
+                        textpage.close()
+                finally:
+                    page.close()
+            except Exception:  # one damaged page must not sink the document
+                pages.append(PageText(index + 1, "", ["error"]))
+                continue
+            text = normalise_text(raw)
+            pages.append(PageText(index + 1, text, quality_flags(text)))
+        return ParsedPdf(pages, total, metadata, first_lines, "pypdfium2", truncated)
+    finally:
+        document.close()
+
+
+def _sized_lines(textpage: pdfium.PdfTextPage, page_height: float) -> list[SizedLine]:
+    """Lines of the first page with their median glyph height, read char by char so that text and
+    geometry stay aligned."""
+    count = textpage.count_chars()
+    lines: list[SizedLine] = []
+    rect = pdfium_c.FS_RECTF()
+    chars: list[str] = []
+    heights: list[float] = []
+    top = 0.0
+
+    def flush() -> None:
+        text = normalise_text("".join(chars))
+        if text and heights:
+            lines.append(SizedLine(text, round(statistics.median(heights), 2), round(page_height - top, 1)))
+        chars.clear()
+        heights.clear()
+
+    for index in range(count):
+        char = chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, index) or 32)
+        if char in "\r\n":
+            if char == "\n":
+                flush()
+                top = 0.0
+            continue
+        chars.append(char)
+        if not char.isspace() and pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, index, ctypes.byref(rect)):
+            heights.append(abs(rect.top - rect.bottom))
+            top = max(top, rect.top)
+    flush()
+    return lines
+
+
+def _parse_with_pypdf(data: bytes, max_pages: int, budget: float, earlier_reason: str) -> ParsedPdf:
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # per-font warnings are noise here
+
+    started = time.perf_counter()
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise PdfParseError("encrypted PDF: a password is required to open it")
+        total = len(reader.pages)
+    except (FileNotDecryptedError, DependencyError) as exc:
+        raise PdfParseError(f"encrypted PDF could not be opened: {exc}") from exc
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
+        reason = earlier_reason or f"corrupted PDF: {exc}"
+        raise PdfParseError(reason) from exc
+    metadata: dict[str, str] = {}
+    try:
+        info: dict[str, Any] = dict(reader.metadata or {})
+        metadata = {str(k).lstrip("/"): str(v) for k, v in info.items() if v}
+    except Exception:  # broken info dictionaries are common and irrelevant
+        metadata = {}
+    pages: list[PageText] = []
+    truncated = False
+    for index in range(total):
+        if index >= max_pages or time.perf_counter() - started > budget:
+            truncated = True
+            break
+        try:
+            raw = reader.pages[index].extract_text() or ""
+        except Exception:  # one damaged page must not sink the document
+            pages.append(PageText(index + 1, "", ["error"]))
+            continue
+        text = normalise_text(raw, join_hyphens=True)
+        pages.append(PageText(index + 1, text, quality_flags(text)))
+    return ParsedPdf(pages, total, metadata, [], "pypdf", truncated)

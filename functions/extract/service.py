@@ -1,0 +1,509 @@
+"""The extraction service: resolve a source, fetch it (guarded), parse, analyse, store and cache.
+
+Storage layout in the data bucket:
+  pdfs/<sha256>.pdf                    the fetched or uploaded PDF, content-addressed
+  parsed/<hash(canonical_id)>.json     the ExtractedPaper (what the step handler passes by reference)
+  parsed/<hash(canonical_id)>.pages.json  the normalised page text: a repeat extraction of the same
+                                       paper re-runs only the (fast) analysis, with no fetch and no parse
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
+from functions.common.http import FetchedResponse, HttpClient
+from functions.common.models import ExtractedPaper, short_hash
+from functions.common.settings import Settings, get_settings
+from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
+from functions.extract.documents import (
+    SEARCH_TEXT_LIMIT,
+    DocumentRecord,
+    DocumentRepository,
+    DynamoDocumentRepository,
+    document_id_for,
+    parse_metadata_field,
+    utc_now,
+    validate_upload,
+)
+from functions.extract.errors import SourceUnavailable, UnprocessableDocument
+from functions.extract.extraction import failed, from_parsed, parse_or_failure
+from functions.extract.html import HtmlDocument, parse_html
+from functions.extract.pdf import ParsedPdf, is_pdf
+from functions.extract.resolve import Target, classify
+
+PDF_ACCEPT = "application/pdf,text/html;q=0.9,*/*;q=0.5"
+MISSING_STATUSES = frozenset({404, 410})
+DENIED_STATUSES = frozenset({401, 402, 403, 451})
+CANDIDATE_TIMEOUT_SECONDS = 15.0
+LOOKUP_TIMEOUT_SECONDS = 6.0
+
+
+def pdf_key(sha256: str) -> str:
+    return f"pdfs/{sha256}.pdf"
+
+
+def parsed_key(canonical_id: str) -> str:
+    return f"parsed/{short_hash(canonical_id, 16)}.json"
+
+
+def pages_key(canonical_id: str) -> str:
+    return f"parsed/{short_hash(canonical_id, 16)}.pages.json"
+
+
+@dataclass(slots=True)
+class ServiceStats:
+    """Counters that show what a call cost (tests assert on them, logs report them)."""
+
+    fetches: int = 0
+    parses: int = 0
+    cache_hits: int = 0
+
+
+@dataclass(slots=True)
+class Fetched:
+    kind: Literal["pdf", "html", "other"]
+    url: str
+    content: bytes = b""
+    html: HtmlDocument | None = None
+    content_type: str = ""
+
+
+@dataclass(slots=True)
+class _Deadline:
+    ends_at: float
+    fetch_cap: float = CANDIDATE_TIMEOUT_SECONDS
+    tried: list[str] = field(default_factory=list)
+
+    def remaining(self, cap: float | None = None) -> float:
+        left = self.ends_at - time.monotonic()
+        return max(0.5, min(left, cap or self.fetch_cap))
+
+
+class ExtractionService:
+    def __init__(
+        self,
+        *,
+        http: HttpClient,
+        blobs: BlobStore,
+        documents: DocumentRepository | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self._http = http
+        self._blobs = blobs
+        self._documents = documents
+        self._settings = settings or get_settings()
+        self.stats = ServiceStats()
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> ExtractionService:
+        settings = settings or get_settings()
+        return cls(
+            http=HttpClient(settings),
+            blobs=S3BlobStore(settings.data_bucket),
+            documents=DynamoDocumentRepository(),
+            settings=settings,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (the service owns it when built by from_settings)."""
+        await self._http.aclose()
+
+    # --- extraction ------------------------------------------------------------------------------
+
+    async def extract(
+        self,
+        source_url: str,
+        *,
+        focus_areas: list[str] | None = None,
+        max_length: int = 5000,
+        budget_seconds: float = 40.0,
+    ) -> ExtractedPaper:
+        """Raises InvalidInput/FetchBlocked (400), SourceUnavailable (404), FetchTimeout (504).
+        Unparseable content returns success=False with a failure_reason."""
+        target = classify(source_url)
+        deadline = _Deadline(time.monotonic() + budget_seconds)
+        try:
+            async with asyncio.timeout(budget_seconds):
+                paper = await self._extract(target, source_url, focus_areas or [], deadline)
+        except TimeoutError as exc:
+            raise FetchTimeout(
+                f"extraction of {source_url} exceeded its {budget_seconds:.0f} s budget"
+            ) from exc
+        return trim_to_length(paper, max_length)
+
+    async def _extract(
+        self, target: Target, source_url: str, focus: list[str], deadline: _Deadline
+    ) -> ExtractedPaper:
+        cached = await self._from_cache(target, source_url, focus)
+        if cached is not None:
+            return cached
+        try:
+            fetched = await self._fetch_target(target, deadline)
+        except FetchTooLarge as exc:
+            return failed(source_url, target.canonical_id, f"document too large - {exc.message}")
+        if fetched.kind == "other":
+            paper = failed(
+                source_url,
+                target.canonical_id,
+                f"unsupported content: {fetched.content_type or 'unknown type'} is neither PDF nor HTML",
+            )
+            return paper
+        sha256: str | None = None
+        extra_citations: list[str] = []
+        if fetched.kind == "pdf":
+            sha256 = hashlib.sha256(fetched.content).hexdigest()
+            await asyncio.to_thread(
+                self._blobs.put_bytes, pdf_key(sha256), fetched.content, "application/pdf"
+            )
+            self.stats.parses += 1
+            outcome = await asyncio.to_thread(
+                parse_or_failure, fetched.content, source_url, target.canonical_id
+            )
+            if isinstance(outcome, ExtractedPaper):
+                outcome.pdf_sha256 = sha256
+                await asyncio.to_thread(
+                    put_json, self._blobs, parsed_key(target.canonical_id), _dump(outcome)
+                )
+                return outcome
+            parsed = outcome
+        else:
+            assert fetched.html is not None
+            parsed = ParsedPdf(fetched.html.pages, 1, fetched.html.metadata, [], "html")
+            extra_citations = fetched.html.citations
+        await asyncio.to_thread(
+            put_json,
+            self._blobs,
+            pages_key(target.canonical_id),
+            {"parsed": parsed.to_json(), "pdf_sha256": sha256, "extra_citations": extra_citations},
+        )
+        return await self._analyse_and_store(parsed, target, source_url, focus, sha256, extra_citations)
+
+    async def _analyse_and_store(
+        self,
+        parsed: ParsedPdf,
+        target: Target,
+        source_url: str,
+        focus: list[str],
+        sha256: str | None,
+        extra_citations: list[str],
+    ) -> ExtractedPaper:
+        paper = await asyncio.to_thread(
+            lambda: from_parsed(
+                parsed,
+                source_url=source_url,
+                canonical_id=target.canonical_id,
+                focus_areas=focus,
+                pdf_sha256=sha256,
+                extra_citations=extra_citations,
+            )
+        )
+        await asyncio.to_thread(put_json, self._blobs, parsed_key(target.canonical_id), _dump(paper))
+        return paper
+
+    async def _from_cache(self, target: Target, source_url: str, focus: list[str]) -> ExtractedPaper | None:
+        stored = await asyncio.to_thread(get_json, self._blobs, pages_key(target.canonical_id))
+        if stored is not None:
+            self.stats.cache_hits += 1
+            parsed = ParsedPdf.from_json(stored["parsed"])
+            return await self._analyse_and_store(
+                parsed,
+                target,
+                source_url,
+                focus,
+                stored.get("pdf_sha256"),
+                stored.get("extra_citations") or [],
+            )
+        if target.kind == "library":
+            return None  # uploads are parsed at upload time; a missing text file means re-parse
+        previous = await asyncio.to_thread(get_json, self._blobs, parsed_key(target.canonical_id))
+        if previous is not None and not previous.get("success"):
+            self.stats.cache_hits += 1  # a permanent failure (corrupt, scanned): do not fetch again
+            paper = ExtractedPaper.model_validate(previous)
+            paper.source_url = source_url
+            return paper
+        return None
+
+    # --- fetching --------------------------------------------------------------------------------
+
+    async def _fetch_target(self, target: Target, deadline: _Deadline) -> Fetched:
+        if target.kind == "library":
+            return await self._library_pdf(target.value)
+        if target.kind == "arxiv":
+            base = self._settings.arxiv_pdf_base_url.rstrip("/")
+            return await self._fetch_url(f"{base}/pdf/{target.value}", deadline, follow_html=False)
+        if target.kind == "doi":
+            return await self._fetch_doi(target.value, deadline)
+        return await self._fetch_url(target.value, deadline, follow_html=True)
+
+    async def _library_pdf(self, document_id: str) -> Fetched:
+        record = self._documents.get(document_id) if self._documents else None
+        if record is None:
+            raise SourceUnavailable(f"no uploaded document {document_id}")
+        data = await asyncio.to_thread(self._blobs.get_bytes, record.pdf_key)
+        if data is None:
+            raise SourceUnavailable(f"the file of document {document_id} is missing from storage")
+        return Fetched("pdf", record.source_url, data)
+
+    async def _fetch_doi(self, doi: str, deadline: _Deadline) -> Fetched:
+        candidates = await self._open_access_candidates(doi, deadline)
+        resolver = self._settings.doi_resolver_url.rstrip("/")
+        last_error: Exception | None = None
+        for url in candidates:
+            try:
+                fetched = await self._fetch_url(url, deadline, follow_html=True)
+            except (SourceUnavailable, FetchBlocked, FetchTimeout) as exc:
+                last_error = exc
+                continue
+            except FetchError as exc:
+                last_error = exc
+                continue
+            if fetched.kind == "pdf":
+                return fetched
+        try:
+            return await self._fetch_url(f"{resolver}/{doi}", deadline, follow_html=True)
+        except SourceUnavailable as exc:
+            if last_error is not None:
+                raise SourceUnavailable(
+                    f"{exc.message}; open-access copies failed too ({last_error})", transient=exc.transient
+                ) from exc
+            raise
+
+    async def _fetch_url(self, url: str, deadline: _Deadline, *, follow_html: bool) -> Fetched:
+        deadline.tried.append(url)
+        self.stats.fetches += 1
+        try:
+            response = await self._http.get(
+                url, headers={"Accept": PDF_ACCEPT}, total_timeout=deadline.remaining(), retries=1
+            )
+        except (FetchBlocked, FetchTooLarge, FetchTimeout):
+            raise
+        except FetchError as exc:
+            raise SourceUnavailable(exc.message) from exc
+        _raise_for_status(response)
+        if is_pdf(response.content):
+            return Fetched("pdf", response.url, response.content, content_type=response.content_type)
+        if response.content_type == "application/pdf":
+            # Declared a PDF but is not one: let the parser produce a clean failure reason.
+            return Fetched("pdf", response.url, response.content, content_type=response.content_type)
+        looks_html = "html" in response.content_type or response.content[:200].lstrip().startswith(b"<")
+        if not looks_html:
+            return Fetched("other", response.url, content_type=response.content_type)
+        document = parse_html(response.text, response.url)
+        if follow_html and document.pdf_url and document.pdf_url not in deadline.tried:
+            try:
+                linked = await self._fetch_url(document.pdf_url, deadline, follow_html=False)
+            except (SourceUnavailable, FetchBlocked, FetchError):
+                linked = None
+            if linked is not None and linked.kind == "pdf":
+                return linked
+        return Fetched("html", response.url, html=document, content_type=response.content_type)
+
+    async def _open_access_candidates(self, doi: str, deadline: _Deadline) -> list[str]:
+        lookups = [self._openalex_pdfs(doi, deadline), self._crossref_pdfs(doi, deadline)]
+        if self._settings.contact_email:
+            lookups.insert(0, self._unpaywall_pdfs(doi, deadline))
+        results = await asyncio.gather(*lookups, return_exceptions=True)
+        urls: list[str] = []
+        for result in results:
+            if isinstance(result, list):
+                urls.extend(u for u in result if u and u not in urls)
+        return urls
+
+    async def _lookup_json(self, url: str, deadline: _Deadline, params: dict[str, str]) -> Any:
+        try:
+            response = await self._http.get(
+                url, params=params, total_timeout=deadline.remaining(LOOKUP_TIMEOUT_SECONDS), retries=1
+            )
+        except FetchError:
+            return None
+        if not response.ok:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            return None
+
+    async def _unpaywall_pdfs(self, doi: str, deadline: _Deadline) -> list[str]:
+        base = self._settings.unpaywall_api_url.rstrip("/")
+        data = await self._lookup_json(
+            f"{base}/{doi}", deadline, {"email": self._settings.contact_email or ""}
+        )
+        if not isinstance(data, dict):
+            return []
+        locations = [data.get("best_oa_location") or {}, *(data.get("oa_locations") or [])]
+        return [
+            str(loc[k]) for loc in locations for k in ("url_for_pdf",) if isinstance(loc, dict) and loc.get(k)
+        ]
+
+    async def _openalex_pdfs(self, doi: str, deadline: _Deadline) -> list[str]:
+        base = self._settings.openalex_api_url.rstrip("/")
+        params = {"mailto": self._settings.contact_email} if self._settings.contact_email else {}
+        data = await self._lookup_json(f"{base}/works/doi:{doi}", deadline, params)
+        if not isinstance(data, dict):
+            return []
+        urls: list[str] = []
+        for location in [data.get("best_oa_location") or {}, *(data.get("locations") or [])]:
+            if isinstance(location, dict) and location.get("pdf_url"):
+                urls.append(str(location["pdf_url"]))
+        oa_url = (data.get("open_access") or {}).get("oa_url")
+        if oa_url:
+            urls.append(str(oa_url))
+        return urls
+
+    async def _crossref_pdfs(self, doi: str, deadline: _Deadline) -> list[str]:
+        base = self._settings.crossref_api_url.rstrip("/")
+        params = {"mailto": self._settings.contact_email} if self._settings.contact_email else {}
+        data = await self._lookup_json(f"{base}/works/{doi}", deadline, params)
+        message = data.get("message") if isinstance(data, dict) else None
+        if not isinstance(message, dict):
+            return []
+        return [
+            str(link["URL"])
+            for link in message.get("link") or []
+            if isinstance(link, dict)
+            and link.get("URL")
+            and link.get("content-type") in ("application/pdf", "unspecified")
+        ]
+
+    # --- uploads ---------------------------------------------------------------------------------
+
+    async def ingest_upload(
+        self, data: bytes, filename: str, metadata_json: str | None = None
+    ) -> DocumentRecord:
+        """Validate, store and parse an uploaded PDF; the record is what GET /v1/documents/{id} shows."""
+        if self._documents is None:
+            raise RuntimeError("this service has no document repository")
+        metadata = parse_metadata_field(metadata_json)
+        sha256 = validate_upload(data, filename, self._settings)
+        document_id = document_id_for(sha256)
+        existing = await asyncio.to_thread(self._documents.get, document_id)
+        if existing is not None and existing.status == "indexed":
+            return existing
+        canonical_id = f"library:{document_id}"
+        self.stats.parses += 1
+        outcome = await asyncio.to_thread(parse_or_failure, data, f"library://{document_id}", canonical_id)
+        if isinstance(outcome, ExtractedPaper):
+            raise UnprocessableDocument(outcome.failure_reason or "the PDF cannot be parsed", field="file")
+        if not outcome.text_pages:
+            raise UnprocessableDocument(
+                "the PDF has no text layer (an image-only scan); OCR is not supported", field="file"
+            )
+        await asyncio.to_thread(self._blobs.put_bytes, pdf_key(sha256), data, "application/pdf")
+        await asyncio.to_thread(
+            put_json,
+            self._blobs,
+            pages_key(canonical_id),
+            {"parsed": outcome.to_json(), "pdf_sha256": sha256, "extra_citations": []},
+        )
+        target = Target("library", document_id, canonical_id)
+        paper = await self._analyse_and_store(outcome, target, target_url(document_id), [], sha256, [])
+        title = str(metadata.get("title") or paper.title or filename)
+        year = _document_year(metadata.get("year"), outcome.metadata)
+        record = DocumentRecord(
+            document_id=document_id,
+            filename=filename or "document.pdf",
+            uploaded_at=utc_now(),
+            size_bytes=len(data),
+            status="indexed",
+            pages=outcome.page_count,
+            sha256=sha256,
+            pdf_key=pdf_key(sha256),
+            parsed_key=parsed_key(canonical_id),
+            title=title,
+            authors=[str(a) for a in metadata.get("authors", [])] or paper.authors,
+            abstract=paper.abstract,
+            year=year,
+            metadata=metadata,
+            search_text=_search_text(title, paper)[:SEARCH_TEXT_LIMIT],
+        )
+        await asyncio.to_thread(self._documents.put, record)
+        return record
+
+    def get_document(self, document_id: str) -> DocumentRecord | None:
+        return self._documents.get(document_id) if self._documents else None
+
+
+def _document_year(given: object, pdf_metadata: dict[str, str]) -> int:
+    """The uploader's year, else the PDF's creation year, else this year (search results need one)."""
+    if isinstance(given, int | str) and str(given).isdigit() and 1000 < int(given) < 3000:
+        return int(given)
+    created = re.match(r"^D:(\d{4})", pdf_metadata.get("CreationDate", ""))
+    if created:
+        return int(created.group(1))
+    return datetime.now(UTC).year
+
+
+def target_url(document_id: str) -> str:
+    return f"library://{document_id}"
+
+
+def _search_text(title: str, paper: ExtractedPaper) -> str:
+    parts = [title, paper.abstract, " ".join(paper.sections), " ".join(paper.key_findings), paper.methodology]
+    return "\n".join(p for p in parts if p)
+
+
+def _raise_for_status(response: FetchedResponse) -> None:
+    status = response.status_code
+    if status < 400:
+        return
+    if status in MISSING_STATUSES:
+        raise SourceUnavailable(f"HTTP {status}: {response.url} does not exist")
+    if status in DENIED_STATUSES:
+        raise SourceUnavailable(f"HTTP {status}: access to {response.url} is denied (paywall or login)")
+    raise SourceUnavailable(f"HTTP {status} from {response.url}", transient=status >= 500 or status == 429)
+
+
+def _dump(paper: ExtractedPaper) -> dict[str, Any]:
+    dumped: dict[str, Any] = paper.model_dump(mode="json")
+    return dumped
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    if limit <= 0:
+        return ""
+    head = text[:limit]
+    sentence_end = max(head.rfind(". "), head.rfind(".\n"))
+    if sentence_end >= limit // 2:
+        return head[: sentence_end + 1]
+    return re.sub(r"\s+\S*$", "", head).rstrip(" ,;:") + "…"
+
+
+def trim_to_length(paper: ExtractedPaper, max_length: int) -> ExtractedPaper:
+    """Fit the contract's content (title, findings, abstract, methodology, citations) into max_length
+    characters, in that order of priority. Evidence is additive and not counted."""
+    trimmed = paper.model_copy(deep=True)
+    budget = max(0, max_length)
+    trimmed.title = _cut(trimmed.title, budget)
+    budget -= len(trimmed.title)
+    findings: list[str] = []
+    for finding in trimmed.key_findings:
+        if len(finding) > budget:
+            break
+        findings.append(finding)
+        budget -= len(finding)
+    trimmed.key_findings = findings
+    trimmed.abstract = _cut(trimmed.abstract, budget)
+    budget -= len(trimmed.abstract)
+    trimmed.methodology = _cut(trimmed.methodology, budget)
+    budget -= len(trimmed.methodology)
+    citations: list[str] = []
+    for citation in trimmed.citations:
+        if len(citation) > budget:
+            break
+        citations.append(citation)
+        budget -= len(citation)
+    trimmed.citations = citations
+    return trimmed
+
+
+def timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,44 @@
+"""The real papers of ../shared/corpus: regular ones extract, difficult ones fail cleanly and fast."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from functions.common.models import ExtractedPaper
+from functions.extract.extraction import from_parsed, parse_or_failure
+
+pytestmark = pytest.mark.corpus
+
+
+def _extract(path: Path) -> ExtractedPaper:
+    outcome = parse_or_failure(path.read_bytes(), str(path), f"file:{path.parent.name}")
+    if isinstance(outcome, ExtractedPaper):
+        return outcome
+    return from_parsed(outcome, source_url=str(path), canonical_id=f"file:{path.parent.name}")
+
+
+def test_regular_papers_extract_with_findings_and_evidence(corpus_dir: Path) -> None:
+    index = json.loads((corpus_dir / "papers" / "INDEX.json").read_text())
+    regular = [e for e in index if e["category"] == "regular"]
+    papers = [_extract(corpus_dir / "papers" / "regular" / e["id"] / "paper.pdf") for e in regular]
+    succeeded = [p for p in papers if p.success]
+    assert len(succeeded) >= 0.9 * len(regular)
+    for paper in succeeded:
+        assert paper.title and 1 <= len(paper.key_findings) <= 7
+        assert all(q.page >= 1 and q.char_end > q.char_start for q in paper.evidence)
+
+
+def test_difficult_papers_answer_quickly_and_cleanly(corpus_dir: Path) -> None:
+    folder = corpus_dir / "papers" / "difficult"
+    reasons = {}
+    for path in sorted(folder.glob("*/paper.pdf")):
+        started = time.perf_counter()
+        paper = _extract(path)
+        assert time.perf_counter() - started < 45
+        reasons[path.parent.name] = paper.failure_reason
+    assert "no text layer" in (reasons["scanned_cermine_simple_ccitt"] or "")
+    assert "password" in (reasons["encrypted_crazyones_aes256"] or "")
