@@ -72,3 +72,33 @@ BUCKETS: tuple[BucketSpec, ...] = (
 STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = ()
 
 STATE_MACHINES: tuple[StateMachineSpec, ...] = ()
+
+# --- research workflow (functions/orchestrate, statemachine/research.asl.json) ---------------------
+STEP_FUNCTIONS = (
+    *STEP_FUNCTIONS,
+    StepFunctionSpec(
+        "ResearchPlanStep", "functions.orchestrate.steps.plan", memory_mb=512, timeout_seconds=60
+    ),
+    StepFunctionSpec(
+        "ResearchSearchStep", "functions.orchestrate.steps.search", memory_mb=512, timeout_seconds=60
+    ),
+    StepFunctionSpec(
+        "ResearchScreenStep", "functions.orchestrate.steps.screen", memory_mb=1024, timeout_seconds=60
+    ),
+    StepFunctionSpec(
+        "ResearchCheckpointStep", "functions.orchestrate.steps.checkpoint", memory_mb=256, timeout_seconds=60
+    ),
+    StepFunctionSpec(
+        "ResearchExtractStep", "functions.orchestrate.steps.extract", memory_mb=2048, timeout_seconds=60
+    ),
+    StepFunctionSpec(
+        "ResearchSynthesizeStep", "functions.orchestrate.steps.synthesize", memory_mb=1024, timeout_seconds=60
+    ),
+    StepFunctionSpec(
+        "ResearchFinalizeStep", "functions.orchestrate.steps.finalize", memory_mb=1024, timeout_seconds=60
+    ),
+    StepFunctionSpec(
+        "ResearchFailStep", "functions.orchestrate.steps.fail", memory_mb=256, timeout_seconds=60
+    ),
+)
+STATE_MACHINES = (*STATE_MACHINES, StateMachineSpec("research", "research.asl.json"))

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
-
 from functions.common.api import create_app
 from functions.common.observability import get_logger
+from functions.orchestrate.errors import install_error_handlers
+from functions.orchestrate.routes import router as agent_router
+from functions.orchestrate.schedules_router import router as schedules_router
 
 logger = get_logger("orchestrate")
 
-
-def _no_error_handlers(app: FastAPI) -> None:
-    return None
-
-
 app = create_app(
     title="orchestrate",
-    description="orchestrate API",
-    routers=[],
+    description="Autonomous research jobs: plan, search, screen, extract, synthesise with cited evidence; "
+    "scheduled research.",
+    routers=[agent_router, schedules_router],
     logger=logger,
-    install_error_handlers=_no_error_handlers,
+    install_error_handlers=install_error_handlers,
 )

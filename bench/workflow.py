@@ -1,0 +1,199 @@
+"""Benchmark: a `comprehensive` research job (30 sources) on the embedded runtime against a simulated
+scholarly web with realistic latency, versus the seed's sequential plan (one call at a time).
+
+    .venv/bin/python -m bench.workflow [--concurrency 10] [--sources 30]
+
+The simulated web answers the four search APIs after 0.3-1.5 s and serves each generated PDF after
+1-4 s (latencies are drawn once per request path from a fixed seed, so both runs wait the same).
+Both runs use the same domain code and fresh embedded AWS state (no warm caches):
+  - workflow: the state machine (Search Map, Extract Map with MaxConcurrency), driven through the API;
+  - sequential: the seed's orchestrator loop — every planned query, then every extraction, one at a time.
+Provider rate-limit spacing (e.g. arXiv's 3 s) is switched off in both runs: it is a politeness policy
+of the real upstreams, not a property of the workflow, and would dominate both figures equally.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from functions.local_runtime.aws import EmbeddedAws
+from functions.orchestrate.config import reset_workflow_settings_cache
+from functions.orchestrate.models import ExecuteRequest, JobStatus
+from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, serve, topic_papers
+from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
+
+PHASES = ["PLANNING", "SEARCHING", "VALIDATING", "EXTRACTING", "SYNTHESIZING"]
+
+
+def _with_latency(
+    handler: Callable[[RecordedRequest], Reply], low: float, high: float, seed: int
+) -> Callable[[RecordedRequest], Reply]:
+    def delayed(request: RecordedRequest) -> Reply:
+        key = request.path + "?" + "&".join(f"{k}={v}" for k, v in sorted(request.query.items()))
+        time.sleep(random.Random(f"{seed}:{key}").uniform(low, high))
+        return handler(request)
+
+    return delayed
+
+
+def _constant(reply: Reply) -> Callable[[RecordedRequest], Reply]:
+    def answer(request: RecordedRequest) -> Reply:
+        return reply
+
+    return answer
+
+
+def simulated_web(papers: list[TopicPaper], seed: int) -> ScholarlyWeb:
+    web = ScholarlyWeb().start()
+    serve(web, papers)
+    routes: dict[str, Any] = web._routes  # wrap the canned replies and PDF handlers with latency
+    for path in (web.ARXIV_PATH, web.SEMANTIC_SCHOLAR_PATH, web.OPENALEX_PATH, web.CROSSREF_PATH):
+        web.set_handler(path, _with_latency(_constant(routes[path]), 0.3, 1.5, seed))
+    for prefix, handler in list(web._prefix_handlers.items()):
+        web.set_handler(prefix, _with_latency(handler, 1.0, 4.0, seed), prefix=True)
+    return web
+
+
+def run_workflow(web: ScholarlyWeb, concurrency: int) -> dict[str, Any]:
+    from functions.orchestrate.app import app
+
+    reset_workflow_settings_cache()
+    env = environment(web, RESEARCH_EXTRACT_MAX_CONCURRENCY=str(concurrency))
+    with EmbeddedAws(extra_environment=env), TestClient(app) as client:
+        started = time.perf_counter()
+        answer = client.post(
+            "/api/agent/execute",
+            json={"research_goal": GOAL, "scope_parameters": {"discovery_depth": "comprehensive"}},
+        )
+        answered = time.perf_counter() - started
+        job_id = answer.json()["job_id"]
+        first_seen: dict[str, float] = {}
+        while True:
+            status = client.get(f"/api/agent/status/{job_id}").json()
+            first_seen.setdefault(status["status"], time.perf_counter() - started)
+            if JobStatus(status["status"]).terminal:
+                break
+            time.sleep(0.02)
+        wall = time.perf_counter() - started
+        results = client.get(f"/api/agent/results/{job_id}").json()
+    reset_workflow_settings_cache()
+    marks = [(phase, first_seen[phase]) for phase in PHASES if phase in first_seen] + [("END", wall)]
+    phases = {marks[i][0]: marks[i + 1][1] - marks[i][1] for i in range(len(marks) - 1)}
+    return {
+        "wall": wall,
+        "answered": answered,
+        "phases": phases,
+        "status": results["status"],
+        "extracted": results["execution_summary"]["extractions_successful"],
+        "selected": results["execution_summary"]["sources_selected"],
+        "claims": sum(1 for c in results["claims"] if c["kept"]),
+        "decisions": [d["decision_type"] for d in results["autonomous_decisions"]],
+    }
+
+
+def run_sequential(web: ScholarlyWeb) -> dict[str, Any]:
+    """The seed's orchestrator: the same steps, every search and every extraction one after another."""
+    from functions.orchestrate.wiring import job_service, workflow
+
+    reset_workflow_settings_cache()
+    with EmbeddedAws(extra_environment=environment(web)):
+        flow = workflow()
+        service = job_service()
+        request = ExecuteRequest.model_validate(
+            {"research_goal": GOAL, "scope_parameters": {"discovery_depth": "comprehensive"}}
+        )
+        phases: dict[str, float] = {}
+        started = time.perf_counter()
+        job_id = "sequential-baseline"
+        service.jobs.create(service.new_record(job_id, request, "bench"))
+        mark = time.perf_counter()
+        state = flow.plan({"input": {"job_id": job_id}})
+        phases["PLANNING"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        searches = [flow.search({"job_id": job_id, "query": query}) for query in state["queries"]]
+        phases["SEARCHING"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        screened = flow.screen({"job_id": job_id, "search_results": searches, "refine_results": []})
+        refine: list[dict[str, Any]] = []
+        if screened["action"] == "REFINE":
+            refine = [flow.search({"job_id": job_id, "query": q}) for q in screened["refined_queries"]]
+            screened = flow.screen({"job_id": job_id, "search_results": searches, "refine_results": refine})
+        phases["VALIDATING"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        extractions = [
+            flow.extract({"job_id": job_id, "source": source, "focus_areas": state["focus_areas"]})
+            for source in screened["selected"]
+        ]
+        phases["EXTRACTING"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        synthesis = flow.synthesize({"job_id": job_id, "extractions": extractions})
+        final = flow.finalize(
+            {
+                "job_id": job_id,
+                "search_results": searches,
+                "refine_results": refine,
+                "extractions": extractions,
+                "synthesis": synthesis,
+            }
+        )
+        phases["SYNTHESIZING"] = time.perf_counter() - mark
+        wall = time.perf_counter() - started
+    reset_workflow_settings_cache()
+    return {
+        "wall": wall,
+        "phases": phases,
+        "status": final["status"],
+        "extracted": sum(1 for e in extractions if e["success"]),
+        "selected": len(screened["selected"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--concurrency", type=int, default=16, help="Extract Map MaxConcurrency")
+    parser.add_argument("--sources", type=int, default=36, help="on-topic papers on the simulated web")
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    papers = topic_papers(args.sources, off_topic=4)
+    print(
+        f"simulated web: {len(papers)} papers; search latency 0.3-1.5 s, PDF latency 1-4 s; cores: {os.cpu_count()}"
+    )
+    web = simulated_web(papers, args.seed)
+    try:
+        parallel = run_workflow(web, args.concurrency)
+        sequential = run_sequential(web)
+    finally:
+        web.stop()
+    print(
+        f"\nworkflow (Map concurrency {args.concurrency}): status {parallel['status']}, "
+        f"{parallel['extracted']}/{parallel['selected']} extracted, {parallel['claims']} verified claims, "
+        f"decisions {parallel['decisions'] or 'none'}; "
+        f"execute answered in {parallel['answered'] * 1000:.0f} ms"
+    )
+    print(
+        f"sequential baseline:  status {sequential['status']}, {sequential['extracted']}/{sequential['selected']} extracted"
+    )
+    print(f"\n{'phase':<14}{'workflow s':>12}{'sequential s':>14}")
+    for phase in PHASES:
+        print(
+            f"{phase:<14}{parallel['phases'].get(phase, 0.0):>12.2f}{sequential['phases'].get(phase, 0.0):>14.2f}"
+        )
+    print(f"{'WALL':<14}{parallel['wall']:>12.2f}{sequential['wall']:>14.2f}")
+    speedup = sequential["wall"] / parallel["wall"]
+    print(
+        f"\nspeed-up: {speedup:.1f}x (target >= 5x); workflow wall {parallel['wall']:.1f} s (target < 30 s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Fires due research schedules on the local runtime, as EventBridge Scheduler does on AWS.
+
+Schedules are kept where the API put them (the embedded Scheduler of moto, through the same
+`EventBridgeScheduleStore` as on AWS); a daemon thread looks every few seconds for fires that fell due
+since its last look and starts one job per schedule and look. Missed fires while the runtime was down
+are not replayed; a fire is started at most once (the idempotency key names schedule and fire time).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from functions.common.observability import get_logger
+from functions.orchestrate.schedules import JobStarter, ScheduleStore, due_fires
+
+logger = get_logger("local-scheduler")
+
+
+def start_with_job_service(goal: str, scope: dict[str, Any], idempotency_key: str) -> str:
+    """The default starter: the orchestrate job service, exactly as `POST /api/agent/execute` does."""
+    from functions.orchestrate.jobs import start_job
+
+    return start_job(goal, scope, idempotency_key, source="schedule")
+
+
+@dataclass
+class LocalScheduler:
+    store: ScheduleStore
+    start_job: JobStarter = start_with_job_service
+    poll_seconds: float = 5.0
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    started_jobs: list[str] = field(default_factory=list, init=False)  # every job id this scheduler started
+    _last_look: datetime | None = field(default=None, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+
+    def tick(self) -> list[str]:
+        """Start the jobs that fell due since the last tick; returns their job ids."""
+        now = self.clock()
+        since = self._last_look or now
+        self._last_look = now
+        started: list[str] = []
+        for schedule in self.store.list():
+            if not schedule.enabled:
+                continue
+            fires = list(due_fires(schedule, max(since, schedule.created_at), now))
+            if not fires:
+                continue
+            fire = fires[-1]  # several missed fires collapse into one job, like a paused runtime resuming
+            goal = str(schedule.job_input.get("research_goal", ""))
+            scope = dict(schedule.job_input.get("scope_parameters") or {})
+            try:
+                job_id = self.start_job(goal, scope, f"schedule:{schedule.schedule_id}:{fire.isoformat()}")
+            except Exception:  # one broken schedule must not stop the others
+                logger.exception("scheduled job did not start", schedule_id=schedule.schedule_id)
+                continue
+            logger.info(
+                "scheduled job started",
+                schedule_id=schedule.schedule_id,
+                job_id=job_id,
+                fire=fire.isoformat(),
+            )
+            started.append(job_id)
+        self.started_jobs.extend(started)
+        return started
+
+    def start(self) -> LocalScheduler:
+        self._last_look = self.clock()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="local-scheduler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.poll_seconds + 5)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            try:
+                self.tick()
+            except Exception:  # keep the runtime's scheduler alive through a transient store error
+                logger.exception("local scheduler tick failed")
+
+
+def start_local_scheduler(poll_seconds: float = 5.0) -> LocalScheduler:
+    """For `python -m functions.local_runtime`, after EmbeddedAws has started (it sets STATE_MACHINE_ARN)."""
+    from functions.orchestrate.schedules_router import schedule_store
+
+    return LocalScheduler(store=schedule_store(), poll_seconds=poll_seconds).start()

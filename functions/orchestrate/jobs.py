@@ -1,0 +1,357 @@
+"""The job service behind the agent API: start a job, report its status, hand out its results.
+
+`start_job(goal, scope, idempotency_key=None)` is the plain entry point for callers that are not HTTP
+(the local scheduler): it validates like the API, records the job and starts its execution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from functions.common.errors import Conflict, InvalidInput, NotFound, UpstreamError
+from functions.common.storage import BlobStore
+from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
+from functions.orchestrate.models import PHASE_DESCRIPTIONS, ExecuteRequest, JobStatus
+from functions.orchestrate.planning import Renderer, build_plan, connector_syntax, describe
+from functions.orchestrate.store import JobStore, TaskTokens, WorkflowStarter
+from functions.orchestrate.workflow import ARTIFACT_NAMES, audit_event, decision, utc_now
+
+COUNTERS = (
+    "queries_total",
+    "queries_done",
+    "queries_failed",
+    "hits_found",
+    "sources_discovered",
+    "sources_validated",
+    "sources_accepted",
+    "sources_rejected",
+    "extract_total",
+    "extract_done",
+    "extract_ok",
+    "extract_failed",
+)
+
+
+class JobNotFinished(Conflict):
+    code = "JOB_NOT_FINISHED"
+
+    def __init__(self, message: str, status: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _fingerprint(request: ExecuteRequest) -> str:
+    return hashlib.sha256(json.dumps(request.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+
+
+def progress_percentage(job: dict[str, Any]) -> int:
+    """Derived from the phase and monotonic counters, so it never goes backwards."""
+    status = JobStatus(job["status"])
+    if status.terminal:
+        return 100
+    if status is JobStatus.SEARCHING:
+        total = max(1, int(job.get("queries_total", 0)))
+        return 10 + round(25 * min(1.0, int(job.get("queries_done", 0)) / total))
+    if status is JobStatus.EXTRACTING:
+        total = int(job.get("extract_total", 0))
+        done = min(1.0, int(job.get("extract_done", 0)) / total) if total else 1.0
+        return 40 + round(45 * done)
+    return {
+        JobStatus.INITIALIZED: 0,
+        JobStatus.PLANNING: 5,
+        JobStatus.VALIDATING: 37,
+        JobStatus.SYNTHESIZING: 90,
+    }[status]
+
+
+@dataclass
+class JobService:
+    jobs: JobStore
+    starter: WorkflowStarter
+    artifacts: BlobStore
+    tokens: TaskTokens | None = None
+    settings: WorkflowSettings = field(default_factory=get_workflow_settings)
+    render: Renderer = connector_syntax
+    connectors: tuple[str, ...] = ("arxiv", "semantic_scholar", "openalex", "crossref")
+    artifact_link: Callable[[str], str] = field(default=lambda key: key)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    # --- records ----------------------------------------------------------------------------------
+
+    def describe(self, request: ExecuteRequest) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        plan = build_plan(
+            request.research_goal,
+            request.scope_parameters,
+            now=self.clock(),
+            relevance_threshold=self.settings.relevance_threshold,
+            connectors=self.connectors,
+            render=self.render,
+        )
+        analysis, execution_plan = describe(
+            plan,
+            extract_concurrency=self.settings.extract_max_concurrency,
+            search_concurrency=self.settings.search_max_concurrency,
+        )
+        return plan.to_dict(), analysis, execution_plan
+
+    def new_record(self, job_id: str, request: ExecuteRequest, source: str) -> dict[str, Any]:
+        plan, analysis, execution_plan = self.describe(request)
+        now = utc_now()
+        response = {
+            "job_id": job_id,
+            "status": JobStatus.INITIALIZED.value,
+            "autonomous_analysis": analysis,
+            "execution_plan": execution_plan,
+        }
+        return {
+            "job_id": job_id,
+            "status": JobStatus.INITIALIZED.value,
+            "status_rank": JobStatus.INITIALIZED.rank,
+            "research_goal": request.research_goal,
+            "scope_parameters": request.scope_parameters.model_dump(mode="json"),
+            "source": source,
+            "expires_at": int(self.clock().timestamp()) + self.settings.job_retention_days * 86400,
+            "created_at": now,
+            "updated_at": now,
+            "plan": plan,
+            "execute_response": json.dumps(response),
+            **dict.fromkeys(COUNTERS, 0),
+            "average_quality_score": 0.0,
+            "actions": [],
+            "decisions": [],
+            "audit": [audit_event("INITIALIZED", "JOB_CREATED", f"source {source}")],
+        }
+
+    # --- execute ----------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        request: ExecuteRequest,
+        *,
+        idempotency_key: str | None = None,
+        client_id: str = "anonymous",
+        source: str = "api",
+    ) -> tuple[dict[str, Any], bool]:
+        """Record and start a job; returns (response body, created). A repeated key returns the first job."""
+        job_id = str(uuid.uuid4())
+        if idempotency_key:
+            if not 1 <= len(idempotency_key) <= 255:
+                raise InvalidInput("Idempotency-Key must be 1-255 characters", field="Idempotency-Key")
+            existing = self.jobs.claim_idempotency_key(
+                f"{client_id}:{idempotency_key}", job_id, _fingerprint(request)
+            )
+            if existing is not None:
+                return self._existing_response(existing), False
+        record = self.new_record(job_id, request, source)
+        if idempotency_key:
+            record["idempotency_key"] = idempotency_key
+        self.jobs.create(record)
+        try:
+            execution_arn = self.starter.start(
+                job_id,
+                {
+                    "job_id": job_id,
+                    "research_goal": request.research_goal,
+                    "scope_parameters": request.scope_parameters.model_dump(mode="json"),
+                    "source": source,
+                },
+            )
+        except Exception as exc:
+            self.jobs.update(
+                job_id,
+                status=JobStatus.FAILED,
+                set_fields={"failure_reason": f"could not start the workflow: {exc}"},
+            )
+            raise UpstreamError("the research workflow could not be started") from exc
+        self.jobs.update(job_id, set_fields={"execution_arn": execution_arn})
+        return json.loads(record["execute_response"]), True
+
+    def _existing_response(self, job_id: str) -> dict[str, Any]:
+        for _ in range(20):  # a concurrent first request may still be writing the record
+            job = self.jobs.get(job_id)
+            if job is not None:
+                response: dict[str, Any] = json.loads(job["execute_response"])
+                response["status"] = job["status"]
+                return response
+            time.sleep(0.05)
+        raise Conflict("a request with this Idempotency-Key is still being processed; retry shortly")
+
+    # --- status -----------------------------------------------------------------------------------
+
+    def _job(self, job_id: str) -> dict[str, Any]:
+        try:
+            uuid.UUID(job_id)
+        except ValueError:
+            if not job_id or len(job_id) > 80:
+                raise NotFound(f"job {job_id[:80]} not found") from None
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise NotFound(f"job {job_id} not found")
+        return job
+
+    def status(self, job_id: str) -> dict[str, Any]:
+        job = self._job(job_id)
+        status = JobStatus(job["status"])
+        actions = list(job.get("actions") or [])
+        discovered, queries_done = int(job.get("sources_discovered", 0)), int(job.get("queries_done", 0))
+        if queries_done:
+            actions.append(
+                f"Found {job.get('hits_found', 0)} results (before de-duplication) in {queries_done} queries"
+            )
+        if job.get("extract_done"):
+            actions.append(
+                f"Extracted {job.get('extract_ok', 0)} of {job.get('extract_total', 0)} sources "
+                f"({job.get('extract_failed', 0)} failed)"
+            )
+        body: dict[str, Any] = {
+            "job_id": job_id,
+            "status": status.value,
+            "current_phase": {
+                "phase_name": status.value,
+                "phase_description": PHASE_DESCRIPTIONS[status],
+                "progress_percentage": progress_percentage(job),
+                "intelligent_actions_taken": actions,
+            },
+            "autonomous_decisions": list(job.get("decisions") or []),
+            "quality_metrics": {
+                "sources_discovered": discovered,
+                "sources_validated": int(job.get("sources_validated", 0)),
+                "sources_accepted": int(job.get("sources_accepted", 0)),
+                "sources_rejected": int(job.get("sources_rejected", 0)),
+                "average_quality_score": float(job.get("average_quality_score", 0.0)),
+                "extractions_successful": int(job.get("extract_ok", 0)),
+                "extractions_failed": int(job.get("extract_failed", 0)),
+            },
+            "created_at": job.get("created_at"),
+            "updated_at": job.get("updated_at"),
+            "source": job.get("source"),
+        }
+        if job.get("failure_reason"):
+            body["failure_reason"] = job["failure_reason"]
+        if job.get("awaiting_checkpoint") and not status.terminal:
+            body["awaiting_checkpoint"] = True
+        return body
+
+    # --- results ----------------------------------------------------------------------------------
+
+    def results(self, job_id: str) -> dict[str, Any]:
+        job = self._job(job_id)
+        status = JobStatus(job["status"])
+        if not status.terminal:
+            raise JobNotFinished(
+                f"job {job_id} is still {status.value} ({progress_percentage(job)}%); results are available "
+                "once it reaches COMPLETED, PARTIAL, REFUSED or FAILED",
+                status.value,
+            )
+        audit = list(job.get("audit") or [])
+        decisions = list(job.get("decisions") or [])
+        audit_summary = {
+            "total_decisions_logged": len(decisions) + len(audit),
+            "full_audit_log_available": True,
+            "audit_log": audit,
+        }
+        stored = self.artifacts.get_bytes(job["results_key"]) if job.get("results_key") else None
+        if stored is None:  # FAILED before Finalize: no synthesis, but the audit trail says why
+            return {
+                "job_id": job_id,
+                "status": status.value,
+                "synthesis": None,
+                "execution_summary": {
+                    "total_sources_discovered": int(job.get("sources_discovered", 0)),
+                    "sources_validated": int(job.get("sources_validated", 0)),
+                    "extractions_successful": int(job.get("extract_ok", 0)),
+                },
+                "audit_trail_summary": audit_summary,
+                "autonomous_decisions": decisions,
+                "sources": [],
+                "evidence": [],
+                "claims": [],
+                "confidence_score": 0.0,
+                "refusal": False,
+                "refusal_reason": None,
+                "failure_reason": job.get("failure_reason"),
+                "artifacts": {},
+            }
+        results: dict[str, Any] = json.loads(stored)
+        results["status"] = status.value
+        results["audit_trail_summary"] = audit_summary
+        results["autonomous_decisions"] = decisions
+        keys: dict[str, str] = results.pop("artifact_keys", {})
+        results["artifacts"] = {
+            name: {
+                "key": key,
+                "api_path": f"/api/agent/results/{job_id}/artifacts/{name}",
+                "url": self.artifact_link(key),
+            }
+            for name, key in keys.items()
+        }
+        return results
+
+    def artifact(self, job_id: str, name: str) -> tuple[bytes, str]:
+        job = self._job(job_id)
+        if name not in ARTIFACT_NAMES:
+            raise NotFound(f"no artifact named {name}")
+        key = (job.get("artifacts") or {}).get(name)
+        data = self.artifacts.get_bytes(key) if key else None
+        if data is None:
+            raise JobNotFinished(f"artifact {name} of job {job_id} is not written yet", job["status"])
+        return data, ARTIFACT_NAMES[name]
+
+    # --- human checkpoint -------------------------------------------------------------------------
+
+    def decide_checkpoint(self, job_id: str, approve: bool, reason: str | None = None) -> dict[str, Any]:
+        job = self._job(job_id)
+        token = job.get("checkpoint_token")
+        if not job.get("awaiting_checkpoint") or not token:
+            raise Conflict(f"job {job_id} is not waiting at a checkpoint")
+        if self.tokens is None:
+            raise UpstreamError("checkpoint decisions are not configured")
+        verdict = "approved" if approve else "aborted"
+        # Recorded before the task resumes: an abort fails the job at once, and a terminal job takes
+        # no more writes.
+        self.jobs.update(
+            job_id,
+            set_fields={"checkpoint_reason": reason or f"{verdict} by the reviewer"},
+            append={
+                "decisions": [
+                    decision(
+                        "HUMAN_CHECKPOINT",
+                        reason or f"Reviewer {verdict} the selected sources",
+                        verdict.upper(),
+                    )
+                ]
+            },
+        )
+        if approve:
+            self.tokens.succeed(token, {"approved": True, "reason": reason})
+        else:
+            self.tokens.fail(token, "CheckpointAborted", reason or "aborted by the reviewer")
+        self.jobs.update(job_id, set_fields={"awaiting_checkpoint": False, "checkpoint_token": None})
+        return {"job_id": job_id, "decision": verdict}
+
+
+def start_job(
+    goal: str,
+    scope: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    *,
+    source: str = "schedule",
+) -> str:
+    """Start a research job without HTTP (e.g. the local scheduler); returns the job id.
+
+    Raises pydantic.ValidationError for an invalid goal or scope, as the API would answer 422.
+    """
+    from functions.orchestrate.wiring import job_service
+
+    request = ExecuteRequest.model_validate({"research_goal": goal, "scope_parameters": scope or {}})
+    response, _ = job_service().submit(
+        request, idempotency_key=idempotency_key, client_id=f"{source}", source=source
+    )
+    return str(response["job_id"])

@@ -1,0 +1,106 @@
+"""Shapes of the agent job API (API 0 of the search/extract seed) and of the workflow's own records."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+DiscoveryDepth = Literal["rapid", "focused", "comprehensive", "exhaustive"]
+ImpactLevel = Literal["cutting_edge", "high_impact", "established", "baseline"]
+
+SOURCES_BY_DEPTH: dict[str, int] = {"rapid": 10, "focused": 15, "comprehensive": 30, "exhaustive": 50}
+DEFAULT_WINDOW_YEARS = 3
+
+
+class JobStatus(StrEnum):
+    INITIALIZED = "INITIALIZED"
+    PLANNING = "PLANNING"
+    SEARCHING = "SEARCHING"
+    VALIDATING = "VALIDATING"
+    EXTRACTING = "EXTRACTING"
+    SYNTHESIZING = "SYNTHESIZING"
+    COMPLETED = "COMPLETED"
+    PARTIAL = "PARTIAL"
+    FAILED = "FAILED"
+    REFUSED = "REFUSED"
+
+    @property
+    def rank(self) -> int:
+        """Position in the job's life; a job only ever moves to a higher rank."""
+        return _RANKS[self]
+
+    @property
+    def terminal(self) -> bool:
+        return self.rank == TERMINAL_RANK
+
+
+TERMINAL_RANK = 9
+_RANKS = {
+    JobStatus.INITIALIZED: 0,
+    JobStatus.PLANNING: 1,
+    JobStatus.SEARCHING: 2,
+    JobStatus.VALIDATING: 3,
+    JobStatus.EXTRACTING: 4,
+    JobStatus.SYNTHESIZING: 5,
+    JobStatus.COMPLETED: TERMINAL_RANK,
+    JobStatus.PARTIAL: TERMINAL_RANK,
+    JobStatus.FAILED: TERMINAL_RANK,
+    JobStatus.REFUSED: TERMINAL_RANK,
+}
+
+PHASE_DESCRIPTIONS: dict[JobStatus, str] = {
+    JobStatus.INITIALIZED: "Job accepted; waiting for the workflow to start",
+    JobStatus.PLANNING: "Decomposing the goal into sub-questions and search queries",
+    JobStatus.SEARCHING: "Searching scholarly databases",
+    JobStatus.VALIDATING: "Scoring and validating sources against the governance policies",
+    JobStatus.EXTRACTING: "Extracting data from sources",
+    JobStatus.SYNTHESIZING: "Synthesising cited findings and verifying claims",
+    JobStatus.COMPLETED: "Research completed",
+    JobStatus.PARTIAL: "Research completed with some sources or connectors unavailable",
+    JobStatus.FAILED: "Research failed",
+    JobStatus.REFUSED: "Evidence too thin: synthesis refused",
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class TemporalBoundary(_Strict):
+    publication_window_years: int = Field(default=DEFAULT_WINDOW_YEARS, ge=1, le=10)
+
+
+class QualityThreshold(_Strict):
+    impact_level: ImpactLevel = "baseline"
+
+
+class ScopeParameters(_Strict):
+    temporal_boundary: TemporalBoundary = Field(default_factory=TemporalBoundary)
+    quality_threshold: QualityThreshold = Field(default_factory=QualityThreshold)
+    discovery_depth: DiscoveryDepth = "focused"
+    source_diversity_requirement: bool = True
+    # Extension: pause for a human approve/abort after screening (waitForTaskToken).
+    human_checkpoints: bool = False
+
+    @property
+    def target_sources(self) -> int:
+        return SOURCES_BY_DEPTH[self.discovery_depth]
+
+
+class ExecuteRequest(_Strict):
+    research_goal: str = Field(min_length=10, max_length=500)
+    scope_parameters: ScopeParameters = Field(default_factory=ScopeParameters)
+
+    @field_validator("research_goal")
+    @classmethod
+    def _meaningful(cls, value: str) -> str:
+        stripped = " ".join(value.split())
+        if len(stripped) < 10:
+            raise ValueError("research_goal must have at least 10 non-blank characters")
+        return stripped
+
+
+class CheckpointDecision(_Strict):
+    reason: str | None = Field(default=None, max_length=500)

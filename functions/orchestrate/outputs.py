@@ -1,0 +1,239 @@
+"""Finalize: the report artifacts, rendered from metadata and verified evidence (never from a model)."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from typing import Any
+
+from bibtexparser.entrypoint import parse_string
+
+from functions.orchestrate.screening import Candidate
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def _latex(value: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(char, char) for char in " ".join(value.split()))
+
+
+def _ascii_word(value: str) -> str:
+    folded = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^A-Za-z0-9]", "", folded)
+
+
+def _last_name(author: str) -> str:
+    return author.split(",", 1)[0].strip() if "," in author else (author.split() or [""])[-1]
+
+
+def citation_key(candidate: Candidate, used: set[str]) -> str:
+    paper = candidate.paper
+    author = _ascii_word(_last_name(paper.authors[0])).lower() if paper.authors else "anon"
+    first_word = next(
+        (_ascii_word(w).lower() for w in paper.title.split() if len(_ascii_word(w)) > 3), "untitled"
+    )
+    base = f"{author or 'anon'}{paper.year or 'nd'}{first_word}"
+    key, suffix = base, ord("a")
+    while key in used:
+        key = f"{base}{chr(suffix)}"
+        suffix += 1
+    used.add(key)
+    return key
+
+
+def bibtex_entries(candidates: list[Candidate]) -> tuple[str, dict[str, str]]:
+    """BibTeX for the sources, and source id -> citation key."""
+    used: set[str] = set()
+    keys: dict[str, str] = {}
+    blocks: list[str] = []
+    for candidate in candidates:
+        paper = candidate.paper
+        key = citation_key(candidate, used)
+        keys[candidate.source_id] = key
+        fields: list[tuple[str, str]] = [("title", "{" + _latex(paper.title) + "}")]
+        if paper.authors:
+            fields.append(("author", " and ".join(_latex(a) for a in paper.authors)))
+        if paper.year:
+            fields.append(("year", str(paper.year)))
+        entry_type = "misc"
+        if paper.venue and not paper.arxiv_id:
+            entry_type = "article"
+            fields.append(("journal", _latex(paper.venue)))
+        elif paper.venue:
+            fields.append(("howpublished", _latex(paper.venue)))
+        if paper.doi:
+            fields.append(("doi", _latex(paper.doi)))
+        if paper.arxiv_id:
+            fields += [("eprint", paper.arxiv_id), ("archiveprefix", "arXiv")]
+        fields.append(("url", paper.url.replace("%", r"\%").replace("{", "").replace("}", "")))
+        body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
+        blocks.append(f"@{entry_type}{{{key},\n{body}\n}}")
+    return "\n\n".join(blocks) + ("\n" if blocks else ""), keys
+
+
+def validate_bibtex(text: str, expected_entries: int) -> None:
+    library = parse_string(text)
+    if library.failed_blocks:
+        raise ValueError(f"invalid BibTeX: {len(library.failed_blocks)} block(s) failed to parse")
+    if len(library.entries) != expected_entries:
+        raise ValueError(f"BibTeX has {len(library.entries)} entries, expected {expected_entries}")
+
+
+def _reference(candidate: Candidate) -> str:
+    paper = candidate.paper
+    authors = "; ".join(paper.authors[:3]) + (" et al." if len(paper.authors) > 3 else "")
+    parts = [authors or "Unknown author", f"({paper.year or 'n.d.'})", f"*{paper.title}*"]
+    if paper.venue:
+        parts.append(paper.venue)
+    parts.append(f"https://doi.org/{paper.doi}" if paper.doi else paper.url)
+    return ". ".join(part.rstrip(".") for part in parts) + "."
+
+
+def report_markdown(
+    synthesis: dict[str, Any], sources: list[Candidate], keys: dict[str, str], status: str
+) -> str:
+    evidence = {item["evidence_id"]: item for item in synthesis["evidence"]}
+    cited: list[str] = []
+    for claim in synthesis["claims"]:
+        if claim["kept"]:
+            cited.extend(i for i in claim["evidence_ids"] if i not in cited)
+    by_source = {c.source_id: c for c in sources}
+    lines = [
+        f"# Research report: {synthesis['research_goal']}",
+        "",
+        f"Status: **{status}** · confidence {synthesis['confidence_score']:.2f} "
+        f"({synthesis['confidence_rationale']}) · writer: {synthesis['writer']}",
+        "",
+    ]
+    if synthesis["refusal"]:
+        lines += ["> **Refused:** " + str(synthesis["refusal_reason"]), ""]
+    lines += [synthesis["executive_summary"], "", "## Synthesis", "", synthesis["synthesis_text"], ""]
+    if cited:
+        lines += ["## Evidence cited", ""]
+        for evidence_id in cited:
+            item = evidence[evidence_id]
+            source = by_source.get(item["source_id"])
+            where = f"[@{keys.get(item['source_id'], item['source_id'])}, p. {item['page']}]"
+            title = source.paper.title if source else item["source_id"]
+            lines.append(f"- **{evidence_id}** {where} “{item['quote']}” — *{title}*")
+        lines.append("")
+    lines += ["## References", ""]
+    lines += [f"- [@{keys[c.source_id]}] {_reference(c)}" for c in sources]
+    return "\n".join(lines) + "\n"
+
+
+def annotated_bibliography(
+    sources: list[Candidate],
+    keys: dict[str, str],
+    extractions: dict[str, dict[str, Any]],
+    evidence: list[dict[str, Any]],
+) -> str:
+    lines = ["# Annotated bibliography", ""]
+    quotes: dict[str, list[dict[str, Any]]] = {}
+    for item in evidence:
+        quotes.setdefault(item["source_id"], []).append(item)
+    for candidate in sources:
+        paper = candidate.paper
+        outcome = extractions.get(candidate.source_id, {})
+        scores = ", ".join(f"{name} {value:.2f}" for name, value in candidate.scores.items())
+        lines += [f"## [@{keys[candidate.source_id]}] {paper.title}", "", _reference(candidate), ""]
+        lines.append(f"- Scores: {scores} (total {candidate.total_score:.2f}/5)")
+        lines.append(f"- Found by: {', '.join(paper.found_by or [paper.source])}")
+        if outcome.get("success"):
+            lines.append(f"- Extraction: {outcome.get('evidence_count', 0)} evidence quote(s)")
+        else:
+            lines.append(f"- Extraction failed: {outcome.get('failure_reason') or 'not attempted'}")
+        if paper.abstract:
+            first = re.split(r"(?<=[.!?])\s+", paper.abstract.strip(), maxsplit=1)[0]
+            lines.append(f"- Summary (from the abstract): {first}")
+        for item in sorted(quotes.get(candidate.source_id, []), key=lambda q: -q["relevance_score"])[:3]:
+            lines.append(f"  - p. {item['page']} ({item['kind']}): “{item['quote']}” [{item['evidence_id']}]")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def quote_library(sources: list[Candidate], evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    by_source = {c.source_id: c for c in sources}
+    quotes = []
+    for item in evidence:
+        source = by_source.get(item["source_id"])
+        paper = source.paper if source else None
+        quotes.append(
+            {
+                "evidence_id": item["evidence_id"],
+                "source_id": item["source_id"],
+                "doi": paper.doi if paper else None,
+                "title": paper.title if paper else None,
+                "url": paper.url if paper else None,
+                "page": item["page"],
+                "quote_text": item["quote"],
+                "context": item["section"],
+                "kind": item["kind"],
+                "relevance_score": item["relevance_score"],
+                "char_start": item["char_start"],
+                "char_end": item["char_end"],
+            }
+        )
+    return {"quotes": quotes, "total_quotes": len(quotes)}
+
+
+def search_report(
+    plan: dict[str, Any],
+    searches: list[dict[str, Any]],
+    screening: dict[str, Any],
+    extractions: list[dict[str, Any]],
+    decisions: list[dict[str, Any]],
+) -> str:
+    lines = ["# Search report", "", f"Goal: {plan['goal']}", "", "## Queries", ""]
+    lines += ["| query id | database | query | results | outcome |", "|---|---|---|---|---|"]
+    for search in searches:
+        failed = search.get("failed_connectors") or {}
+        outcome = "; ".join(f"{k}: {v}" for k, v in failed.items()) or search.get("error") or "ok"
+        query = str(search.get("query", "")).replace("|", "\\|")
+        lines.append(
+            f"| {search.get('query_id')} | {search.get('connector')} | `{query}` | {search.get('count', 0)} "
+            f"| {outcome} |"
+        )
+    policies = plan["policies"]
+    lines += [
+        "",
+        "## Screening",
+        "",
+        f"- Policies: years {policies['year_start']}-{policies['year_end']}, relevance >= "
+        f"{policies['relevance_threshold']}, impact level {policies['impact_level']}, "
+        f"diversity {'required' if policies['diversity_required'] else 'not required'}",
+        f"- Hits: {screening.get('discovered', 0)}; duplicates merged: {screening.get('duplicates', 0)}; "
+        f"unique candidates: {screening.get('validated', 0)}; passed policies: {screening.get('passed', 0)}; "
+        f"selected: {screening.get('selected', 0)}",
+    ]
+    for reason, count in (screening.get("rejection_counts") or {}).items():
+        lines.append(f"- Rejected ({reason}): {count}")
+    ok = sum(1 for e in extractions if e.get("success"))
+    lines += ["", "## Extraction", "", f"- Successful: {ok} of {len(extractions)}"]
+    for item in extractions:
+        if not item.get("success"):
+            lines.append(f"- Failed `{item.get('url')}`: {item.get('failure_reason')}")
+    if decisions:
+        lines += ["", "## Autonomous decisions", ""]
+        for decision in decisions:
+            lines.append(
+                f"- {decision['timestamp']} {decision['decision_type']}: {decision['reasoning']} -> "
+                f"{decision['action_taken']}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,396 @@
+"""Scheduled research: a cron/rate/at expression plus a research goal and scope, stored as a schedule.
+
+On AWS a schedule is an EventBridge Scheduler schedule whose target is the research state machine: at
+each fire Scheduler starts an execution with `{research_goal, scope_parameters, source, schedule_id}`
+and the workflow's first step creates the job record (job id = the execution name). Locally the same
+schedules live in the embedded (moto) Scheduler and `functions.local_runtime.scheduler` fires them.
+
+Domain code only: the Scheduler API is reached through the `ScheduleStore` adapter.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from functions.common.errors import InvalidInput, NotFound
+from functions.orchestrate.models import ExecuteRequest
+
+SCHEDULE_SOURCE = "schedule"
+_RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
+_CRON = re.compile(r"^cron\((.+)\)$")
+_AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
+_MONTHS = {name.upper(): number for number, name in enumerate(calendar.month_abbr) if name}
+_DAYS = {"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}  # AWS numbers Sunday 1
+
+
+class ScheduleNotFound(NotFound):
+    code = "SCHEDULE_NOT_FOUND"
+
+
+# --- expressions ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduleExpression:
+    """A parsed EventBridge Scheduler expression; `next_after` gives its next fire time."""
+
+    text: str
+    kind: str  # "rate" | "cron" | "at"
+    rate: timedelta | None = None
+    at: datetime | None = None  # naive, in the schedule's time zone
+    fields: tuple[frozenset[int], ...] = ()  # cron: minutes, hours, days of month, months, weekdays, years
+    any_day_of_month: bool = True
+    any_weekday: bool = True
+
+    def next_after(
+        self, moment: datetime, timezone: str = "UTC", anchor: datetime | None = None
+    ) -> datetime | None:
+        """The first fire strictly after `moment` (aware, returned in UTC); None if it never fires again.
+
+        A rate schedule fires every `rate` from `anchor` (its creation time), as Scheduler does.
+        """
+        zone = ZoneInfo(timezone)
+        if self.kind == "rate":
+            assert self.rate is not None
+            start = anchor or moment
+            periods = max(0, int((moment - start) / self.rate)) + 1
+            return (start + periods * self.rate).astimezone(UTC)
+        if self.kind == "at":
+            assert self.at is not None
+            when = self.at.replace(tzinfo=zone)
+            return when.astimezone(UTC) if when > moment else None
+        fire = self._next_cron(moment.astimezone(zone))
+        return fire.astimezone(UTC) if fire is not None else None
+
+    def _next_cron(self, after: datetime) -> datetime | None:
+        minutes, hours, _, months, _, years = (sorted(field) for field in self.fields)
+        day = after.replace(hour=0, minute=0, second=0, microsecond=0)
+        for _ in range(366 * 5):  # an expression that matches nothing within five years never fires
+            if day.year > max(years):
+                return None
+            if day.year in years and day.month in months and self._day_matches(day):
+                for hour in hours:
+                    for minute in minutes:
+                        candidate = day.replace(hour=hour, minute=minute)
+                        if candidate > after:
+                            return candidate
+            day = (day + timedelta(days=1)).replace(hour=0, minute=0)
+        return None
+
+    def _day_matches(self, day: datetime) -> bool:
+        weekday = (day.isoweekday() % 7) + 1  # Monday=1 in ISO -> Monday=2 in AWS cron
+        if self.any_day_of_month:
+            return self.any_weekday or weekday in self.fields[4]
+        return day.day in self.fields[2]
+
+
+def parse_expression(text: str) -> ScheduleExpression:
+    """`rate(5 minutes)`, `cron(0 8 ? * MON-FRI *)` or `at(2030-01-31T09:00:00)`; InvalidInput otherwise."""
+    text = text.strip()
+    if match := _RATE.match(text):
+        value, unit = int(match.group(1)), match.group(2)
+        if value < 1 or (value == 1) != (not unit.endswith("s")):
+            raise _invalid(
+                f"{text}: use rate(1 {unit.rstrip('s')}) or rate(N {unit.rstrip('s')}s) with N > 1"
+            )
+        seconds = {"minute": 60, "hour": 3600, "day": 86400}[unit.rstrip("s")]
+        return ScheduleExpression(text, "rate", rate=timedelta(seconds=value * seconds))
+    if match := _AT.match(text):
+        try:
+            return ScheduleExpression(text, "at", at=datetime.fromisoformat(match.group(1)))
+        except ValueError as exc:
+            raise _invalid(f"{text}: {exc}") from None
+    if match := _CRON.match(text):
+        return _parse_cron(text, match.group(1).split())
+    raise _invalid(f"{text!r} is not rate(...), cron(...) or at(...)")
+
+
+def _parse_cron(text: str, parts: list[str]) -> ScheduleExpression:
+    if len(parts) != 6:
+        raise _invalid(f"{text}: cron needs 6 fields (minutes hours day-of-month month day-of-week year)")
+    minute, hour, day_of_month, month, weekday, year = parts
+    if (day_of_month == "?") == (weekday == "?"):
+        raise _invalid(f"{text}: exactly one of day-of-month and day-of-week must be '?'")
+    fields = (
+        _cron_field(minute, 0, 59, {}, "minutes"),
+        _cron_field(hour, 0, 23, {}, "hours"),
+        _cron_field(day_of_month, 1, 31, {}, "day-of-month"),
+        _cron_field(month, 1, 12, _MONTHS, "month"),
+        _cron_field(weekday, 1, 7, _DAYS, "day-of-week"),
+        _cron_field(year, 1970, 2199, {}, "year"),
+    )
+    return ScheduleExpression(
+        text,
+        "cron",
+        fields=fields,
+        any_day_of_month=day_of_month in ("*", "?"),
+        any_weekday=weekday in ("*", "?"),
+    )
+
+
+def _cron_field(text: str, low: int, high: int, names: dict[str, int], label: str) -> frozenset[int]:
+    if text in ("*", "?"):
+        return frozenset(range(low, high + 1))
+    values: set[int] = set()
+    for item in text.split(","):
+        base, _, step_text = item.partition("/")
+        step = _number(step_text, label) if step_text else 1
+        if base == "*":
+            start, end = low, high
+        elif "-" in base:
+            first, _, last = base.partition("-")
+            start, end = _value(first, names, label), _value(last, names, label)
+        else:
+            start = _value(base, names, label)
+            end = high if step_text else start
+        if not (low <= start <= high and low <= end <= high) or start > end or step < 1:
+            raise _invalid(f"cron {label} field {text!r} is outside {low}-{high}")
+        values.update(range(start, end + 1, step))
+    return frozenset(values)
+
+
+def _value(text: str, names: dict[str, int], label: str) -> int:
+    return names[text.upper()] if text.upper() in names else _number(text, label)
+
+
+def _number(text: str, label: str) -> int:
+    if not text.isdigit():
+        raise _invalid(f"cron {label} field value {text!r} is not supported (L, W and # are not)")
+    return int(text)
+
+
+def _invalid(message: str) -> InvalidInput:
+    return InvalidInput(message, field="schedule_expression")
+
+
+# --- the API's models --------------------------------------------------------------------------------
+
+
+class ScheduleRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schedule_expression: str = Field(min_length=1, max_length=256)
+    research_goal: str
+    scope_parameters: dict[str, Any] = Field(default_factory=dict)
+    timezone: str = "UTC"
+    description: str | None = Field(default=None, max_length=512)
+    enabled: bool = True
+
+
+class Schedule(BaseModel):
+    schedule_id: str
+    schedule_expression: str
+    timezone: str
+    research_goal: str
+    scope_parameters: dict[str, Any]
+    description: str | None = None
+    state: str  # ENABLED | DISABLED
+    created_at: datetime
+    next_run_at: datetime | None = None
+
+
+def job_input(schedule_id: str, goal: str, scope: dict[str, Any]) -> dict[str, Any]:
+    """The state machine input of every job a schedule starts (no job_id: the execution name is it)."""
+    return {
+        "research_goal": goal,
+        "scope_parameters": scope,
+        "source": SCHEDULE_SOURCE,
+        "schedule_id": schedule_id,
+    }
+
+
+# --- the store adapter ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredSchedule:
+    schedule_id: str
+    expression: str
+    timezone: str
+    job_input: dict[str, Any]
+    description: str | None
+    enabled: bool
+    created_at: datetime
+
+
+class ScheduleStore(Protocol):
+    def create(self, schedule: StoredSchedule) -> None: ...
+
+    def get(self, schedule_id: str) -> StoredSchedule | None: ...
+
+    def list(self) -> list[StoredSchedule]: ...
+
+    def delete(self, schedule_id: str) -> bool: ...
+
+
+class JobStarter(Protocol):
+    """Starts one job for a due schedule (the local scheduler; on AWS, Scheduler starts the machine)."""
+
+    def __call__(self, goal: str, scope: dict[str, Any], idempotency_key: str) -> str: ...
+
+
+# --- the service ------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScheduleService:
+    store: ScheduleStore
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    def create(self, request: ScheduleRequest) -> Schedule:
+        expression = parse_expression(request.schedule_expression)
+        _check_timezone(request.timezone)
+        _check_job(request.research_goal, request.scope_parameters)
+        now = self.clock()
+        if expression.next_after(now, request.timezone, anchor=now) is None:
+            raise _invalid(f"{request.schedule_expression} never fires after {now.isoformat()}")
+        schedule_id = str(uuid.uuid4())
+        stored = StoredSchedule(
+            schedule_id=schedule_id,
+            expression=expression.text,
+            timezone=request.timezone,
+            job_input=job_input(schedule_id, request.research_goal, request.scope_parameters),
+            description=request.description,
+            enabled=request.enabled,
+            created_at=now,
+        )
+        self.store.create(stored)
+        return self._view(self.store.get(schedule_id) or stored)  # the store's creation time is the anchor
+
+    def get(self, schedule_id: str) -> Schedule:
+        stored = self.store.get(schedule_id)
+        if stored is None:
+            raise ScheduleNotFound(f"schedule {schedule_id} not found")
+        return self._view(stored)
+
+    def list(self) -> list[Schedule]:
+        return sorted((self._view(stored) for stored in self.store.list()), key=lambda s: s.created_at)
+
+    def delete(self, schedule_id: str) -> None:
+        if not self.store.delete(schedule_id):
+            raise ScheduleNotFound(f"schedule {schedule_id} not found")
+
+    def _view(self, stored: StoredSchedule) -> Schedule:
+        next_run = None
+        if stored.enabled:
+            next_run = parse_expression(stored.expression).next_after(
+                self.clock(), stored.timezone, anchor=stored.created_at
+            )
+        return Schedule(
+            schedule_id=stored.schedule_id,
+            schedule_expression=stored.expression,
+            timezone=stored.timezone,
+            research_goal=str(stored.job_input.get("research_goal", "")),
+            scope_parameters=dict(stored.job_input.get("scope_parameters") or {}),
+            description=stored.description,
+            state="ENABLED" if stored.enabled else "DISABLED",
+            created_at=stored.created_at,
+            next_run_at=next_run,
+        )
+
+
+def _check_timezone(name: str) -> None:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInput(f"unknown time zone {name!r}", field="timezone") from None
+
+
+def _check_job(goal: str, scope: dict[str, Any]) -> None:
+    """A schedule must start jobs the agent API would accept, so it is validated like one now."""
+    try:
+        ExecuteRequest.model_validate({"research_goal": goal, "scope_parameters": scope})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "research_goal"
+        raise InvalidInput(f"{field}: {first['msg']}", field=field) from None
+
+
+def due_fires(stored: StoredSchedule, since: datetime, until: datetime) -> Iterable[datetime]:
+    """Fire times in (since, until]; at most one per call per schedule is started by the local scheduler."""
+    expression = parse_expression(stored.expression)
+    moment = since
+    while True:
+        fire = expression.next_after(moment, stored.timezone, anchor=stored.created_at)
+        if fire is None or fire > until:
+            return
+        yield fire
+        moment = fire
+
+
+# --- EventBridge Scheduler adapter ------------------------------------------------------------------
+
+
+@dataclass
+class EventBridgeScheduleStore:
+    """Schedules in one Scheduler group; goal and scope live in the target's Input, so nothing else is kept."""
+
+    client: Any  # boto3 "scheduler" client (real AWS, LocalStack or moto)
+    group_name: str
+    target_arn: str  # the research state machine
+    role_arn: str  # may only states:StartExecution on that machine
+
+    def create(self, schedule: StoredSchedule) -> None:
+        extra = {"Description": schedule.description} if schedule.description else {}
+        self.client.create_schedule(
+            Name=schedule.schedule_id,
+            GroupName=self.group_name,
+            ScheduleExpression=schedule.expression,
+            ScheduleExpressionTimezone=schedule.timezone,
+            **extra,
+            State="ENABLED" if schedule.enabled else "DISABLED",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            Target={
+                "Arn": self.target_arn,
+                "RoleArn": self.role_arn,
+                "Input": json.dumps(schedule.job_input),
+                "RetryPolicy": {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 3600},
+            },
+        )
+
+    def get(self, schedule_id: str) -> StoredSchedule | None:
+        try:
+            found = self.client.get_schedule(Name=schedule_id, GroupName=self.group_name)
+        except self.client.exceptions.ResourceNotFoundException:
+            return None
+        return self._stored(found)
+
+    def list(self) -> list[StoredSchedule]:
+        schedules: list[StoredSchedule] = []
+        for page in self.client.get_paginator("list_schedules").paginate(GroupName=self.group_name):
+            for summary in page.get("Schedules", []):
+                stored = self.get(summary["Name"])
+                if stored is not None:
+                    schedules.append(stored)
+        return schedules
+
+    def delete(self, schedule_id: str) -> bool:
+        try:
+            self.client.delete_schedule(Name=schedule_id, GroupName=self.group_name)
+        except self.client.exceptions.ResourceNotFoundException:
+            return False
+        return True
+
+    def _stored(self, found: dict[str, Any]) -> StoredSchedule:
+        created_at = found.get("CreationDate") or datetime.now(UTC)
+        if created_at.tzinfo is None:
+            created_at = created_at.replace(tzinfo=UTC)
+        return StoredSchedule(
+            schedule_id=found["Name"],
+            expression=found["ScheduleExpression"],
+            timezone=found.get("ScheduleExpressionTimezone") or "UTC",
+            job_input=json.loads(found.get("Target", {}).get("Input") or "{}"),
+            description=found.get("Description") or None,
+            enabled=found.get("State", "ENABLED") == "ENABLED",
+            created_at=created_at,
+        )

@@ -1,0 +1,275 @@
+"""Screen: de-duplicate candidates, score them on five dimensions, apply the policies, pick the sources.
+
+The five dimensions and `total_score` (their sum, 0-5) follow the handover seed's scoring agent; the
+ranking uses impact-level weights so that e.g. `cutting_edge` favours recency.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from functions.common.models import Paper, short_hash
+from functions.orchestrate.planning import Policies, ResearchPlan, content_tokens
+
+_METHOD_SIGNALS = re.compile(
+    r"\b(we (propose|present|introduce|evaluate|conduct|train|measure|compare)|experiment\w*|"
+    r"evaluat\w*|benchmark\w*|dataset\w*|randomi[sz]ed|controlled|ablation|baseline\w*|"
+    r"participants|cohort|survey(ed)?|simulation\w*|statistically|significant\w*|results show)\b",
+    re.IGNORECASE,
+)
+UNKNOWN_SCORE = 0.5  # the seed's default for a dimension that cannot be computed
+
+
+def source_id_for(canonical_id: str) -> str:
+    return f"src-{short_hash(canonical_id, 10)}"
+
+
+@dataclass
+class Candidate:
+    paper: Paper
+    source_id: str
+    query_ids: list[str] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    total_score: float = 0.0
+    weighted_score: float = 0.0
+    rejection: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source_id": self.source_id,
+            "paper": self.paper.model_dump(mode="json"),
+            "query_ids": self.query_ids,
+            "scores": self.scores,
+            "total_score": self.total_score,
+            "weighted_score": self.weighted_score,
+            "rejection": self.rejection,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Candidate:
+        return cls(
+            paper=Paper.model_validate(data["paper"]),
+            source_id=data["source_id"],
+            query_ids=list(data.get("query_ids", [])),
+            scores=dict(data.get("scores", {})),
+            total_score=float(data.get("total_score", 0.0)),
+            weighted_score=float(data.get("weighted_score", 0.0)),
+            rejection=data.get("rejection"),
+        )
+
+
+@dataclass
+class ScreeningResult:
+    candidates: list[Candidate]  # every unique candidate, scored, with its rejection reason if any
+    selected: list[Candidate]
+    discovered: int  # before de-duplication
+    duplicates: int
+    passed: int  # passed every policy (before the depth cut)
+    rejection_counts: dict[str, int]
+    needs_refinement: bool
+
+    @property
+    def average_quality(self) -> float:
+        if not self.selected:
+            return 0.0
+        return round(sum(c.total_score / 5 for c in self.selected) / len(self.selected), 3)
+
+
+def _normalised_title(title: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9 ]", " ", title.lower()).split())
+
+
+def deduplicate(hits: list[tuple[str, Paper]]) -> tuple[list[Candidate], int]:
+    """Merge hits of the same work (same canonical id, or near-identical title and same year)."""
+    by_id: dict[str, Candidate] = {}
+    by_title: dict[str, Candidate] = {}
+    duplicates = 0
+    for query_id, paper in hits:
+        title_key = _normalised_title(paper.title)
+        existing = by_id.get(paper.canonical_id)
+        if existing is None and title_key in by_title:
+            known = by_title[title_key]
+            existing = None if _distinct_identifiers(known.paper, paper) else known
+        if existing is None and title_key:
+            for known_title, candidate in by_title.items():
+                if (
+                    candidate.paper.year == paper.year
+                    and abs(len(known_title) - len(title_key)) < 12
+                    and not _distinct_identifiers(candidate.paper, paper)
+                    and fuzz.ratio(known_title, title_key) >= 95
+                ):
+                    existing = candidate
+                    break
+        if existing is not None:
+            duplicates += 1
+            _merge(existing, paper)
+            if query_id not in existing.query_ids:
+                existing.query_ids.append(query_id)
+            by_id.setdefault(paper.canonical_id, existing)
+            continue
+        candidate = Candidate(
+            paper=paper.model_copy(deep=True),
+            source_id=source_id_for(paper.canonical_id),
+            query_ids=[query_id],
+        )
+        by_id[paper.canonical_id] = candidate
+        if title_key:
+            by_title[title_key] = candidate
+    unique: dict[str, Candidate] = {}
+    for candidate in by_id.values():
+        unique.setdefault(candidate.source_id, candidate)
+    return list(unique.values()), duplicates
+
+
+def _distinct_identifiers(first: Paper, second: Paper) -> bool:
+    """Two works whose DOIs or arXiv ids differ are different works, however alike their titles."""
+    return bool(
+        (first.doi and second.doi and first.doi != second.doi)
+        or (first.arxiv_id and second.arxiv_id and first.arxiv_id != second.arxiv_id)
+    )
+
+
+def _merge(into: Candidate, other: Paper) -> None:
+    paper = into.paper
+    paper.found_by = sorted({*paper.found_by, *other.found_by, paper.source, other.source})
+    paper.relevance_score = max(paper.relevance_score, other.relevance_score)
+    paper.quality_score = max(paper.quality_score, other.quality_score)
+    if other.citations is not None:
+        paper.citations = max(paper.citations or 0, other.citations)
+    for attribute in ("abstract", "doi", "arxiv_id", "pdf_url", "venue", "year"):
+        if getattr(paper, attribute) in (None, "") and getattr(other, attribute) not in (None, ""):
+            setattr(paper, attribute, getattr(other, attribute))
+    if not paper.authors and other.authors:
+        paper.authors = list(other.authors)
+    if other.open_access:
+        paper.open_access = True
+
+
+def score(candidate: Candidate, plan: ResearchPlan, current_year: int) -> None:
+    paper = candidate.paper
+    terms = {token for phrase in plan.key_phrases for token in phrase.split()}
+    text_tokens = set(content_tokens(f"{paper.title} {paper.abstract or ''}"))
+    coverage = len(terms & text_tokens) / len(terms) if terms else 0.0
+    relevance = min(1.0, 0.7 * paper.relevance_score + 0.3 * coverage)
+
+    if paper.citations is None:
+        citation_impact = UNKNOWN_SCORE
+    else:
+        age = max(1, current_year - (paper.year or current_year) + 1)
+        per_year = paper.citations / age
+        citation_impact = min(1.0, math.log1p(per_year) / math.log1p(100))
+
+    window = max(1, plan.policies.year_end - plan.policies.year_start)
+    if paper.year is None:
+        recency = UNKNOWN_SCORE
+    else:
+        recency = max(0.0, min(1.0, 1 - (current_year - paper.year) / (window + 1)))
+
+    signals = {m.group(0).lower() for m in _METHOD_SIGNALS.finditer(paper.abstract or "")}
+    methodology = UNKNOWN_SCORE if not paper.abstract else min(1.0, 0.2 + 0.2 * len(signals))
+
+    if paper.pdf_url or paper.arxiv_id or paper.open_access:
+        accessibility = 1.0
+    elif paper.doi:
+        accessibility = 0.6
+    else:
+        accessibility = 0.4
+
+    scores = {
+        "relevance": relevance,
+        "citation_impact": citation_impact,
+        "recency": recency,
+        "methodology": methodology,
+        "accessibility": accessibility,
+    }
+    candidate.scores = {name: round(value, 3) for name, value in scores.items()}
+    candidate.total_score = round(sum(scores.values()), 3)
+    weights = plan.policies.weights
+    candidate.weighted_score = round(
+        sum(w * v for w, v in zip(weights, scores.values(), strict=True)) / sum(weights) * 5, 4
+    )
+
+
+def _policy_rejection(candidate: Candidate, policies: Policies) -> str | None:
+    paper = candidate.paper
+    if candidate.scores["relevance"] < policies.relevance_threshold:
+        return "below_relevance_threshold"
+    if paper.year is not None and not policies.year_start <= paper.year <= policies.year_end:
+        return "outside_temporal_boundary"
+    if paper.citations is not None and paper.citations < policies.min_citations:
+        return "below_citation_threshold"
+    if (
+        policies.min_quality_score is not None
+        and paper.quality_score
+        and (paper.quality_score < policies.min_quality_score)
+    ):
+        return "below_quality_threshold"
+    if not paper.url:
+        return "not_accessible"
+    return None
+
+
+def _select_diverse(passed: list[Candidate], target: int, policies: Policies) -> list[Candidate]:
+    """Best first, at most `max_share_per_venue` of the target from one venue, connectors interleaved."""
+    if not policies.diversity_required:
+        return passed[:target]
+    venue_cap = max(2, math.ceil(policies.max_share_per_venue * target))
+    per_venue: Counter[str] = Counter()
+    selected: list[Candidate] = []
+    held_back: list[Candidate] = []
+    for candidate in passed:
+        venue = (candidate.paper.venue or "").strip().lower()
+        if venue and per_venue[venue] >= venue_cap:
+            candidate.rejection = "diversity_cap"
+            held_back.append(candidate)
+            continue
+        per_venue[venue] += 1
+        selected.append(candidate)
+    # Ensure at least `min_connectors` databases are represented when the candidates allow it.
+    chosen = selected[:target]
+    connectors = {c.paper.source for c in chosen}
+    if len(connectors) < policies.min_connectors:
+        for candidate in selected[target:]:
+            if candidate.paper.source not in connectors and chosen:
+                chosen[-1] = candidate
+                connectors = {c.paper.source for c in chosen}
+                if len(connectors) >= policies.min_connectors:
+                    break
+    for candidate in selected:
+        if candidate not in chosen and candidate.rejection is None:
+            candidate.rejection = "beyond_depth_limit"
+    return chosen
+
+
+def screen(
+    hits: list[tuple[str, Paper]],
+    plan: ResearchPlan,
+    *,
+    current_year: int,
+    allow_refinement: bool,
+) -> ScreeningResult:
+    candidates, duplicates = deduplicate(hits)
+    for candidate in candidates:
+        score(candidate, plan, current_year)
+        candidate.rejection = _policy_rejection(candidate, plan.policies)
+    passed = sorted(
+        (c for c in candidates if c.rejection is None),
+        key=lambda c: (-c.weighted_score, -c.scores["relevance"], c.source_id),
+    )
+    selected = _select_diverse(passed, plan.target_sources, plan.policies)
+    counts = Counter(c.rejection for c in candidates if c.rejection)
+    return ScreeningResult(
+        candidates=candidates,
+        selected=selected,
+        discovered=len(hits),
+        duplicates=duplicates,
+        passed=len(passed),
+        rejection_counts=dict(sorted(counts.items())),
+        needs_refinement=allow_refinement and len(passed) < plan.target_sources,
+    )

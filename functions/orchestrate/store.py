@@ -1,0 +1,297 @@
+"""Adapters of the workflow: the job table (DynamoDB), the workflow starter (Step Functions), events.
+
+Job state transitions are conditional writes on `status_rank`: a job only moves forward, and nothing
+overwrites a terminal state, however late or often a step is retried.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import ClientError
+
+from functions.common.aws import dynamodb_resource, events_client, s3_client, sfn_client
+from functions.common.errors import Conflict
+from functions.common.settings import get_settings
+from functions.orchestrate.models import TERMINAL_RANK, JobStatus
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.service_resource import Table
+
+JOB_SK = "JOB"
+IDEMPOTENCY_SK = "IDEMPOTENCY"
+EVENT_SOURCE = "research.agent"
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+
+
+def _to_dynamo(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(str(round(value, 6)))
+    if isinstance(value, dict):
+        return {k: _to_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_dynamo(v) for v in value]
+    return value
+
+
+def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_dynamo(v) for v in value]
+    return value
+
+
+class JobStore(Protocol):
+    def create(self, item: dict[str, Any]) -> bool: ...
+
+    def get(self, job_id: str) -> dict[str, Any] | None: ...
+
+    def update(
+        self,
+        job_id: str,
+        *,
+        status: JobStatus | None = None,
+        set_fields: dict[str, Any] | None = None,
+        add_counters: dict[str, int] | None = None,
+        append: dict[str, list[Any]] | None = None,
+    ) -> bool: ...
+
+    def claim_idempotency_key(self, key: str, job_id: str, fingerprint: str) -> str | None: ...
+
+
+class DynamoDbJobStore:
+    def __init__(self, table: Table | None = None) -> None:
+        self._table = table or dynamodb_resource().Table(get_settings().jobs_table)
+
+    def create(self, item: dict[str, Any]) -> bool:
+        try:
+            self._table.put_item(
+                Item=_to_dynamo({**item, "pk": f"JOB#{item['job_id']}", "sk": JOB_SK}),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        item = self._table.get_item(Key={"pk": f"JOB#{job_id}", "sk": JOB_SK}, ConsistentRead=True).get(
+            "Item"
+        )
+        if not item:
+            return None
+        found: dict[str, Any] = _from_dynamo(dict(item))
+        return found
+
+    def update(
+        self,
+        job_id: str,
+        *,
+        status: JobStatus | None = None,
+        set_fields: dict[str, Any] | None = None,
+        add_counters: dict[str, int] | None = None,
+        append: dict[str, list[Any]] | None = None,
+    ) -> bool:
+        """Apply one update if the job exists, is not terminal and would not move backwards.
+
+        Returns False (and changes nothing) when the condition fails.
+        """
+        names: dict[str, str] = {"#pk": "pk", "#rank": "status_rank"}
+        values: dict[str, Any] = {":terminal": TERMINAL_RANK}
+        sets: list[str] = []
+        adds: list[str] = []
+        condition = "attribute_exists(#pk) AND #rank < :terminal"
+        if status is not None:
+            names["#status"] = "status"
+            values[":status"] = status.value
+            values[":rank"] = status.rank
+            sets += ["#status = :status", "#rank = :rank"]
+            condition += " AND #rank <= :rank"
+        for index, (name, value) in enumerate((set_fields or {}).items()):
+            names[f"#s{index}"] = name
+            values[f":s{index}"] = _to_dynamo(value)
+            sets.append(f"#s{index} = :s{index}")
+        for index, (name, amount) in enumerate((add_counters or {}).items()):
+            names[f"#a{index}"] = name
+            values[f":a{index}"] = amount
+            adds.append(f"#a{index} :a{index}")
+        if append:
+            values[":empty"] = []
+        for index, (name, items) in enumerate((append or {}).items()):
+            names[f"#l{index}"] = name
+            values[f":l{index}"] = _to_dynamo(items)
+            sets.append(f"#l{index} = list_append(if_not_exists(#l{index}, :empty), :l{index})")
+        expression = ""
+        if sets:
+            expression += "SET " + ", ".join(sets)
+        if adds:
+            expression += " ADD " + ", ".join(adds)
+        if not expression:
+            return True
+        try:
+            self._table.update_item(
+                Key={"pk": f"JOB#{job_id}", "sk": JOB_SK},
+                UpdateExpression=expression.strip(),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def claim_idempotency_key(self, key: str, job_id: str, fingerprint: str) -> str | None:
+        """Claim `key` for `job_id`; when it was claimed before, return that job id instead."""
+        try:
+            self._table.put_item(
+                Item={
+                    "pk": f"IDEMPOTENCY#{key}",
+                    "sk": IDEMPOTENCY_SK,
+                    "job_id": job_id,
+                    "fingerprint": fingerprint,
+                    "expires_at": int(time.time()) + IDEMPOTENCY_TTL_SECONDS,
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            return None
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+        existing = self._table.get_item(
+            Key={"pk": f"IDEMPOTENCY#{key}", "sk": IDEMPOTENCY_SK}, ConsistentRead=True
+        )["Item"]
+        if existing.get("fingerprint") != fingerprint:
+            raise Conflict("this Idempotency-Key was used for a different request")
+        return str(existing["job_id"])
+
+
+class InMemoryJobStore:
+    """The same semantics as DynamoDbJobStore, for unit tests."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+        self.keys: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def create(self, item: dict[str, Any]) -> bool:
+        with self._lock:
+            if item["job_id"] in self.items:
+                return False
+            self.items[item["job_id"]] = json.loads(json.dumps(item, default=str))
+            return True
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            item = self.items.get(job_id)
+            return json.loads(json.dumps(item)) if item is not None else None
+
+    def update(
+        self,
+        job_id: str,
+        *,
+        status: JobStatus | None = None,
+        set_fields: dict[str, Any] | None = None,
+        add_counters: dict[str, int] | None = None,
+        append: dict[str, list[Any]] | None = None,
+    ) -> bool:
+        with self._lock:
+            item = self.items.get(job_id)
+            if item is None or item["status_rank"] >= TERMINAL_RANK:
+                return False
+            if status is not None:
+                if item["status_rank"] > status.rank:
+                    return False
+                item["status"], item["status_rank"] = status.value, status.rank
+            item.update(json.loads(json.dumps(set_fields or {}, default=str)))
+            for name, amount in (add_counters or {}).items():
+                item[name] = item.get(name, 0) + amount
+            for name, items in (append or {}).items():
+                item[name] = item.get(name, []) + json.loads(json.dumps(items, default=str))
+            return True
+
+    def claim_idempotency_key(self, key: str, job_id: str, fingerprint: str) -> str | None:
+        with self._lock:
+            if key not in self.keys:
+                self.keys[key] = (job_id, fingerprint)
+                return None
+            existing_job, existing_fingerprint = self.keys[key]
+        if existing_fingerprint != fingerprint:
+            raise Conflict("this Idempotency-Key was used for a different request")
+        return existing_job
+
+
+class WorkflowStarter(Protocol):
+    def start(self, name: str, payload: dict[str, Any]) -> str: ...
+
+
+class StepFunctionsStarter:
+    def __init__(self, state_machine_arn: str | None = None) -> None:
+        self._arn = state_machine_arn or get_settings().state_machine_arn
+
+    def start(self, name: str, payload: dict[str, Any]) -> str:
+        if not self._arn:
+            raise RuntimeError("STATE_MACHINE_ARN is not configured")
+        response = sfn_client().start_execution(
+            stateMachineArn=self._arn, name=name, input=json.dumps(payload)
+        )
+        return response["executionArn"]
+
+
+class TaskTokens(Protocol):
+    def succeed(self, token: str, output: dict[str, Any]) -> None: ...
+
+    def fail(self, token: str, error: str, cause: str) -> None: ...
+
+
+class StepFunctionsTaskTokens:
+    """A checkpoint Task re-arms every 45 s with a new token; a decision racing that gets a Conflict."""
+
+    def succeed(self, token: str, output: dict[str, Any]) -> None:
+        self._send(lambda: sfn_client().send_task_success(taskToken=token, output=json.dumps(output)))
+
+    def fail(self, token: str, error: str, cause: str) -> None:
+        self._send(lambda: sfn_client().send_task_failure(taskToken=token, error=error, cause=cause[:32000]))
+
+    @staticmethod
+    def _send(call: Any) -> None:
+        try:
+            call()
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist"):
+                raise Conflict("the checkpoint was re-armed while deciding; send the decision again") from exc
+            raise
+
+
+class EventPublisher(Protocol):
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> None: ...
+
+
+class EventBridgePublisher:
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> None:
+        events_client().put_events(
+            Entries=[
+                {
+                    "Source": EVENT_SOURCE,
+                    "DetailType": detail_type,
+                    "Detail": json.dumps(detail, default=str),
+                    "EventBusName": get_settings().event_bus_name,
+                }
+            ]
+        )
+
+
+def presigned_artifact_url(bucket: str, key: str, seconds: int) -> str:
+    url: str = s3_client().generate_presigned_url(
+        "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=seconds
+    )
+    return url

@@ -1,0 +1,559 @@
+"""Synthesize: evidence with opaque ids, themes, cited summary, claim verification, confidence, refusal.
+
+Never lets a model write a citation: the writer (extractive, or an LLM) only refers to evidence ids,
+every cited sentence is checked against the quotes it cites, and unsupported sentences are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from functions.common.models import ExtractedPaper, short_hash
+from functions.orchestrate.llm import LlmProvider
+from functions.orchestrate.planning import ResearchPlan, content_tokens
+from functions.orchestrate.screening import Candidate
+
+_GAP_SIGNAL = re.compile(
+    r"\b(limitation\w*|future (work|research|studies)|remains? (unclear|open|unknown|challenging)|"
+    r"open (question|problem|challenge)s?|further (research|work|study|investigation)|not yet|"
+    r"lack of|little is known|is needed|are needed|we leave)\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_CITATION_MARK = re.compile(r"\s*\[((?:ev-[0-9a-f]+)(?:\s*,\s*ev-[0-9a-f]+)*)\]")
+METHODOLOGY_PATTERNS: dict[str, re.Pattern[str]] = {
+    name: re.compile(pattern, re.IGNORECASE)
+    for name, pattern in {
+        "Randomized controlled trial": r"randomi[sz]ed (controlled )?trial|\bRCT\b",
+        "Meta-analysis / systematic review": r"meta-analys|systematic (literature )?review",
+        "Benchmark evaluation": r"benchmark",
+        "Ablation study": r"ablation",
+        "Simulation": r"simulat",
+        "Survey / questionnaire": r"questionnaire|survey(ed)? (of )?\d+|respondents",
+        "Case study": r"case stud",
+        "User study": r"user stud|participants",
+        "Interviews / qualitative analysis": r"interview|qualitative|thematic analysis",
+        "Observational / cohort study": r"observational|cohort|longitudinal",
+        "Theoretical analysis": r"\btheorem\b|we prove|formal analysis",
+        "Controlled experiment": r"\bexperiment(s|al)?\b",
+    }.items()
+}
+SUPPORTED, PARTIAL, UNSUPPORTED = "supported", "partially_supported", "unsupported"
+# Words of research reporting that say nothing about the subject (never theme labels on their own).
+_GENERIC = frozenset(
+    [
+        "result",
+        "show",
+        "shown",
+        "found",
+        "find",
+        "report",
+        "compare",
+        "compared",
+        "baseline",
+        "model",
+        "dataset",
+        "experiment",
+        "our",
+        "achieve",
+        "achieved",
+        "score",
+        "scored",
+        "point",
+        "percent",
+        "performance",
+        "accuracy",
+        "task",
+        "benchmark",
+        "evaluate",
+        "evaluation",
+        "way",
+        "make",
+        "made",
+        "propose",
+        "proposed",
+        "present",
+        "method",
+        "approach",
+        "technique",
+        "paper",
+        "work",
+        "within",
+        "across",
+        "strong",
+        "strongest",
+        "dense",
+        "higher",
+        "lower",
+        "better",
+        "best",
+        "new",
+        "novel",
+        "significant",
+        "significantly",
+        "improve",
+        "improved",
+        "improvement",
+        "outperform",
+        "outperformed",
+        "reduce",
+        "reduced",
+        "increase",
+        "increased",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    evidence_id: str
+    source_id: str
+    quote: str
+    page: int
+    section: str | None
+    kind: str
+    relevance_score: float
+    char_start: int
+    char_end: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "evidence_id": self.evidence_id,
+            "source_id": self.source_id,
+            "quote": self.quote,
+            "page": self.page,
+            "section": self.section,
+            "kind": self.kind,
+            "relevance_score": self.relevance_score,
+            "char_start": self.char_start,
+            "char_end": self.char_end,
+        }
+
+
+@dataclass
+class Claim:
+    claim_id: str
+    claim_text: str
+    evidence_ids: list[str]
+    verdict: str
+    confidence: float
+    notes: str
+    kept: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "claim_id": self.claim_id,
+            "claim_text": self.claim_text,
+            "evidence_ids": self.evidence_ids,
+            "verdict": self.verdict,
+            "confidence": self.confidence,
+            "notes": self.notes,
+            "kept": self.kept,
+        }
+
+
+@dataclass
+class Draft:
+    """What a writer produces: themes of cited sentences, summary sentences and gaps (all cited)."""
+
+    themes: list[tuple[str, list[tuple[str, list[str]]]]]  # (name, [(sentence, evidence ids)])
+    summary: list[tuple[str, list[str]]]
+    gaps: list[tuple[str, list[str]]]
+    writer: str
+
+
+@dataclass
+class SynthesisResult:
+    research_goal: str
+    executive_summary: str
+    synthesis_text: str
+    primary_themes: list[str]
+    gaps_identified: list[str]
+    sources_analyzed: int
+    methodologies_found: int
+    methodologies: dict[str, int]
+    evidence: list[Evidence]
+    claims: list[Claim]
+    confidence_score: float
+    confidence_rationale: str
+    refusal: bool
+    refusal_reason: str | None
+    writer: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "research_goal": self.research_goal,
+            "executive_summary": self.executive_summary,
+            "synthesis_text": self.synthesis_text,
+            "primary_themes": self.primary_themes,
+            "gaps_identified": self.gaps_identified,
+            "sources_analyzed": self.sources_analyzed,
+            "methodologies_found": self.methodologies_found,
+            "methodologies": self.methodologies,
+            "evidence": [item.to_dict() for item in self.evidence],
+            "claims": [claim.to_dict() for claim in self.claims],
+            "confidence_score": self.confidence_score,
+            "confidence_rationale": self.confidence_rationale,
+            "refusal": self.refusal,
+            "refusal_reason": self.refusal_reason,
+            "writer": self.writer,
+            "notes": self.notes,
+        }
+
+
+def _normalise(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9.% ]", " ", text.lower()).split())
+
+
+def build_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> list[Evidence]:
+    evidence: list[Evidence] = []
+    seen: set[str] = set()
+    for candidate, paper in sources:
+        for quote in paper.evidence:
+            text = " ".join(quote.quote.split())
+            if len(text) < 20:
+                continue
+            evidence_id = "ev-" + short_hash(
+                f"{candidate.source_id}|{quote.page}|{quote.char_start}|{text}", 10
+            )
+            if evidence_id in seen:
+                continue
+            seen.add(evidence_id)
+            evidence.append(
+                Evidence(
+                    evidence_id=evidence_id,
+                    source_id=candidate.source_id,
+                    quote=text,
+                    page=quote.page,
+                    section=quote.section,
+                    kind=quote.kind,
+                    relevance_score=quote.relevance_score,
+                    char_start=quote.char_start,
+                    char_end=quote.char_end,
+                )
+            )
+    return evidence
+
+
+def verify_claim(claim_text: str, quotes: list[str]) -> tuple[str, float, str]:
+    """Verdict of one claim against the quotes it cites: lexical containment plus number agreement."""
+    if not quotes:
+        return UNSUPPORTED, 0.0, "cites no known evidence"
+    claim = _normalise(claim_text)
+    joined = " ".join(_normalise(quote) for quote in quotes)
+    containment = max(fuzz.partial_ratio(claim, _normalise(quote)) for quote in quotes) / 100
+    claim_terms = set(content_tokens(claim_text))
+    quote_terms = set(content_tokens(joined))
+    coverage = len(claim_terms & quote_terms) / len(claim_terms) if claim_terms else 0.0
+    missing_numbers = [n for n in _NUMBER.findall(claim) if n not in _NUMBER.findall(joined)]
+    if missing_numbers:
+        return (
+            UNSUPPORTED,
+            round(min(containment, coverage) * 0.3, 3),
+            (f"numbers not in the cited evidence: {', '.join(missing_numbers[:3])}"),
+        )
+    if containment >= 0.9 or coverage >= 0.85:
+        return SUPPORTED, round(max(containment, coverage), 3), "stated in the cited evidence"
+    if coverage >= 0.5:
+        return PARTIAL, round(coverage, 3), "only partly stated in the cited evidence"
+    return UNSUPPORTED, round(coverage, 3), "not stated in the cited evidence"
+
+
+def _stem(token: str) -> str:
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 4 and token.endswith("s") and not token.endswith("ss"):
+        return token[:-1]
+    return token
+
+
+def _surface(text: str, first: str, second: str) -> str:
+    """How two adjacent topic words read in the quote, with the short words between ('mixture of experts')."""
+    pattern = rf"\b{re.escape(first)}\W+(?:[A-Za-z]{{1,4}}\W+){{0,2}}?{re.escape(second)}\b"
+    match = re.search(pattern, text, re.IGNORECASE)
+    return " ".join(match.group(0).lower().split()) if match else f"{first} {second}"
+
+
+def cluster_themes(
+    evidence: list[Evidence], topic_words: set[str], max_themes: int = 5
+) -> list[tuple[str, list[Evidence]]]:
+    """Group findings by the terms they share across sources; the label is the commonest shared term."""
+    findings = [e for e in evidence if e.kind not in ("limitation", "future_work", "method")]
+    topic = {_stem(word) for word in topic_words}
+    labels: dict[str, set[str]] = defaultdict(set)  # stem label -> source ids
+    display: dict[str, str] = {}
+    members: dict[str, list[Evidence]] = defaultdict(list)
+    for item in findings:
+        tokens = [t for t in content_tokens(item.quote) if not t.isdigit()]
+        stems = [_stem(t) for t in tokens]
+        grams: set[str] = set()
+        for index, stem in enumerate(stems):
+            if stem in topic or stem in _GENERIC:
+                continue
+            if len(stem) > 3:
+                grams.add(stem)
+                display.setdefault(stem, tokens[index])
+            if index + 1 < len(stems) and stems[index + 1] not in topic and stems[index + 1] not in _GENERIC:
+                bigram = f"{stem} {stems[index + 1]}"
+                grams.add(bigram)
+                display.setdefault(bigram, _surface(item.quote, tokens[index], tokens[index + 1]))
+        for gram in grams:
+            labels[gram].add(item.source_id)
+            members[gram].append(item)
+
+    def strength(gram: str) -> tuple[float, int, str]:
+        bonus = 1.5 if " " in gram else 1.0
+        return (len(labels[gram]) * bonus, len(members[gram]), gram)
+
+    # A term that nearly every source shares is the field's vocabulary, not a theme within it.
+    sources_total = len({item.source_id for item in findings})
+    ubiquitous = max(2.0, 0.6 * sources_total) if sources_total >= 4 else float(sources_total)
+    themes: list[tuple[str, list[Evidence]]] = []
+    assigned: set[str] = set()
+    for gram in sorted(labels, key=strength, reverse=True):
+        if len(themes) >= max_themes:
+            break
+        if len(labels[gram]) > ubiquitous:
+            continue
+        fresh = [e for e in members[gram] if e.evidence_id not in assigned]
+        if len({e.source_id for e in fresh}) < 2 and len(fresh) < 2:
+            continue
+        assigned.update(e.evidence_id for e in fresh)
+        name = display[gram]
+        themes.append((name[:1].upper() + name[1:], fresh))
+    return themes
+
+
+def count_methodologies(
+    sources: list[tuple[Candidate, ExtractedPaper]], evidence: list[Evidence]
+) -> dict[str, int]:
+    """How many sources use each methodology, from their methodology text and method evidence."""
+    method_quotes: dict[str, list[str]] = defaultdict(list)
+    for item in evidence:
+        if item.kind == "method":
+            method_quotes[item.source_id].append(item.quote)
+    counts: Counter[str] = Counter()
+    for candidate, paper in sources:
+        text = " ".join([paper.methodology, *method_quotes.get(candidate.source_id, [])])
+        for name, pattern in METHODOLOGY_PATTERNS.items():
+            if pattern.search(text):
+                counts[name] += 1
+    return dict(counts.most_common())
+
+
+def extractive_draft(plan: ResearchPlan, evidence: list[Evidence]) -> Draft:
+    """LLM_PROVIDER=none: themes clustered from findings, sentences are the cited evidence itself."""
+    topic_words = {word for phrase in plan.key_phrases for word in phrase.split()}
+    clusters = cluster_themes(evidence, topic_words)
+    themes: list[tuple[str, list[tuple[str, list[str]]]]] = []
+    summary: list[tuple[str, list[str]]] = []
+    for name, items in clusters:
+        ranked = sorted(items, key=lambda e: (-e.relevance_score, e.evidence_id))
+        picked: list[Evidence] = []
+        for item in ranked:  # one sentence per source first, then the rest
+            if all(item.source_id != p.source_id for p in picked):
+                picked.append(item)
+            if len(picked) == 3:
+                break
+        themes.append((name, [(item.quote, [item.evidence_id]) for item in picked]))
+        if picked:
+            summary.append((picked[0].quote, [picked[0].evidence_id]))
+    if not themes:  # too few shared terms to cluster: cite the strongest findings directly
+        top = sorted(
+            (e for e in evidence if e.kind not in ("limitation", "future_work")),
+            key=lambda e: (-e.relevance_score, e.evidence_id),
+        )[:5]
+        summary = [(item.quote, [item.evidence_id]) for item in top[:3]]
+        if top:
+            themes.append(("Key findings", [(item.quote, [item.evidence_id]) for item in top]))
+    gaps = [
+        (item.quote, [item.evidence_id])
+        for item in evidence
+        if item.kind in ("limitation", "future_work") or _GAP_SIGNAL.search(item.quote)
+    ]
+    unique_gaps = list({text: (text, ids) for text, ids in gaps}.values())[:6]
+    return Draft(themes=themes, summary=summary, gaps=unique_gaps, writer="extractive")
+
+
+_LLM_SYSTEM = (
+    "You write research syntheses strictly from numbered evidence. Every sentence must end with the ids "
+    "of the evidence that states it, like [ev-0123456789]. Use only the given ids; never invent numbers, "
+    "sources or citations. Answer with JSON only."
+)
+
+
+def llm_draft(plan: ResearchPlan, evidence: list[Evidence], provider: LlmProvider) -> Draft:
+    ranked = sorted(evidence, key=lambda e: (-e.relevance_score, e.evidence_id))[:60]
+    listing = "\n".join(f"[{e.evidence_id}] ({e.kind}, p.{e.page}) {e.quote}" for e in ranked)
+    prompt = (
+        f"Research goal: {plan.goal}\n\nEvidence:\n{listing}\n\n"
+        'Return JSON: {"themes": [{"name": str, "sentences": [str]}], "summary": [str], "gaps": [str]} '
+        "with 2-5 themes, every sentence ending in its evidence ids in square brackets."
+    )
+    raw = provider.complete(_LLM_SYSTEM, prompt)
+    match = re.search(r"\{.*\}", raw, re.DOTALL)
+    if not match:
+        raise ValueError("the model did not answer with JSON")
+    data = json.loads(match.group(0))
+
+    def cited(sentence: str) -> tuple[str, list[str]]:
+        ids = [i.strip() for group in _CITATION_MARK.findall(sentence) for i in group.split(",")]
+        return _CITATION_MARK.sub("", sentence).strip(), ids
+
+    themes = [
+        (str(theme.get("name", "")).strip() or "Theme", [cited(str(s)) for s in theme.get("sentences", [])])
+        for theme in data.get("themes", [])
+    ]
+    return Draft(
+        themes=themes,
+        summary=[cited(str(s)) for s in data.get("summary", [])],
+        gaps=[cited(str(s)) for s in data.get("gaps", [])],
+        writer=f"llm:{provider.name}",
+    )
+
+
+def _cite(text: str, ids: list[str]) -> str:
+    return f"{text} [{', '.join(ids)}]"
+
+
+def synthesize(
+    plan: ResearchPlan,
+    sources: list[tuple[Candidate, ExtractedPaper]],
+    *,
+    provider: LlmProvider | None = None,
+    min_sources: int = 2,
+) -> SynthesisResult:
+    evidence = build_evidence(sources)
+    by_id = {item.evidence_id: item for item in evidence}
+    sources_with_evidence = {item.source_id for item in evidence}
+    notes: list[str] = []
+    draft = extractive_draft(plan, evidence)
+    if provider is not None and evidence:
+        try:
+            draft = llm_draft(plan, evidence, provider)
+        except Exception as exc:  # a provider or format failure falls back to the extractive writer
+            notes.append(f"LLM writer failed ({type(exc).__name__}: {exc}); used the extractive writer")
+
+    claims: list[Claim] = []
+    claim_index: dict[tuple[str, tuple[str, ...]], Claim] = {}
+
+    def check(text: str, ids: list[str]) -> Claim:
+        key = (text, tuple(ids))
+        if key in claim_index:
+            return claim_index[key]
+        known = [i for i in ids if i in by_id]
+        if len(known) != len(ids) or not ids:
+            verdict, confidence, why = UNSUPPORTED, 0.0, "cites ids that are not evidence of this job"
+        else:
+            verdict, confidence, why = verify_claim(text, [by_id[i].quote for i in known])
+        claim = Claim(
+            claim_id=f"clm-{len(claims) + 1:03d}",
+            claim_text=text,
+            evidence_ids=ids,
+            verdict=verdict,
+            confidence=confidence,
+            notes=why,
+            kept=verdict != UNSUPPORTED,
+        )
+        claims.append(claim)
+        claim_index[key] = claim
+        return claim
+
+    themes: list[tuple[str, list[tuple[str, list[str]]]]] = []
+    for name, sentences in draft.themes:
+        kept = [(text, ids) for text, ids in sentences if text and check(text, ids).kept]
+        if kept:
+            themes.append((name, kept))
+    summary = [(text, ids) for text, ids in draft.summary if text and check(text, ids).kept]
+    gaps = [(text, ids) for text, ids in draft.gaps if text and check(text, ids).kept]
+    dropped = sum(1 for claim in claims if not claim.kept)
+    if dropped:
+        notes.append(f"{dropped} unsupported sentence(s) dropped after verification")
+
+    supported = [claim for claim in claims if claim.kept]
+    cited_sources = {by_id[i].source_id for claim in supported for i in claim.evidence_ids}
+    multi_source_themes = sum(
+        1 for _, sentences in themes if len({by_id[i].source_id for _, ids in sentences for i in ids}) >= 2
+    )
+    strength = min(1.0, len(sources_with_evidence) / max(3, min(plan.target_sources, 10)))
+    coverage = len(supported) / len(claims) if claims else 0.0
+    agreement = multi_source_themes / len(themes) if themes else 0.0
+    cited_share = len(cited_sources) / len(sources_with_evidence) if sources_with_evidence else 0.0
+    # Lexical verification cannot prove entailment, so confidence stays below certainty.
+    confidence = round(
+        min(0.95, 0.35 * strength + 0.25 * coverage + 0.25 * agreement + 0.15 * cited_share), 3
+    )
+    rationale = (
+        f"{len(sources_with_evidence)} source(s) with evidence, {len(cited_sources)} cited; "
+        f"{len(supported)}/{len(claims)} claim(s) verified; "
+        f"{multi_source_themes}/{len(themes)} theme(s) backed by two or more sources"
+    )
+
+    refusal_reason: str | None = None
+    if len(sources_with_evidence) < min_sources:
+        refusal_reason = (
+            f"Only {len(sources_with_evidence)} source(s) yielded usable evidence; at least {min_sources} "
+            "are needed for a grounded synthesis"
+        )
+    elif not supported:
+        refusal_reason = "No claim could be verified against the extracted evidence"
+    elif confidence < 0.3:
+        refusal_reason = f"Confidence {confidence:.2f} is below 0.30: {rationale}"
+
+    methodologies = count_methodologies(sources, evidence)
+    years = sorted(c.paper.year for c, _ in sources if c.paper.year)
+    span = f"{years[0]}-{years[-1]}" if years else "unknown years"
+    title = plan.topic[:1].upper() + plan.topic[1:]
+    if refusal_reason:
+        executive = f"## Meta-Analysis: {title}\n\nNo synthesis was written. {refusal_reason}."
+        body = executive
+        themes, gaps = [], []
+    else:
+        theme_names = ", ".join(name for name, _ in themes)
+        executive_lines = [
+            f"## Meta-Analysis: {title}",
+            "",
+            f"Across {len(sources)} analysed source(s) published {span}, the evidence groups into "
+            f"{len(themes)} theme(s): {theme_names}.",
+            "",
+            *[f"- {_cite(text, ids)}" for text, ids in summary],
+        ]
+        executive = "\n".join(executive_lines)
+        body_lines = [
+            f"Based on analysis of {len(sources)} research paper(s) from {span}, "
+            f"{len(supported)} verified statement(s) are cited below.",
+        ]
+        for name, sentences in themes:
+            body_lines += ["", f"### {name}", "", " ".join(_cite(text, ids) for text, ids in sentences)]
+        if methodologies:
+            body_lines += ["", "### Methodologies", ""]
+            body_lines += [f"- {name}: {count} source(s)" for name, count in methodologies.items()]
+        if gaps:
+            body_lines += ["", "### Gaps and open questions", ""]
+            body_lines += [f"- {_cite(text, ids)}" for text, ids in gaps]
+        body = "\n".join(body_lines)
+    return SynthesisResult(
+        research_goal=plan.goal,
+        executive_summary=executive,
+        synthesis_text=body,
+        primary_themes=[name for name, _ in themes],
+        gaps_identified=[text for text, _ in gaps],
+        sources_analyzed=len(sources),
+        methodologies_found=len(methodologies),
+        methodologies=methodologies,
+        evidence=evidence,
+        claims=claims,
+        confidence_score=0.0 if refusal_reason else confidence,
+        confidence_rationale=rationale,
+        refusal=refusal_reason is not None,
+        refusal_reason=refusal_reason,
+        writer=draft.writer,
+        notes=notes,
+    )

@@ -1,0 +1,101 @@
+"""Default adapters: the deployed (and local-runtime) wiring of the job service and the workflow."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from functions.common.settings import Settings, get_settings
+from functions.common.storage import S3BlobStore
+from functions.orchestrate.config import get_workflow_settings
+from functions.orchestrate.jobs import JobService
+from functions.orchestrate.llm import provider_from_settings
+from functions.orchestrate.planning import connector_syntax
+from functions.orchestrate.store import (
+    DynamoDbJobStore,
+    EventBridgePublisher,
+    StepFunctionsStarter,
+    StepFunctionsTaskTokens,
+    presigned_artifact_url,
+)
+from functions.orchestrate.workflow import Workflow
+from functions.search.config import SearchSettings
+from functions.search.connectors import REGISTRY
+from functions.search.connectors.base import ConnectorContext
+from functions.search.models import PaperQuery
+from functions.search.service import SearchService
+
+_SECRET_PARAMS = frozenset({"api_key", "mailto", "key"})
+
+
+def upstream_query(
+    connector: str, query: str, year_start: int | None, year_end: int | None, limit: int
+) -> str:
+    """The request a search connector sends for this query, in its upstream syntax."""
+    try:
+        instance: Any = REGISTRY[connector](ConnectorContext())
+        request = instance.build_request(
+            PaperQuery(query=query, year_start=year_start, year_end=year_end, max_results=limit), limit
+        )
+        params = {k: v for k, v in dict(request.params).items() if k not in _SECRET_PARAMS and k != "fields"}
+        return f"{request.url}?{urlencode(params)}"
+    except Exception:  # a connector without a request builder: show our own rendering
+        return connector_syntax(connector, query, year_start, year_end, limit)
+
+
+def configured_connectors() -> tuple[str, ...]:
+    try:
+        names = SearchSettings().connector_names or list(REGISTRY)
+        return tuple(name for name in names if name in REGISTRY and name != "library")
+    except Exception:
+        return ("arxiv", "semantic_scholar", "openalex", "crossref")
+
+
+def job_service() -> JobService:
+    settings = get_settings()
+    workflow_settings = get_workflow_settings()
+    return JobService(
+        jobs=DynamoDbJobStore(),
+        starter=StepFunctionsStarter(),
+        artifacts=S3BlobStore(settings.artifacts_bucket),
+        tokens=StepFunctionsTaskTokens(),
+        settings=workflow_settings,
+        render=upstream_query,
+        connectors=configured_connectors(),
+        artifact_link=lambda key: presigned_artifact_url(
+            settings.artifacts_bucket, key, workflow_settings.artifact_link_seconds
+        ),
+    )
+
+
+_search_service: tuple[Settings, SearchService] | None = None
+
+
+def shared_search_service() -> SearchService:
+    """One search service per container and settings, so that circuit breakers and per-loop HTTP
+    clients outlive a single step invocation (as they do in the search API function)."""
+    global _search_service
+    settings = get_settings()
+    if _search_service is None or _search_service[0] is not settings:
+        _search_service = (settings, SearchService.from_settings(settings))
+    return _search_service[1]
+
+
+def workflow() -> Workflow:
+    from functions.extract.service import ExtractionService
+
+    settings = get_settings()
+    service = job_service()
+    return Workflow(
+        jobs=service.jobs,
+        data=S3BlobStore(settings.data_bucket),
+        artifacts=S3BlobStore(settings.artifacts_bucket),
+        search_service=shared_search_service,
+        extraction_service=ExtractionService.from_settings,
+        events=EventBridgePublisher(),
+        settings=get_workflow_settings(),
+        new_job_record=service.new_record,
+        render=upstream_query,
+        llm=provider_from_settings,
+        artifact_uri=lambda key: f"s3://{settings.artifacts_bucket}/{key}",
+    )

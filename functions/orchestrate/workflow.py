@@ -1,0 +1,683 @@
+"""The work of each state of the research state machine, over injected adapters.
+
+Every method takes the state's JSON input and returns the (small) JSON the state machine carries on;
+large data (search hits, screened candidates, extracted papers, the synthesis) moves through the data
+bucket under `payloads/<job_id>/` and only keys travel between states (the 256 KB payload limit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from functions.common.errors import (
+    DomainError,
+    FetchBlocked,
+    FetchError,
+    FetchStatusError,
+    FetchTimeout,
+    InvalidInput,
+    NotFound,
+    RetryableStepError,
+    UpstreamError,
+)
+from functions.common.models import ExtractedPaper, Paper
+from functions.common.observability import get_logger
+from functions.common.storage import BlobStore, get_json, put_json
+from functions.orchestrate import outputs
+from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.llm import LlmProvider
+from functions.orchestrate.models import ExecuteRequest, JobStatus
+from functions.orchestrate.planning import (
+    PlannedQuery,
+    Renderer,
+    ResearchPlan,
+    connector_syntax,
+    refined_queries,
+)
+from functions.orchestrate.screening import Candidate, screen
+from functions.orchestrate.store import EventPublisher, JobStore
+from functions.orchestrate.synthesis import synthesize
+
+logger = get_logger("orchestrate")
+
+ARTIFACT_NAMES: dict[str, str] = {
+    "report.md": "text/markdown; charset=utf-8",
+    "bibliography.bib": "application/x-bibtex; charset=utf-8",
+    "annotated_bibliography.md": "text/markdown; charset=utf-8",
+    "quote_library.json": "application/json",
+    "search_report.md": "text/markdown; charset=utf-8",
+}
+
+
+class CheckpointExpired(DomainError):
+    code = "CHECKPOINT_EXPIRED"
+
+
+class SearchPort(Protocol):
+    async def search(self, query: Any) -> Any: ...
+
+
+class ExtractPort(Protocol):
+    async def extract(
+        self,
+        source_url: str,
+        *,
+        focus_areas: list[str] | None = None,
+        max_length: int = 5000,
+        budget_seconds: float = 40.0,
+    ) -> ExtractedPaper: ...
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def audit_event(phase: str, event: str, detail: str) -> dict[str, str]:
+    return {"timestamp": utc_now(), "phase": phase, "event": event, "detail": detail}
+
+
+def decision(decision_type: str, reasoning: str, action_taken: str) -> dict[str, str]:
+    return {
+        "timestamp": utc_now(),
+        "decision_type": decision_type,
+        "reasoning": reasoning,
+        "action_taken": action_taken,
+    }
+
+
+def artifact_prefix(job_id: str) -> str:
+    return f"jobs/{job_id}/"
+
+
+def results_key(job_id: str) -> str:
+    return f"jobs/{job_id}/results.json"
+
+
+def _error_reason(error: dict[str, Any] | None) -> str:
+    if not error:
+        return "unknown failure"
+    name = str(error.get("Error", "Error"))
+    cause = str(error.get("Cause", ""))
+    try:
+        parsed = json.loads(cause)
+        if isinstance(parsed, dict) and parsed.get("errorMessage"):
+            cause = str(parsed["errorMessage"])
+    except ValueError:
+        pass
+    return f"{name}: {cause}".strip().rstrip(":")[:1000]
+
+
+@dataclass
+class Workflow:
+    jobs: JobStore
+    data: BlobStore
+    artifacts: BlobStore
+    search_service: Callable[[], SearchPort]
+    extraction_service: Callable[[], ExtractPort]
+    events: EventPublisher
+    settings: WorkflowSettings
+    new_job_record: Callable[[str, ExecuteRequest, str], dict[str, Any]]
+    render: Renderer = connector_syntax
+    llm: Callable[[], LlmProvider | None] = field(default=lambda: None)
+    run: Callable[[Coroutine[Any, Any, Any]], Any] = field(default=asyncio.run)
+    artifact_uri: Callable[[str], str] = field(default=lambda key: key)
+
+    # --- Plan -------------------------------------------------------------------------------------
+
+    def plan(self, event: dict[str, Any]) -> dict[str, Any]:
+        state = event.get("input") or {}
+        job_id = str(state.get("job_id") or event.get("execution_name") or "")
+        if not job_id:
+            raise InvalidInput("the state machine input names no job and the execution has no name")
+        job = self.jobs.get(job_id)
+        if job is None:  # started directly (EventBridge Scheduler): the job record is made here
+            request = ExecuteRequest.model_validate(
+                {
+                    "research_goal": state.get("research_goal"),
+                    "scope_parameters": state.get("scope_parameters") or {},
+                }
+            )
+            self.jobs.create(self.new_job_record(job_id, request, str(state.get("source") or "schedule")))
+            job = self.jobs.get(job_id)
+            if job is None:
+                raise RetryableStepError(f"job {job_id} record not readable after creation")
+        plan = ResearchPlan.from_dict(job["plan"])
+        self.jobs.update(
+            job_id,
+            status=JobStatus.PLANNING,
+            append={
+                "audit": [audit_event("PLANNING", "PLAN_CREATED", f"{len(plan.queries)} queries planned")]
+            },
+        )
+        self.jobs.update(
+            job_id,
+            status=JobStatus.SEARCHING,
+            set_fields={"queries_total": len(plan.queries), "updated_at": utc_now()},
+            append={
+                "actions": [
+                    f"Decomposed the goal into {len(plan.sub_questions)} sub-questions and "
+                    f"{len(plan.queries)} database queries"
+                ]
+            },
+        )
+        scope = job.get("scope_parameters") or {}
+        return {
+            "job_id": job_id,
+            "queries": [query.to_dict() for query in plan.queries],
+            "focus_areas": plan.focus_areas,
+            "max_concurrency": max(1, self.settings.extract_max_concurrency),
+            "search_concurrency": max(1, self.settings.search_max_concurrency),
+            "checkpoint": bool(scope.get("human_checkpoints", False)),
+            "refine_results": [],
+        }
+
+    # --- Search (one Map item) --------------------------------------------------------------------
+
+    def search(self, event: dict[str, Any]) -> dict[str, Any]:
+        from functions.search.models import PaperQuery
+
+        job_id = str(event["job_id"])
+        query = PlannedQuery(**event["query"])
+        outcome_base: dict[str, Any] = {
+            "query_id": query.query_id,
+            "connector": query.connector,
+            "query": query.query,
+            "upstream_query": query.upstream_query,
+            "key": None,
+            "count": 0,
+            "failed_connectors": {},
+            "error": None,
+        }
+        request = PaperQuery(
+            query=query.query,
+            year_start=query.year_start,
+            year_end=query.year_end,
+            max_results=query.max_results,
+            per_connector=min(100, query.max_results),
+            connectors=[query.connector],
+        )
+        try:
+            outcome = self.run(self.search_service().search(request))
+        except (UpstreamError, InvalidInput) as exc:
+            self.jobs.update(
+                job_id,
+                add_counters={"queries_done": 1, "queries_failed": 1},
+                append={
+                    "audit": [
+                        audit_event("SEARCHING", "CONNECTOR_FAILED", f"{query.connector}: {exc.message}")
+                    ]
+                },
+            )
+            return {**outcome_base, "failed_connectors": {query.connector: exc.message}, "error": exc.message}
+        key = f"payloads/{job_id}/search/{query.query_id}.json"
+        put_json(self.data, key, [paper.model_dump(mode="json") for paper in outcome.papers])
+        failed = dict(outcome.failed_connectors)
+        appended: dict[str, list[Any]] = {}
+        if failed:
+            appended["audit"] = [
+                audit_event("SEARCHING", "CONNECTOR_FAILED", f"{name}: {reason}")
+                for name, reason in failed.items()
+            ]
+        self.jobs.update(
+            job_id,
+            add_counters={"queries_done": 1, "hits_found": len(outcome.papers)},
+            append=appended,
+        )
+        return {**outcome_base, "key": key, "count": len(outcome.papers), "failed_connectors": failed}
+
+    # --- Screen -----------------------------------------------------------------------------------
+
+    def _hits(self, results: list[dict[str, Any]]) -> list[tuple[str, Paper]]:
+        hits: list[tuple[str, Paper]] = []
+        for result in results:
+            if not result.get("key"):
+                continue
+            for item in get_json(self.data, result["key"]) or []:
+                hits.append((str(result["query_id"]), Paper.model_validate(item)))
+        return hits
+
+    def screen(self, event: dict[str, Any]) -> dict[str, Any]:
+        job_id = str(event["job_id"])
+        job = self._job(job_id)
+        plan = ResearchPlan.from_dict(job["plan"])
+        searches = list(event.get("search_results") or []) + list(event.get("refine_results") or [])
+        refined_already = bool(event.get("refine_results")) or bool(job.get("refined"))
+        self.jobs.update(job_id, status=JobStatus.VALIDATING)
+        result = screen(
+            self._hits(searches),
+            plan,
+            current_year=datetime.now(UTC).year,
+            allow_refinement=not refined_already,
+        )
+        if result.needs_refinement:
+            queries = refined_queries(
+                plan,
+                [c.paper.title for c in result.selected],
+                connectors=self._connectors(plan),
+                render=self.render,
+            )
+            variants = len({tuple(q.terms) for q in queries})
+            self.jobs.update(
+                job_id,
+                set_fields={"refined": True},
+                add_counters={"queries_total": len(queries)},
+                append={
+                    "decisions": [
+                        decision(
+                            "ADAPTIVE_REFINEMENT",
+                            f"Insufficient sources found: {result.passed} of the {plan.target_sources} required "
+                            f"passed the {plan.policies.relevance_threshold:.1f} relevance threshold and policies",
+                            f"Generated {variants} refined search queries ({len(queries)} database requests)",
+                        )
+                    ],
+                    "actions": [f"Refined the search with {variants} broader queries"],
+                },
+            )
+            return {"action": "REFINE", "refined_queries": [q.to_dict() for q in queries], "selected": []}
+
+        key = f"payloads/{job_id}/screening.json"
+        put_json(
+            self.data,
+            key,
+            {
+                "candidates": [c.to_dict() for c in result.candidates],
+                "selected": [c.source_id for c in result.selected],
+                "discovered": result.discovered,
+                "duplicates": result.duplicates,
+                "validated": len(result.candidates),
+                "passed": result.passed,
+                "rejection_counts": result.rejection_counts,
+            },
+        )
+        decisions: list[dict[str, str]] = []
+        if refined_already and result.passed < plan.target_sources:
+            decisions.append(
+                decision(
+                    "PROCEED_WITH_AVAILABLE_SOURCES",
+                    f"Still {result.passed} of {plan.target_sources} sources after one refinement round",
+                    f"Continuing with {len(result.selected)} validated sources",
+                )
+            )
+        if result.rejection_counts.get("diversity_cap"):
+            decisions.append(
+                decision(
+                    "DIVERSITY_ENFORCEMENT",
+                    "SourceDiversityPolicy caps the share of sources from one venue",
+                    f"Held back {result.rejection_counts['diversity_cap']} source(s) from over-represented venues",
+                )
+            )
+        unique = len(result.candidates)
+        self.jobs.update(
+            job_id,
+            status=JobStatus.EXTRACTING,
+            set_fields={
+                "screening_key": key,
+                "sources_discovered": unique,
+                "sources_validated": result.passed,
+                "sources_accepted": len(result.selected),
+                "sources_rejected": unique - len(result.selected),
+                "average_quality_score": result.average_quality,
+                "extract_total": len(result.selected),
+                "updated_at": utc_now(),
+            },
+            append={
+                "decisions": decisions,
+                "actions": [
+                    f"Validated {unique} unique sources ({result.duplicates} duplicates merged)",
+                    f"Selected {len(result.selected)} sources for extraction",
+                ],
+                "audit": [
+                    audit_event(
+                        "VALIDATING",
+                        "SCREENING_COMPLETED",
+                        f"{result.passed} passed policies; rejected: {json.dumps(result.rejection_counts)}",
+                    )
+                ],
+            },
+        )
+        return {
+            "action": "EXTRACT",
+            "refined_queries": [],
+            "selected": [
+                {"source_id": c.source_id, "url": c.paper.url, "title": c.paper.title[:300]}
+                for c in result.selected
+            ],
+        }
+
+    @staticmethod
+    def _connectors(plan: ResearchPlan) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(q.connector for q in plan.queries))
+
+    # --- Checkpoint (waitForTaskToken) ------------------------------------------------------------
+
+    def checkpoint(self, event: dict[str, Any]) -> dict[str, Any]:
+        job_id = str(event["job_id"])
+        job = self._job(job_id)
+        started = job.get("checkpoint_started_at")
+        now = datetime.now(UTC)
+        if (
+            started
+            and (now - datetime.fromisoformat(started)).total_seconds()
+            > self.settings.checkpoint_window_seconds
+        ):
+            raise CheckpointExpired(f"no approve/abort within {self.settings.checkpoint_window_seconds} s")
+        fields: dict[str, Any] = {"checkpoint_token": event["task_token"], "awaiting_checkpoint": True}
+        appended: dict[str, list[Any]] = {}
+        if not started:
+            fields["checkpoint_started_at"] = now.isoformat()
+            appended["actions"] = [
+                f"Awaiting human approval of {event.get('selected_count', 0)} selected sources"
+            ]
+        self.jobs.update(job_id, set_fields=fields, append=appended)
+        return {"job_id": job_id, "waiting": True}
+
+    # --- Extract (one Map item) -------------------------------------------------------------------
+
+    async def _extract_once(self, url: str, focus_areas: list[str], budget: float) -> ExtractedPaper:
+        """A fresh service per invocation (its HTTP client belongs to this event loop), closed after."""
+        service = self.extraction_service()
+        try:
+            return await service.extract(
+                url, focus_areas=focus_areas, max_length=20000, budget_seconds=budget
+            )
+        finally:
+            close = getattr(service, "aclose", None)
+            if close is not None:
+                await close()
+
+    def extract(self, event: dict[str, Any]) -> dict[str, Any]:
+        job_id = str(event["job_id"])
+        source = event["source"]
+        source_id, url = str(source["source_id"]), str(source["url"])
+        budget = self.settings.extract_budget_seconds
+        base = {"source_id": source_id, "url": url, "parsed_key": None, "evidence_count": 0}
+        failure: str | None = None
+        event_name = "EXTRACTION_FAILED"
+        paper: ExtractedPaper | None = None
+        try:
+            paper = self.run(
+                asyncio.wait_for(
+                    self._extract_once(url, list(event.get("focus_areas") or []), budget),
+                    timeout=budget * 1.1 + 0.5,  # a guard in case the service overruns its own budget
+                )
+            )
+        except (TimeoutError, FetchTimeout) as exc:
+            failure, event_name = (
+                f"timed out after the {budget:g} s extraction budget ({exc})",
+                "EXTRACTION_TIMEOUT",
+            )
+        except FetchStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code == 429:
+                self._retrying(job_id, url, exc.message)
+            failure = exc.message
+        except NotFound as exc:  # includes the extract service's SourceUnavailable
+            if getattr(exc, "transient", False):
+                self._retrying(job_id, url, exc.message)
+            failure = exc.message
+        except (FetchBlocked, InvalidInput, FetchError) as exc:
+            failure = exc.message
+        except UpstreamError as exc:
+            self._retrying(job_id, url, exc.message)
+        if paper is not None and not paper.success:
+            failure = paper.failure_reason or "extraction returned no content"
+        if failure is not None or paper is None:
+            reason = failure or "extraction failed"
+            self.jobs.update(
+                job_id,
+                add_counters={"extract_done": 1, "extract_failed": 1},
+                append={"audit": [audit_event("EXTRACTING", event_name, f"{url}: {reason}")]},
+            )
+            return {**base, "success": False, "failure_reason": reason}
+        key = f"payloads/{job_id}/extracted/{source_id}.json"
+        put_json(self.data, key, paper.model_dump(mode="json"))
+        self.jobs.update(job_id, add_counters={"extract_done": 1, "extract_ok": 1})
+        return {
+            **base,
+            "success": True,
+            "failure_reason": None,
+            "parsed_key": key,
+            "evidence_count": len(paper.evidence),
+            "confidence_score": paper.confidence_score,
+        }
+
+    def _retrying(self, job_id: str, url: str, message: str) -> None:
+        self.jobs.update(
+            job_id,
+            append={
+                "audit": [
+                    audit_event("EXTRACTING", "RETRYABLE_ERROR", f"{url}: {message}; the step is retried")
+                ]
+            },
+        )
+        raise RetryableStepError(f"transient failure extracting {url}: {message}")
+
+    # --- Synthesize -------------------------------------------------------------------------------
+
+    def _screened(self, job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Candidate]]:
+        screening = get_json(self.data, job["screening_key"]) if job.get("screening_key") else None
+        screening = screening or {"candidates": [], "selected": []}
+        candidates = {c["source_id"]: Candidate.from_dict(c) for c in screening["candidates"]}
+        return screening, candidates
+
+    def synthesize(self, event: dict[str, Any]) -> dict[str, Any]:
+        job_id = str(event["job_id"])
+        job = self._job(job_id)
+        plan = ResearchPlan.from_dict(job["plan"])
+        self.jobs.update(job_id, status=JobStatus.SYNTHESIZING, set_fields={"updated_at": utc_now()})
+        _, candidates = self._screened(job)
+        extractions = list(event.get("extractions") or [])
+        sources: list[tuple[Candidate, ExtractedPaper]] = []
+        caught: list[dict[str, str]] = []
+        for item in extractions:
+            if item.get("success") and item.get("parsed_key") and item.get("source_id") in candidates:
+                data = get_json(self.data, item["parsed_key"])
+                if data:
+                    sources.append((candidates[item["source_id"]], ExtractedPaper.model_validate(data)))
+            elif item.get("caught"):  # the Map's Catch recorded a step that failed after its retries
+                caught.append(
+                    audit_event(
+                        "EXTRACTING", "SOURCE_STEP_FAILED", f"{item.get('url')}: {item.get('failure_reason')}"
+                    )
+                )
+        result = synthesize(
+            plan, sources, provider=self.llm(), min_sources=self.settings.min_sources_for_synthesis
+        )
+        key = f"payloads/{job_id}/synthesis.json"
+        put_json(self.data, key, result.to_dict())
+        kept = sum(1 for claim in result.claims if claim.kept)
+        self.jobs.update(
+            job_id,
+            append={
+                "audit": [
+                    *caught,
+                    audit_event(
+                        "SYNTHESIZING",
+                        "SYNTHESIS_REFUSED" if result.refusal else "SYNTHESIS_WRITTEN",
+                        result.refusal_reason
+                        or f"{len(result.primary_themes)} themes, {kept} verified claims, writer {result.writer}",
+                    ),
+                    *[audit_event("SYNTHESIZING", "NOTE", note) for note in result.notes],
+                ],
+                "actions": [
+                    f"Synthesised {len(result.primary_themes)} themes from {len(result.evidence)} evidence quotes"
+                ],
+            },
+        )
+        return {"synthesis_key": key, "refused": result.refusal, "confidence_score": result.confidence_score}
+
+    # --- Finalize ---------------------------------------------------------------------------------
+
+    def finalize(self, event: dict[str, Any]) -> dict[str, Any]:
+        job_id = str(event["job_id"])
+        job = self._job(job_id)
+        synthesis = get_json(self.data, event["synthesis"]["synthesis_key"]) or {}
+        screening, candidates = self._screened(job)
+        searches = list(event.get("search_results") or []) + list(event.get("refine_results") or [])
+        extractions = list(event.get("extractions") or [])
+        by_source = {item["source_id"]: item for item in extractions if item.get("source_id")}
+        selected = [candidates[i] for i in screening.get("selected", []) if i in candidates]
+        bib, keys = outputs.bibtex_entries(selected)
+        outputs.validate_bibtex(bib, len(selected))
+        files = {
+            "report.md": outputs.report_markdown(synthesis, selected, keys, "pending"),
+            "bibliography.bib": bib,
+            "annotated_bibliography.md": outputs.annotated_bibliography(
+                selected, keys, by_source, synthesis.get("evidence", [])
+            ),
+            "quote_library.json": outputs.to_json(
+                outputs.quote_library(selected, synthesis.get("evidence", []))
+            ),
+            "search_report.md": outputs.search_report(
+                job["plan"], searches, screening, extractions, list(job.get("decisions") or [])
+            ),
+        }
+        failed_sources = [item for item in extractions if not item.get("success")]
+        failed_connectors = sorted({name for s in searches for name in (s.get("failed_connectors") or {})})
+        if synthesis.get("refusal"):
+            status = JobStatus.REFUSED
+        elif failed_sources or failed_connectors:
+            status = JobStatus.PARTIAL
+        else:
+            status = JobStatus.COMPLETED
+        files["report.md"] = outputs.report_markdown(synthesis, selected, keys, status.value)
+        prefix = artifact_prefix(job_id)
+        for name, body in files.items():
+            self.artifacts.put_bytes(prefix + name, body.encode("utf-8"), ARTIFACT_NAMES[name])
+        kept_claims = [c for c in synthesis.get("claims", []) if c.get("kept")]
+        cited_ids = {i for c in kept_claims for i in c["evidence_ids"]}
+        results = {
+            "job_id": job_id,
+            "status": status.value,
+            "synthesis": {
+                name: synthesis.get(name)
+                for name in (
+                    "research_goal",
+                    "executive_summary",
+                    "synthesis_text",
+                    "primary_themes",
+                    "gaps_identified",
+                    "sources_analyzed",
+                    "methodologies_found",
+                )
+            },
+            "execution_summary": {
+                "total_sources_discovered": int(screening.get("validated", 0)),
+                "search_hits": int(job.get("hits_found", 0)),
+                "sources_validated": int(screening.get("passed", 0)),
+                "sources_selected": len(selected),
+                "extractions_successful": sum(1 for item in extractions if item.get("success")),
+                "extractions_failed": len(failed_sources),
+                "queries_executed": len(searches),
+                "failed_connectors": failed_connectors,
+            },
+            "sources": [
+                {
+                    "source_id": c.source_id,
+                    "citation_key": keys[c.source_id],
+                    "title": c.paper.title,
+                    "authors": c.paper.authors,
+                    "year": c.paper.year,
+                    "venue": c.paper.venue,
+                    "doi": c.paper.doi,
+                    "url": c.paper.url,
+                    "found_by": c.paper.found_by or [c.paper.source],
+                    "scores": c.scores,
+                    "total_score": c.total_score,
+                    "extraction_success": bool(by_source.get(c.source_id, {}).get("success")),
+                    "failure_reason": by_source.get(c.source_id, {}).get("failure_reason"),
+                    "cited": any(
+                        e["source_id"] == c.source_id and e["evidence_id"] in cited_ids
+                        for e in synthesis.get("evidence", [])
+                    ),
+                }
+                for c in selected
+            ],
+            "evidence": synthesis.get("evidence", []),
+            "claims": synthesis.get("claims", []),
+            "methodologies": synthesis.get("methodologies", {}),
+            "confidence_score": synthesis.get("confidence_score", 0.0),
+            "confidence_rationale": synthesis.get("confidence_rationale"),
+            "refusal": bool(synthesis.get("refusal")),
+            "refusal_reason": synthesis.get("refusal_reason"),
+            "writer": synthesis.get("writer"),
+            "artifact_keys": {name: prefix + name for name in files},
+        }
+        self.artifacts.put_bytes(
+            results_key(job_id), outputs.to_json(results).encode("utf-8"), "application/json"
+        )
+        finished = audit_event("FINALIZING", "JOB_FINISHED", f"status {status.value}")
+        moved = self.jobs.update(
+            job_id,
+            status=status,
+            set_fields={
+                "results_key": results_key(job_id),
+                "artifacts": {name: prefix + name for name in files},
+                "confidence_score": float(synthesis.get("confidence_score", 0.0)),
+                "refusal_reason": synthesis.get("refusal_reason"),
+                "finished_at": utc_now(),
+                "updated_at": utc_now(),
+            },
+            append={"audit": [finished], "actions": [f"Wrote {len(files)} report artifacts"]},
+        )
+        if moved:
+            self.events.publish(
+                "ResearchJobCompleted",
+                {
+                    "job_id": job_id,
+                    "status": status.value,
+                    "research_goal": job.get("research_goal"),
+                    "confidence_score": synthesis.get("confidence_score", 0.0),
+                    "refusal": bool(synthesis.get("refusal")),
+                    "artifacts": {name: self.artifact_uri(prefix + name) for name in files},
+                    "results_key": results_key(job_id),
+                },
+            )
+        return {"job_id": job_id, "status": status.value, "moved": moved}
+
+    # --- Failure ----------------------------------------------------------------------------------
+
+    def fail(self, event: dict[str, Any]) -> dict[str, Any]:
+        state = event.get("state") or {}
+        job_id = str(
+            state.get("job_id") or (state.get("input") or {}).get("job_id") or event.get("execution_name")
+        )
+        reason = _error_reason(state.get("error"))
+        existing = self.jobs.get(job_id)
+        if existing is not None and (state.get("error") or {}).get("Error") == "CheckpointAborted":
+            reason = f"CheckpointAborted: {existing.get('checkpoint_reason') or 'aborted by the reviewer'}"
+        if existing is None:
+            try:
+                request = ExecuteRequest.model_validate(
+                    {
+                        "research_goal": state.get("research_goal"),
+                        "scope_parameters": state.get("scope_parameters") or {},
+                    }
+                )
+                self.jobs.create(self.new_job_record(job_id, request, str(state.get("source") or "schedule")))
+            except ValueError:
+                self.jobs.create(self.new_job_record(job_id, _placeholder_request(), "schedule"))
+        moved = self.jobs.update(
+            job_id,
+            status=JobStatus.FAILED,
+            set_fields={"failure_reason": reason, "finished_at": utc_now(), "updated_at": utc_now()},
+            append={"audit": [audit_event("FAILED", "JOB_FAILED", reason)]},
+        )
+        if moved:
+            self.events.publish("ResearchJobFailed", {"job_id": job_id, "status": "FAILED", "reason": reason})
+        return {"job_id": job_id, "status": "FAILED", "reason": reason, "moved": moved}
+
+    def _job(self, job_id: str) -> dict[str, Any]:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise NotFound(f"job {job_id} not found")
+        return job
+
+
+def _placeholder_request() -> ExecuteRequest:
+    """Only for recording a FAILED job whose scheduled input was not even a valid request."""
+    return ExecuteRequest(research_goal="(invalid scheduled research goal)")

@@ -1,0 +1,272 @@
+"""End to end on the embedded runtime: HTTP API -> state machine -> real search and extraction against a
+local scholarly web (four search APIs + generated PDFs) -> grounded synthesis and artifacts."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from bibtexparser.entrypoint import parse_string
+from fastapi.testclient import TestClient
+
+from functions.local_runtime.aws import EmbeddedAws
+from functions.orchestrate.app import app
+from functions.orchestrate.config import reset_workflow_settings_cache
+from functions.orchestrate.models import JobStatus
+from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, normalise, serve, topic_papers
+from tests.support.scholarly_web import ScholarlyWeb
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+TERMINAL = {"COMPLETED", "PARTIAL", "FAILED", "REFUSED"}
+
+
+@pytest.fixture
+def papers() -> list[TopicPaper]:
+    return topic_papers(9, off_topic=3)
+
+
+@pytest.fixture
+def web(papers: list[TopicPaper]) -> Iterator[ScholarlyWeb]:
+    with ScholarlyWeb() as server:
+        serve(server, papers)
+        yield server
+
+
+def _runtime(web: ScholarlyWeb, **extra: str) -> EmbeddedAws:
+    reset_workflow_settings_cache()
+    env = environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="3", RESEARCH_EXTRACT_MAX_CONCURRENCY="4", **extra)
+    return EmbeddedAws(extra_environment=env)
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with TestClient(app) as test_client:
+        yield test_client
+    reset_workflow_settings_cache()
+
+
+def _follow(client: TestClient, job_id: str, timeout: float = 120) -> list[dict[str, Any]]:
+    """Poll the status endpoint until the job is terminal; every distinct answer, in order."""
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        response = client.get(f"/api/agent/status/{job_id}")
+        assert response.status_code == 200, response.text
+        body = response.json()
+        if not seen or (body["status"], body["current_phase"]["progress_percentage"]) != (
+            seen[-1]["status"],
+            seen[-1]["current_phase"]["progress_percentage"],
+        ):
+            seen.append(body)
+        if body["status"] in TERMINAL:
+            return seen
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not finish: {seen[-1] if seen else None}")
+
+
+def _assert_moves_forward(history: list[dict[str, Any]]) -> None:
+    ranks = [JobStatus(item["status"]).rank for item in history]
+    progress = [item["current_phase"]["progress_percentage"] for item in history]
+    assert ranks == sorted(ranks), ranks
+    assert progress == sorted(progress), progress
+
+
+def _assert_grounded(results: dict[str, Any], papers: list[TopicPaper]) -> None:
+    corpus = [normalise(paper.text) for paper in papers]
+    evidence = {item["evidence_id"]: item for item in results["evidence"]}
+    assert evidence
+    for item in evidence.values():  # every quote is a sentence of a fetched paper
+        assert any(normalise(item["quote"]) in text for text in corpus), item["quote"]
+        assert item["page"] >= 1 and item["source_id"].startswith("src-")
+    kept = [claim for claim in results["claims"] if claim["kept"]]
+    assert kept
+    for claim in kept:
+        assert claim["evidence_ids"] and set(claim["evidence_ids"]) <= set(evidence)
+        assert any(normalise(claim["claim_text"]) in text for text in corpus), claim["claim_text"]
+    cited_in_text = set(
+        part.strip()
+        for chunk in (
+            results["synthesis"]["executive_summary"] + results["synthesis"]["synthesis_text"]
+        ).split("[")[1:]
+        for part in chunk.split("]", 1)[0].split(",")
+    )
+    assert cited_in_text and cited_in_text <= set(evidence)
+
+
+def test_job_completes_with_grounded_results_and_artifacts(
+    web: ScholarlyWeb, papers: list[TopicPaper], client: TestClient
+) -> None:
+    with _runtime(web):
+        queue_url = _events_queue()
+        assert client.get("/api/agent/status/not-a-job").status_code == 404  # warm the app's AWS clients
+        # How fast /execute answers is measured by bench/workflow.py, not asserted here.
+        response = client.post(
+            "/api/agent/execute",
+            json={"research_goal": GOAL, "scope_parameters": {"discovery_depth": "rapid"}},
+        )
+        assert response.status_code == 202, response.text
+        job = response.json()
+        assert job["status"] == "INITIALIZED"
+        assert job["execution_plan"]["estimated_sources"] == 10
+        queries = job["autonomous_analysis"]["execution_strategy"]["search_queries"]
+        assert {q["connector"] for q in queries} == {"arxiv", "semantic_scholar", "openalex", "crossref"}
+
+        history = _follow(client, job["job_id"])
+        _assert_moves_forward(history)
+        phases = [item["status"] for item in history]
+        assert "SEARCHING" in phases or "VALIDATING" in phases
+        final = history[-1]
+        assert final["status"] == "COMPLETED", final
+        # 9 on-topic papers < 10 required: screening refined the queries once.
+        assert any(d["decision_type"] == "ADAPTIVE_REFINEMENT" for d in final["autonomous_decisions"])
+        metrics = final["quality_metrics"]
+        assert metrics["sources_accepted"] == metrics["sources_validated"] == 9
+        assert metrics["sources_rejected"] == metrics["sources_discovered"] - 9 >= 2  # off-topic papers
+
+        results = client.get(f"/api/agent/results/{job['job_id']}").json()
+        assert results["status"] == "COMPLETED" and results["refusal"] is False
+        assert results["execution_summary"]["extractions_successful"] == 9
+        assert results["synthesis"]["sources_analyzed"] == 9
+        assert results["synthesis"]["primary_themes"]
+        assert results["synthesis"]["methodologies_found"] >= 2
+        assert results["synthesis"]["gaps_identified"]
+        assert 0 < results["confidence_score"] <= 1
+        _assert_grounded(results, papers)
+
+        for name in (
+            "report.md",
+            "bibliography.bib",
+            "annotated_bibliography.md",
+            "quote_library.json",
+            "search_report.md",
+        ):
+            assert name in results["artifacts"]
+            artifact = client.get(results["artifacts"][name]["api_path"])
+            assert artifact.status_code == 200 and artifact.content, name
+        bib = parse_string(client.get(results["artifacts"]["bibliography.bib"]["api_path"]).text)
+        assert not bib.failed_blocks
+        assert len(bib.entries) == len(results["sources"]) == 9
+        assert {e.fields_dict["doi"].value for e in bib.entries} <= {p.sample.doi for p in papers}
+        quotes = json.loads(client.get(results["artifacts"]["quote_library.json"]["api_path"]).text)
+        assert quotes["total_quotes"] == len(results["evidence"])
+        messages = boto3.client("sqs", region_name="us-east-1").receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10
+        )["Messages"]
+        completed = [json.loads(m["Body"]) for m in messages]
+        assert [(e["detail-type"], e["detail"]["job_id"], e["detail"]["status"]) for e in completed] == [
+            ("ResearchJobCompleted", job["job_id"], "COMPLETED")
+        ]
+
+
+def _events_queue() -> str:
+    """An SQS queue subscribed to the workflow's EventBridge events."""
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    queue_url = sqs.create_queue(QueueName="research-events")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    events = boto3.client("events", region_name="us-east-1")
+    events.put_rule(Name="research-jobs", EventPattern=json.dumps({"source": ["research.agent"]}))
+    events.put_targets(Rule="research-jobs", Targets=[{"Id": "queue", "Arn": queue_arn}])
+    return str(queue_url)
+
+
+def test_failures_are_recorded_and_the_job_still_finishes(
+    web: ScholarlyWeb, papers: list[TopicPaper], client: TestClient
+) -> None:
+    on_topic = [paper for paper in papers[:9] if paper.sample.arxiv_id]
+    missing, slow, flaky = on_topic[0], on_topic[1], on_topic[2]
+    web.fail(web.CROSSREF_BASE, "down")  # one connector down
+    web.set_handler(missing.pdf_path, lambda request: web_reply_404())  # one PDF 404
+    web.set_latency(slow.pdf_path, 8.0)  # slower than the (shortened) extraction budget
+    web.fail(flaky.pdf_path, "503", times=2)  # both HTTP attempts of the first step run fail
+    with _runtime(web):
+        response = client.post(
+            "/api/agent/execute",
+            json={"research_goal": GOAL, "scope_parameters": {"discovery_depth": "rapid"}},
+        )
+        job_id = response.json()["job_id"]
+        history = _follow(client, job_id)
+        _assert_moves_forward(history)
+        assert history[-1]["status"] in ("COMPLETED", "PARTIAL")
+        results = client.get(f"/api/agent/results/{job_id}").json()
+
+    assert results["status"] == "PARTIAL"
+    log = results["audit_trail_summary"]["audit_log"]
+    events = [(entry["event"], entry["detail"]) for entry in log]
+    assert any(e == "CONNECTOR_FAILED" and d.startswith("crossref") for e, d in events), events
+    assert any(e == "EXTRACTION_FAILED" and missing.sample.arxiv_id in d and "404" in d for e, d in events)
+    assert any(e == "EXTRACTION_TIMEOUT" and slow.sample.arxiv_id in d for e, d in events)
+    assert any(e == "RETRYABLE_ERROR" and flaky.sample.arxiv_id in d for e, d in events)
+    by_url = {source["url"]: source for source in results["sources"]}
+    flaky_source = next(s for url, s in by_url.items() if flaky.sample.arxiv_id in url)
+    assert flaky_source["extraction_success"] is True  # the Retry of the step succeeded
+    assert results["execution_summary"]["extractions_failed"] == 2
+    assert "crossref" in results["execution_summary"]["failed_connectors"]
+    _assert_grounded(results, papers)
+
+
+def web_reply_404() -> Any:
+    from tests.support.scholarly_web import Reply
+
+    return Reply.of({"message": "gone"}, 404)
+
+
+def test_scheduled_start_without_job_record_creates_it(web: ScholarlyWeb, client: TestClient) -> None:
+    """EventBridge Scheduler starts the state machine directly: the Plan step makes the job record."""
+    with _runtime(web) as aws:
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        sfn.start_execution(
+            stateMachineArn=aws.state_machine_arns["research"],
+            name="scheduled-weekly-transformers",
+            input=json.dumps(
+                {
+                    "research_goal": GOAL,
+                    "scope_parameters": {"discovery_depth": "rapid"},
+                    "source": "schedule",
+                }
+            ),
+        )
+        history = _follow(client, "scheduled-weekly-transformers") if _wait_record(client) else []
+    assert history and history[-1]["status"] in ("COMPLETED", "PARTIAL")
+    assert history[-1]["source"] == "schedule"
+
+
+def _wait_record(client: TestClient, job_id: str = "scheduled-weekly-transformers") -> bool:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if client.get(f"/api/agent/status/{job_id}").status_code == 200:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_human_checkpoint_abort_fails_the_job(web: ScholarlyWeb, client: TestClient) -> None:
+    with _runtime(web):
+        response = client.post(
+            "/api/agent/execute",
+            json={
+                "research_goal": GOAL,
+                "scope_parameters": {"discovery_depth": "rapid", "human_checkpoints": True},
+            },
+        )
+        job_id = response.json()["job_id"]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = client.get(f"/api/agent/status/{job_id}").json()
+            if status.get("awaiting_checkpoint"):
+                break
+            time.sleep(0.05)
+        assert status.get("awaiting_checkpoint"), status
+        early = client.get(f"/api/agent/results/{job_id}")
+        assert early.status_code == 409 and early.json()["error"] == "JOB_NOT_FINISHED"
+        decided = client.post(f"/api/agent/checkpoint/{job_id}/abort", json={"reason": "wrong scope"})
+        assert decided.status_code == 200, decided.text
+        final = _follow(client, job_id)[-1]
+    assert final["status"] == "FAILED"
+    assert "wrong scope" in final["failure_reason"]
+    assert any(d["decision_type"] == "HUMAN_CHECKPOINT" for d in final["autonomous_decisions"])

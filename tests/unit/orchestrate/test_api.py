@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from functions.common.storage import InMemoryBlobStore
+from functions.orchestrate.app import app
+from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.jobs import JobService
+from functions.orchestrate.routes import get_job_service
+from functions.orchestrate.store import InMemoryJobStore
+from tests.unit.orchestrate.test_jobs import RecordingStarter
+
+GOAL = "What are recent advances in transformer architectures?"
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    service = JobService(
+        jobs=InMemoryJobStore(),
+        starter=RecordingStarter(),
+        artifacts=InMemoryBlobStore(),
+        settings=WorkflowSettings(),
+    )
+    app.dependency_overrides[get_job_service] = lambda: service
+    with TestClient(app) as test_client:
+        yield test_client
+    app.dependency_overrides.clear()
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"research_goal": "too short"}, "research_goal"),
+        ({"research_goal": "x" * 501}, "research_goal"),
+        ({}, "research_goal"),
+        (
+            {"research_goal": GOAL, "scope_parameters": {"discovery_depth": "deep"}},
+            "scope_parameters.discovery_depth",
+        ),
+        (
+            {
+                "research_goal": GOAL,
+                "scope_parameters": {"temporal_boundary": {"publication_window_years": 11}},
+            },
+            "scope_parameters.temporal_boundary.publication_window_years",
+        ),
+        (
+            {"research_goal": GOAL, "scope_parameters": {"quality_threshold": {"impact_level": "viral"}}},
+            "scope_parameters.quality_threshold.impact_level",
+        ),
+    ],
+)
+def test_invalid_requests_name_the_field(client: TestClient, body: dict[str, object], field: str) -> None:
+    response = client.post("/api/agent/execute", json=body)
+    assert response.status_code == 422
+    assert response.json()["error"] == "INVALID_INPUT" and response.json()["field"] == field
+
+
+def test_execute_status_results_contract(client: TestClient) -> None:
+    response = client.post(
+        "/api/agent/execute", json={"research_goal": GOAL}, headers={"Idempotency-Key": "k"}
+    )
+    assert response.status_code == 202
+    body = response.json()
+    assert set(body) == {"job_id", "status", "autonomous_analysis", "execution_plan"}
+    assert body["execution_plan"]["estimated_sources"] == 15  # default depth: focused
+    assert [p["phase"] for p in body["execution_plan"]["phases"]] == [
+        "Autonomous Exploration",
+        "Intelligent Validation",
+        "Deep Extraction",
+        "Meta-Analysis & Synthesis",
+    ]
+    replay = client.post("/api/agent/execute", json={"research_goal": GOAL}, headers={"Idempotency-Key": "k"})
+    assert replay.json()["job_id"] == body["job_id"] and replay.headers["Idempotent-Replayed"] == "true"
+
+    status = client.get(f"/api/agent/status/{body['job_id']}").json()
+    assert status["status"] == "INITIALIZED"
+    assert set(status["current_phase"]) == {
+        "phase_name",
+        "phase_description",
+        "progress_percentage",
+        "intelligent_actions_taken",
+    }
+    assert set(status["quality_metrics"]) >= {
+        "sources_discovered",
+        "sources_validated",
+        "sources_accepted",
+        "sources_rejected",
+        "average_quality_score",
+    }
+    early = client.get(f"/api/agent/results/{body['job_id']}")
+    assert early.status_code == 409 and early.json()["status"] == "INITIALIZED"
+    missing = client.get("/api/agent/status/0b5c1f4e-0000-4000-8000-000000000000")
+    assert missing.status_code == 404 and missing.json()["error"] == "JOB_NOT_FOUND"
+    assert client.get("/api/agent/results/0b5c1f4e-0000-4000-8000-000000000000").status_code == 404
+    not_waiting = client.post(f"/api/agent/checkpoint/{body['job_id']}/approve")
+    assert not_waiting.status_code == 409

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from functions.common.storage import InMemoryBlobStore
+from functions.orchestrate import cli
+from functions.orchestrate.app import app
+from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.jobs import JobService
+from functions.orchestrate.models import JobStatus
+from functions.orchestrate.routes import get_job_service
+from functions.orchestrate.store import InMemoryJobStore
+
+
+class InstantWorkflow:
+    """Plays the state machine: walks the job through its phases and writes a results document."""
+
+    def __init__(self, jobs: InMemoryJobStore, artifacts: InMemoryBlobStore) -> None:
+        self.jobs, self.artifacts = jobs, artifacts
+
+    def start(self, name: str, payload: dict[str, Any]) -> str:
+        for status in (JobStatus.PLANNING, JobStatus.SEARCHING, JobStatus.EXTRACTING):
+            self.jobs.update(name, status=status)
+        results = {
+            "job_id": name,
+            "status": "COMPLETED",
+            "synthesis": {"primary_themes": ["Sparse attention"]},
+            "execution_summary": {"total_sources_discovered": 12, "extractions_successful": 9},
+            "confidence_score": 0.71,
+            "refusal": False,
+            "artifact_keys": {"report.md": f"jobs/{name}/report.md"},
+        }
+        self.artifacts.put_bytes(f"jobs/{name}/results.json", json.dumps(results).encode())
+        self.artifacts.put_bytes(f"jobs/{name}/report.md", b"# report")
+        self.jobs.update(
+            name,
+            status=JobStatus.COMPLETED,
+            set_fields={
+                "results_key": f"jobs/{name}/results.json",
+                "artifacts": {"report.md": f"jobs/{name}/report.md"},
+            },
+        )
+        return f"arn:execution:{name}"
+
+
+def _client() -> TestClient:
+    jobs, artifacts = InMemoryJobStore(), InMemoryBlobStore()
+    service = JobService(
+        jobs=jobs, starter=InstantWorkflow(jobs, artifacts), artifacts=artifacts, settings=WorkflowSettings()
+    )
+    app.dependency_overrides[get_job_service] = lambda: service
+    return TestClient(app)
+
+
+def test_research_command_follows_the_job_and_prints_artifacts() -> None:
+    out = io.StringIO()
+    with _client() as client:
+        code = cli.main(
+            [
+                "research",
+                "What are recent advances in transformer architectures?",
+                "--depth",
+                "rapid",
+                "--interval",
+                "0",
+            ],
+            client=client,
+            out=out,
+        )
+    app.dependency_overrides.clear()
+    text = out.getvalue()
+    assert code == 0, text
+    assert "10 sources" in text and "100% COMPLETED" in text
+    assert "Themes: Sparse attention" in text
+    assert "report.md" in text and "/api/agent/results/" in text and "/artifacts/report.md" in text
+
+
+def test_bad_goal_and_unknown_job_fail_cleanly() -> None:
+    out = io.StringIO()
+    with _client() as client:
+        assert cli.main(["research", "short"], client=client, out=out) == 1
+        assert "research_goal" in out.getvalue()
+        assert cli.main(["results", "0b5c1f4e-0000-4000-8000-000000000000"], client=client, out=out) == 1
+        assert "JOB_NOT_FOUND" in out.getvalue()
+    app.dependency_overrides.clear()

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from functions.common.errors import Conflict, NotFound
+from functions.common.storage import InMemoryBlobStore
+from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.jobs import JobNotFinished, JobService, progress_percentage
+from functions.orchestrate.models import ExecuteRequest, JobStatus
+from functions.orchestrate.store import DynamoDbJobStore, InMemoryJobStore, JobStore
+
+
+class RecordingStarter:
+    def __init__(self) -> None:
+        self.started: list[tuple[str, dict[str, Any]]] = []
+
+    def start(self, name: str, payload: dict[str, Any]) -> str:
+        self.started.append((name, payload))
+        return f"arn:aws:states:us-east-1:123456789012:execution:research:{name}"
+
+
+@pytest.fixture(params=["dynamodb", "memory"])
+def store(request: pytest.FixtureRequest) -> Iterator[JobStore]:
+    if request.param == "memory":
+        yield InMemoryJobStore()
+        return
+    with mock_aws():
+        dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
+        table = dynamodb.create_table(
+            TableName="jobs",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield DynamoDbJobStore(table)
+
+
+def _service(store: JobStore) -> tuple[JobService, RecordingStarter]:
+    starter = RecordingStarter()
+    return JobService(
+        jobs=store, starter=starter, artifacts=InMemoryBlobStore(), settings=WorkflowSettings()
+    ), starter
+
+
+REQUEST = ExecuteRequest.model_validate(
+    {"research_goal": "How does sleep deprivation affect working memory?", "scope_parameters": {}}
+)
+
+
+def test_transitions_only_move_forward_and_never_leave_a_terminal_state(store: JobStore) -> None:
+    service, _ = _service(store)
+    response, created = service.submit(REQUEST)
+    job_id = response["job_id"]
+    assert created and response["status"] == "INITIALIZED"
+    assert store.update(job_id, status=JobStatus.EXTRACTING, set_fields={"extract_total": 4})
+    assert not store.update(job_id, status=JobStatus.SEARCHING)  # a late, retried search step
+    assert store.update(job_id, status=JobStatus.EXTRACTING, add_counters={"extract_done": 1})
+    assert store.update(job_id, add_counters={"extract_done": 1}, append={"actions": ["x"]})
+    assert store.get(job_id)["extract_done"] == 2  # type: ignore[index]
+    assert store.update(job_id, status=JobStatus.PARTIAL)
+    for late in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.SYNTHESIZING):
+        assert not store.update(job_id, status=late)
+    assert not store.update(job_id, add_counters={"extract_done": 1})
+    job = store.get(job_id)
+    assert job is not None and job["status"] == "PARTIAL" and job["extract_done"] == 2
+    assert not store.update("no-such-job", status=JobStatus.PLANNING)
+
+
+def test_idempotency_key_returns_the_same_job(store: JobStore) -> None:
+    service, starter = _service(store)
+    first, created = service.submit(REQUEST, idempotency_key="key-1", client_id="ip:1.2.3.4")
+    again, created_again = service.submit(REQUEST, idempotency_key="key-1", client_id="ip:1.2.3.4")
+    assert created and not created_again and again["job_id"] == first["job_id"]
+    assert again["execution_plan"] == first["execution_plan"]
+    assert [name for name, _ in starter.started] == [first["job_id"]]  # execution named by the job id
+    other_client, _ = service.submit(REQUEST, idempotency_key="key-1", client_id="ip:5.6.7.8")
+    assert other_client["job_id"] != first["job_id"]
+    different = ExecuteRequest.model_validate({"research_goal": "A different research goal entirely"})
+    with pytest.raises(Conflict):
+        service.submit(different, idempotency_key="key-1", client_id="ip:1.2.3.4")
+
+
+def test_status_progress_and_results_gate(store: JobStore) -> None:
+    service, _ = _service(store)
+    job_id = service.submit(REQUEST)[0]["job_id"]
+    seen = [service.status(job_id)["current_phase"]["progress_percentage"]]
+    steps: list[dict[str, Any]] = [
+        {"status": JobStatus.PLANNING},
+        {"status": JobStatus.SEARCHING, "set_fields": {"queries_total": 4}},
+        {"add_counters": {"queries_done": 2}},
+        {"add_counters": {"queries_done": 2}},
+        {"status": JobStatus.VALIDATING},
+        {"status": JobStatus.EXTRACTING, "set_fields": {"extract_total": 3}},
+        {"add_counters": {"extract_done": 1}},
+        {"add_counters": {"extract_done": 2}},
+        {"status": JobStatus.SYNTHESIZING},
+    ]
+    for step in steps:
+        store.update(job_id, **step)
+        seen.append(service.status(job_id)["current_phase"]["progress_percentage"])
+        with pytest.raises(JobNotFinished):
+            service.results(job_id)
+    store.update(job_id, status=JobStatus.FAILED, set_fields={"failure_reason": "boom"})
+    seen.append(service.status(job_id)["current_phase"]["progress_percentage"])
+    assert seen == sorted(seen) and seen[0] == 0 and seen[-1] == 100
+    results = service.results(job_id)
+    assert results["status"] == "FAILED" and results["failure_reason"] == "boom"
+    with pytest.raises(NotFound):
+        service.status("0b5c1f4e-0000-4000-8000-000000000000")
+
+
+def test_progress_is_bounded_when_counts_overshoot() -> None:
+    job = {"status": "EXTRACTING", "extract_total": 2, "extract_done": 5}
+    assert progress_percentage(job) == 85
+
+
+class RecordingTokens:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+
+    def succeed(self, token: str, output: dict[str, Any]) -> None:
+        self.calls.append(("succeed", token, output))
+
+    def fail(self, token: str, error: str, cause: str) -> None:
+        self.calls.append(("fail", token, (error, cause)))
+
+
+@pytest.mark.parametrize("approve", [True, False])
+def test_checkpoint_decisions_resume_the_waiting_task(approve: bool) -> None:
+    store, tokens = InMemoryJobStore(), RecordingTokens()
+    service = JobService(
+        jobs=store,
+        starter=RecordingStarter(),
+        artifacts=InMemoryBlobStore(),
+        tokens=tokens,
+        settings=WorkflowSettings(),
+    )
+    job_id = service.submit(REQUEST)[0]["job_id"]
+    with pytest.raises(Conflict):
+        service.decide_checkpoint(job_id, approve)
+    store.update(job_id, set_fields={"checkpoint_token": "token-1", "awaiting_checkpoint": True})
+    assert service.status(job_id)["awaiting_checkpoint"] is True
+    answer = service.decide_checkpoint(job_id, approve, "looks right" if approve else "wrong scope")
+    assert answer["decision"] == ("approved" if approve else "aborted")
+    kind, token, _ = tokens.calls[0]
+    assert (kind, token) == ("succeed" if approve else "fail", "token-1")
+    status = service.status(job_id)
+    assert "awaiting_checkpoint" not in status
+    assert status["autonomous_decisions"][-1]["decision_type"] == "HUMAN_CHECKPOINT"
+    with pytest.raises(Conflict):  # a second decision finds nothing waiting
+        service.decide_checkpoint(job_id, approve)

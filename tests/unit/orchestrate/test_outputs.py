@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from bibtexparser.entrypoint import parse_string
+
+from functions.orchestrate import outputs
+from functions.orchestrate.screening import Candidate, source_id_for
+from functions.orchestrate.synthesis import synthesize
+from tests.unit.orchestrate.fixtures import extracted, paper, plan
+
+
+def _candidate(index: int, **overrides: object) -> Candidate:
+    item = paper(index, **overrides)
+    return Candidate(
+        paper=item, source_id=source_id_for(item.canonical_id), scores={"relevance": 0.8}, total_score=3.2
+    )
+
+
+def test_bibtex_is_valid_with_awkward_metadata() -> None:
+    sources = [
+        _candidate(1, title="Attention & {braces} at 50% cost_$#", authors=["Müller, J.", "O'Brien, K."]),
+        _candidate(2, title="Attention & {braces} at 50% cost_$#", authors=["Müller, J."]),  # same key base
+        _candidate(3, arxiv_id=None, url="https://doi.org/10.1/x%20y", doi="10.1/x_y", authors=[], year=None),
+    ]
+    text, keys = outputs.bibtex_entries(sources)
+    outputs.validate_bibtex(text, 3)
+    library = parse_string(text)
+    assert not library.failed_blocks and len(library.entries) == 3
+    assert len(set(keys.values())) == 3
+    entry = library.entries[2]
+    assert entry.entry_type == "article" and entry.fields_dict["doi"].value == r"10.1/x\_y"
+    assert library.entries[0].fields_dict["eprint"].value == "2501.10001"
+
+
+def test_report_and_libraries_use_verified_evidence() -> None:
+    sources = [
+        extracted(1, [("finding", "Sparse attention cut memory use by 40% on long documents.")]),
+        extracted(2, [("finding", "Sparse attention kept accuracy within one point of dense models.")]),
+    ]
+    synthesis = synthesize(plan("rapid"), sources).to_dict()
+    candidates = [candidate for candidate, _ in sources]
+    _, keys = outputs.bibtex_entries(candidates)
+    report = outputs.report_markdown(synthesis, candidates, keys, "COMPLETED")
+    assert "## References" in report and "Sparse attention cut memory use by 40%" in report
+    assert all(f"[@{key}]" in report for key in keys.values())
+    library = outputs.quote_library(candidates, synthesis["evidence"])
+    assert library["total_quotes"] == 2 and library["quotes"][0]["page"] == 1
+    annotated = outputs.annotated_bibliography(candidates, keys, {}, synthesis["evidence"])
+    assert "Extraction failed: not attempted" in annotated and "p. 1 (finding)" in annotated

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import json
+import re
+
+from functions.orchestrate.synthesis import PARTIAL, SUPPORTED, UNSUPPORTED, synthesize, verify_claim
+from tests.unit.orchestrate.fixtures import extracted, plan
+
+SOURCES = [
+    extracted(
+        1,
+        [
+            ("finding", "Block sparse attention reduced training time by 38% on long document benchmarks."),
+            ("method", "We evaluate on three benchmarks in an ablation study with five seeds."),
+            ("limitation", "A limitation of this study is that all benchmarks are in English."),
+        ],
+        methodology="An ablation study on three benchmarks.",
+    ),
+    extracted(
+        2,
+        [
+            ("finding", "Block sparse attention kept accuracy within 0.4 points of dense attention."),
+            ("finding", "Mixture of experts routing doubled throughput at equal compute."),
+            ("future_work", "Future work should apply the router to decoder models."),
+        ],
+        methodology="Controlled experiments on 64 GPUs compared with a dense baseline.",
+    ),
+    extracted(
+        3,
+        [
+            ("finding", "Mixture of experts routing lowered inference cost by 30% in our experiments."),
+        ],
+        methodology="A user study with 40 participants.",
+    ),
+]
+
+
+class StubProvider:
+    name = "stub"
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.prompts: list[str] = []
+
+    def complete(self, system: str, prompt: str) -> str:
+        self.prompts.append(prompt)
+        return self.answer
+
+
+def _quotes(result_evidence: list[dict[str, object]]) -> set[str]:
+    return {str(item["quote"]) for item in result_evidence}
+
+
+def test_extractive_synthesis_cites_only_evidence() -> None:
+    result = synthesize(plan("rapid"), SOURCES).to_dict()
+    ids = {item["evidence_id"] for item in result["evidence"]}
+    assert all(re.fullmatch(r"ev-[0-9a-f]{10}", i) for i in ids)
+    cited = set(re.findall(r"ev-[0-9a-f]{10}", result["executive_summary"] + result["synthesis_text"]))
+    assert cited and cited <= ids
+    assert result["refusal"] is False and 0 < result["confidence_score"] <= 1
+    themes = " | ".join(result["primary_themes"]).lower()
+    assert "mixture of experts" in themes or "sparse attention" in themes
+    for claim in result["claims"]:
+        assert claim["verdict"] == SUPPORTED and claim["claim_text"] in _quotes(result["evidence"])
+    assert any("English" in gap for gap in result["gaps_identified"])
+    assert result["methodologies"]["Ablation study"] == 1
+    assert result["methodologies_found"] >= 3
+    assert result["sources_analyzed"] == 3
+
+
+def test_verification_needs_the_words_and_numbers_of_the_quote() -> None:
+    quote = "Block sparse attention reduced training time by 38% on long document benchmarks."
+    assert verify_claim(quote, [quote])[0] == SUPPORTED
+    assert verify_claim("Block sparse attention reduced training time by 83%.", [quote])[0] == UNSUPPORTED
+    assert verify_claim("Sparse attention reduced training time for documents in legal texts.", [quote])[
+        0
+    ] in (PARTIAL, UNSUPPORTED)
+    assert verify_claim("Quantum computers factor primes.", [quote])[0] == UNSUPPORTED
+    assert verify_claim("Anything.", [])[0] == UNSUPPORTED
+
+
+def test_llm_sentences_are_checked_and_unsupported_ones_dropped() -> None:
+    evidence_ids = [item["evidence_id"] for item in synthesize(plan("rapid"), SOURCES).to_dict()["evidence"]]
+    first, second = evidence_ids[0], evidence_ids[3]
+    answer = json.dumps(
+        {
+            "themes": [
+                {
+                    "name": "Sparse attention",
+                    "sentences": [
+                        f"Block sparse attention reduced training time by 38% on long document benchmarks [{first}]",
+                        f"Block sparse attention reduced training time by 75% [{first}]",
+                        "Sparse attention is universally adopted [ev-ffffffffff]",
+                    ],
+                },
+                {
+                    "name": "Mixture of experts",
+                    "sentences": [
+                        f"Block sparse attention kept accuracy within 0.4 points of dense attention [{second}]",
+                    ],
+                },
+            ],
+            "summary": [f"Block sparse attention reduced training time by 38% [{first}]"],
+            "gaps": [],
+        }
+    )
+    provider = StubProvider("Here is the JSON:\n" + answer)
+    result = synthesize(plan("rapid"), SOURCES, provider=provider).to_dict()
+    assert result["writer"] == "llm:stub"
+    assert first in provider.prompts[0]
+    dropped = [c for c in result["claims"] if not c["kept"]]
+    assert {c["claim_text"] for c in dropped} == {
+        "Block sparse attention reduced training time by 75%",
+        "Sparse attention is universally adopted",
+    }
+    assert "75%" not in result["synthesis_text"] and "universally" not in result["synthesis_text"]
+    assert "38%" in result["synthesis_text"]
+    assert any("dropped after verification" in note for note in result["notes"])
+
+
+def test_a_failing_provider_falls_back_to_the_extractive_writer() -> None:
+    result = synthesize(plan("rapid"), SOURCES, provider=StubProvider("no json here")).to_dict()
+    assert result["writer"] == "extractive" and result["primary_themes"]
+    assert "LLM writer failed" in result["notes"][0]
+
+
+def test_thin_evidence_is_refused_with_a_reason() -> None:
+    result = synthesize(plan("rapid"), SOURCES[:1]).to_dict()
+    assert result["refusal"] is True
+    assert "at least 2" in result["refusal_reason"]
+    assert result["confidence_score"] == 0.0 and result["primary_themes"] == []
+    empty = synthesize(plan("rapid"), []).to_dict()
+    assert empty["refusal"] and empty["sources_analyzed"] == 0

@@ -1,0 +1,120 @@
+"""Workflow steps over in-memory adapters: how extraction outcomes become records, retries or failures."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from functions.common.errors import FetchBlocked, FetchTimeout, RetryableStepError
+from functions.common.models import ExtractedPaper
+from functions.common.storage import InMemoryBlobStore, get_json
+from functions.extract.errors import SourceUnavailable
+from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.jobs import JobService
+from functions.orchestrate.models import ExecuteRequest
+from functions.orchestrate.store import InMemoryJobStore
+from functions.orchestrate.workflow import Workflow
+from tests.unit.orchestrate.fixtures import extracted
+from tests.unit.orchestrate.test_jobs import RecordingStarter
+
+
+class ScriptedExtractor:
+    def __init__(self, outcome: Any) -> None:
+        self.outcome = outcome
+
+    async def extract(self, source_url: str, **kwargs: Any) -> ExtractedPaper:
+        if isinstance(self.outcome, float):
+            await asyncio.sleep(self.outcome)
+        if isinstance(self.outcome, Exception):
+            raise self.outcome
+        assert isinstance(self.outcome, ExtractedPaper)
+        return self.outcome
+
+
+class Events:
+    def __init__(self) -> None:
+        self.published: list[tuple[str, dict[str, Any]]] = []
+
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> None:
+        self.published.append((detail_type, detail))
+
+
+def _workflow(outcome: Any, budget: float = 5.0) -> tuple[Workflow, str]:
+    jobs, artifacts = InMemoryJobStore(), InMemoryBlobStore()
+    service = JobService(
+        jobs=jobs, starter=RecordingStarter(), artifacts=artifacts, settings=WorkflowSettings()
+    )
+    job_id = service.submit(
+        ExecuteRequest(research_goal="What are recent advances in transformer architectures?")
+    )[0]["job_id"]
+    flow = Workflow(
+        jobs=jobs,
+        data=InMemoryBlobStore(),
+        artifacts=artifacts,
+        search_service=lambda: None,  # type: ignore[arg-type,return-value]
+        extraction_service=lambda: ScriptedExtractor(outcome),
+        events=Events(),
+        settings=WorkflowSettings(extract_budget_seconds=budget),
+        new_job_record=service.new_record,
+    )
+    return flow, job_id
+
+
+def _extract(flow: Workflow, job_id: str) -> dict[str, Any]:
+    event = {"job_id": job_id, "source": {"source_id": "src-1", "url": "https://arxiv.org/abs/2501.00001"}}
+    return flow.extract(event)
+
+
+def _audit(flow: Workflow, job_id: str) -> list[str]:
+    job = flow.jobs.get(job_id)
+    assert job is not None
+    return [entry["event"] for entry in job["audit"]]
+
+
+def test_success_is_stored_by_reference() -> None:
+    _, paper = extracted(1, [("finding", "Sparse attention cut memory use by 40% on long documents.")])
+    flow, job_id = _workflow(paper)
+    result = _extract(flow, job_id)
+    assert result["success"] and result["evidence_count"] == 1
+    stored = get_json(flow.data, result["parsed_key"])
+    assert stored is not None and stored["evidence"][0]["page"] == 1
+    assert flow.jobs.get(job_id)["extract_ok"] == 1  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("outcome", "event", "reason"),
+    [
+        (SourceUnavailable("HTTP 404: https://x does not exist"), "EXTRACTION_FAILED", "404"),
+        (FetchBlocked("private address refused"), "EXTRACTION_FAILED", "refused"),
+        (FetchTimeout("extraction exceeded its budget"), "EXTRACTION_TIMEOUT", "timed out"),
+        (3.0, "EXTRACTION_TIMEOUT", "0.2 s extraction budget"),
+    ],
+)
+def test_permanent_failures_are_recorded_not_raised(outcome: Any, event: str, reason: str) -> None:
+    flow, job_id = _workflow(outcome, budget=0.2)  # 3.0: the extractor overruns; the step's guard fires
+    result = _extract(flow, job_id)
+    assert result["success"] is False and result["parsed_key"] is None
+    assert event in _audit(flow, job_id)
+    job = flow.jobs.get(job_id)
+    assert job is not None and job["extract_failed"] == 1
+    if not isinstance(outcome, float):
+        assert reason in result["failure_reason"]
+
+
+def test_transient_failures_raise_for_the_state_machine_retry() -> None:
+    flow, job_id = _workflow(SourceUnavailable("HTTP 503 from https://x", transient=True))
+    with pytest.raises(RetryableStepError):
+        _extract(flow, job_id)
+    assert "RETRYABLE_ERROR" in _audit(flow, job_id)
+    assert flow.jobs.get(job_id)["extract_done"] == 0  # type: ignore[index]
+
+
+def test_unparseable_content_is_a_recorded_failure() -> None:
+    failed = ExtractedPaper(
+        source_url="u", canonical_id="c", success=False, failure_reason="scanned image PDF"
+    )
+    flow, job_id = _workflow(failed)
+    result = _extract(flow, job_id)
+    assert result == {**result, "success": False, "failure_reason": "scanned image PDF"}
