@@ -68,37 +68,16 @@ BUCKETS: tuple[BucketSpec, ...] = (
     BucketSpec("artifacts_bucket", versioned=True, purpose="report artifacts"),
 )
 
-# Filled in by the workflow: every Lambda the state machines call.
-STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = ()
-
-STATE_MACHINES: tuple[StateMachineSpec, ...] = ()
-
-# --- research workflow (functions/orchestrate, statemachine/research.asl.json) ---------------------
-STEP_FUNCTIONS = (
-    *STEP_FUNCTIONS,
-    StepFunctionSpec(
-        "ResearchPlanStep", "functions.orchestrate.steps.plan", memory_mb=512, timeout_seconds=60
-    ),
-    StepFunctionSpec(
-        "ResearchSearchStep", "functions.orchestrate.steps.search", memory_mb=512, timeout_seconds=60
-    ),
-    StepFunctionSpec(
-        "ResearchScreenStep", "functions.orchestrate.steps.screen", memory_mb=1024, timeout_seconds=60
-    ),
-    StepFunctionSpec(
-        "ResearchCheckpointStep", "functions.orchestrate.steps.checkpoint", memory_mb=256, timeout_seconds=60
-    ),
-    StepFunctionSpec(
-        "ResearchExtractStep", "functions.orchestrate.steps.extract", memory_mb=2048, timeout_seconds=60
-    ),
-    StepFunctionSpec(
-        "ResearchSynthesizeStep", "functions.orchestrate.steps.synthesize", memory_mb=1024, timeout_seconds=60
-    ),
-    StepFunctionSpec(
-        "ResearchFinalizeStep", "functions.orchestrate.steps.finalize", memory_mb=1024, timeout_seconds=60
-    ),
-    StepFunctionSpec(
-        "ResearchFailStep", "functions.orchestrate.steps.fail", memory_mb=256, timeout_seconds=60
-    ),
+# Every Lambda the state machines call (the research workflow: functions/orchestrate/steps.py).
+STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
+    StepFunctionSpec("ResearchPlanStep", "functions.orchestrate.steps.plan", memory_mb=512),
+    StepFunctionSpec("ResearchSearchStep", "functions.orchestrate.steps.search", memory_mb=512),
+    StepFunctionSpec("ResearchScreenStep", "functions.orchestrate.steps.screen", memory_mb=1024),
+    StepFunctionSpec("ResearchCheckpointStep", "functions.orchestrate.steps.checkpoint", memory_mb=256),
+    StepFunctionSpec("ResearchExtractStep", "functions.orchestrate.steps.extract", memory_mb=2048),
+    StepFunctionSpec("ResearchSynthesizeStep", "functions.orchestrate.steps.synthesize", memory_mb=1024),
+    StepFunctionSpec("ResearchFinalizeStep", "functions.orchestrate.steps.finalize", memory_mb=1024),
+    StepFunctionSpec("ResearchFailStep", "functions.orchestrate.steps.fail", memory_mb=256),
 )
-STATE_MACHINES = (*STATE_MACHINES, StateMachineSpec("research", "research.asl.json"))
+
+STATE_MACHINES: tuple[StateMachineSpec, ...] = (StateMachineSpec("research", "research.asl.json"),)
