@@ -9,7 +9,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test lint typecheck bench bench-search bench-rag ingest-textbook ingest-textbook-hybrid embedding-model clean
+.PHONY: install run test lint typecheck node-tools synth deploy deploy-local bench bench-workflow bench-search bench-rag ingest-textbook ingest-textbook-hybrid embedding-model clean
 
 RAG_INDEX ?= .rag-index
 TEXTBOOK ?= ../shared/corpus/textbook
@@ -51,10 +51,13 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy functions tests bench
 
-test: install lint typecheck
+test: install lint typecheck synth
 	$(VENV)/bin/pytest
 
-bench: bench-search bench-rag
+bench: bench-search bench-rag bench-workflow
+
+bench-workflow: install
+	$(PY) -m bench.workflow
 
 bench-search: install
 	$(PY) bench/search.py --rounds 5
@@ -63,4 +66,32 @@ bench-rag: install
 	$(PY) bench/rag.py
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache cdk.out
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache cdk.out node_modules
+
+# --- Infrastructure (CDK app in infra/; Node tools pinned in package-lock.json) --------------------
+NPM_STAMP := node_modules/.package-lock.json
+CDK := node_modules/.bin/cdk
+CDK_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=18,19,20,21 CDK_DISABLE_CLI_TELEMETRY=true AWS_EC2_METADATA_DISABLED=true
+LOCALSTACK_ENDPOINT ?= http://localhost:4566
+LOCALSTACK_ENV := AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+node-tools: $(NPM_STAMP)
+
+# cdk synth (source-only assets: no wheel downloads), cfn-lint on the template, ASL validation.
+synth: install node-tools
+	rm -rf cdk.out
+	$(CDK_ENV) $(CDK) synth --quiet --no-notices -c bundling=source
+	$(VENV)/bin/cfn-lint cdk.out/*.template.json
+	node_modules/.bin/asl-validator $(foreach file,$(wildcard statemachine/*.asl.json),--json-path $(file))
+
+deploy: install node-tools
+	$(CDK_ENV) $(CDK) deploy --no-notices
+
+deploy-local: install node-tools
+	@curl -sf $(LOCALSTACK_ENDPOINT)/_localstack/health >/dev/null || { echo "LocalStack does not answer at $(LOCALSTACK_ENDPOINT); start it: docker run --rm -d -p 4566:4566 localstack/localstack"; exit 1; }
+	$(CDK_ENV) $(LOCALSTACK_ENV) node_modules/.bin/cdklocal bootstrap aws://000000000000/us-east-1 --no-notices
+	$(CDK_ENV) $(LOCALSTACK_ENV) node_modules/.bin/cdklocal deploy --require-approval never --no-notices -c retainData=false -c reservedConcurrency=false

@@ -9,6 +9,7 @@ import uvicorn
 
 from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.gateway import Gateway, load_function_apps
+from functions.local_runtime.scheduler import start_local_scheduler
 
 
 def main() -> None:
@@ -23,7 +24,13 @@ def main() -> None:
         print(
             f"serving every API on http://{args.host}:{args.port} (docs at /docs); Ctrl-C stops", flush=True
         )
-        uvicorn.run(gateway, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=5)
+        scheduler = start_local_scheduler()  # due research schedules fire here as on EventBridge Scheduler
+        try:
+            uvicorn.run(
+                gateway, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=5
+            )
+        finally:
+            scheduler.stop()
 
 
 if __name__ == "__main__":

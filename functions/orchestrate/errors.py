@@ -36,7 +36,8 @@ def error_response(exc: Exception) -> JSONResponse:
     if isinstance(exc, JobNotFinished):
         return JSONResponse(status_code=409, content=_body(exc.code, exc.message, status=exc.status))
     if isinstance(exc, NotFound):
-        return JSONResponse(status_code=404, content=_body("JOB_NOT_FOUND", exc.message))
+        code = "JOB_NOT_FOUND" if type(exc).code == NotFound.code else exc.code
+        return JSONResponse(status_code=404, content=_body(code, exc.message))
     if isinstance(exc, Conflict):
         return JSONResponse(status_code=409, content=_body(exc.code, exc.message))
     if isinstance(exc, RateLimited):

@@ -1,0 +1,1 @@
+"""One construct per area; `infra.stack.ResearchStack` composes them."""

@@ -1,0 +1,211 @@
+"""The four API functions (FastAPI via Mangum), the step Lambdas of the registry, the knowledge-base ingest.
+
+Python 3.13 on arm64, X-Ray tracing, Powertools settings, their own log groups, and grants that follow
+the settings each function's code reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aws_cdk import CfnResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from functions.common import resources
+from functions.common.observability import NAMESPACE
+from infra import bundling
+from infra.config import API_FUNCTIONS, KB_INGEST, StackOptions
+from infra.nag import suppress, suppress_function_role
+
+# A function may use a registry table or bucket when a source file it carries names its setting
+# (`get_settings().documents_table`, ...): grants follow the code's import closure, so a new registry
+# entry or a new use of one needs no infra edit. These families only read the resources listed here.
+READ_ONLY: Mapping[str, frozenset[str]] = {"rag": frozenset({"data_bucket"})}
+# numpy's BLAS threads only contend on Lambda's vCPUs for the knowledge base's small products
+SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+@dataclass(frozen=True)
+class DeployedFunction:
+    function: lambda_.Function
+    family: str  # "search" | "extract" | "orchestrate" | "rag" | "steps" | "ingest"
+    sources: bundling.FunctionSources
+
+
+class Functions(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        step_functions: tuple[resources.StepFunctionSpec, ...],
+        tables: Mapping[str, dynamodb.Table],
+        buckets: Mapping[str, s3.Bucket],
+        event_bus: events.EventBus,
+        options: StackOptions,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._options = options
+        self._locked = bundling.LockedDependencies()
+        environment = {setting.upper(): table.table_name for setting, table in tables.items()}
+        environment.update({setting.upper(): bucket.bucket_name for setting, bucket in buckets.items()})
+        environment.update(
+            {
+                "EVENT_BUS_NAME": event_bus.event_bus_name,
+                "LLM_PROVIDER": options.llm_provider,
+                "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+                "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+                **options.extra_environment,
+            }
+        )
+        self.api: dict[str, DeployedFunction] = {}  # by family
+        self.steps: dict[str, DeployedFunction] = {}  # by logical id (`${<id>Arn}` in ASL)
+        self.ingest: DeployedFunction | None = None  # the knowledge-base ingest, when the rag family has one
+
+        for api_spec in API_FUNCTIONS:
+            deployed = self._function(
+                api_spec.logical_id,
+                handler=f"functions.{api_spec.family}.handler.handler",
+                family=api_spec.family,
+                memory_mb=api_spec.memory_mb,
+                timeout_seconds=api_spec.timeout_seconds,
+                reserved=api_spec.reserved_concurrency,
+                environment=environment,
+            )
+            self.api[api_spec.family] = deployed
+        if module_exists(KB_INGEST.handler):
+            self.ingest = self._function(
+                KB_INGEST.logical_id,
+                handler=KB_INGEST.handler,
+                family="ingest",
+                memory_mb=KB_INGEST.memory_mb,
+                timeout_seconds=KB_INGEST.timeout_seconds,
+                reserved=None,
+                environment={**environment, **SINGLE_THREADED_BLAS, "RAG_SOURCE_PREFIX": KB_INGEST.prefix},
+            )
+        for step_spec in step_functions:
+            self.steps[step_spec.logical_id] = self._function(
+                step_spec.logical_id,
+                handler=step_spec.handler,
+                family="steps",
+                memory_mb=step_spec.memory_mb,
+                timeout_seconds=step_spec.timeout_seconds,
+                reserved=getattr(step_spec, "reserved_concurrency", None),
+                environment=environment,
+            )
+
+        for deployed in self.all():
+            used = deployed.sources.names_used([*tables, *buckets, "event_bus_name"])
+            read_only = READ_ONLY.get(deployed.family, frozenset())
+            for setting, table in tables.items():
+                if setting in used:
+                    if setting in read_only:
+                        table.grant_read_data(deployed.function)
+                    else:
+                        table.grant_read_write_data(deployed.function)
+            for setting, bucket in buckets.items():
+                if setting in used:
+                    if setting in read_only:
+                        bucket.grant_read(deployed.function)
+                    else:
+                        bucket.grant_read_write(deployed.function)
+            if "event_bus_name" in used:
+                event_bus.grant_put_events_to(deployed.function)
+
+    def all(self) -> list[DeployedFunction]:
+        return [*self.api.values(), *self.steps.values(), *([self.ingest] if self.ingest else [])]
+
+    def drop_redundant_role_dependencies(self) -> None:
+        """Call after every grant (see `depend_only_on_role_policy`)."""
+        for deployed in self.all():
+            assert deployed.function.role is not None
+            depend_only_on_role_policy(deployed.function, deployed.function.role)
+
+    def _function(
+        self,
+        logical_id: str,
+        *,
+        handler: str,
+        family: str,
+        memory_mb: int,
+        timeout_seconds: int,
+        reserved: int | None,
+        environment: Mapping[str, str],
+    ) -> DeployedFunction:
+        sources = bundling.analyse(handler, locked=self._locked)
+        asset = bundling.build_asset(sources, self._options.bundling)
+        log_group = logs.LogGroup(
+            self,
+            f"{logical_id}Logs",
+            retention=retention(self._options.log_retention_days),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        service = handler.split(".")[1]
+        if family == "rag":
+            environment = {**environment, **SINGLE_THREADED_BLAS}
+        function = lambda_.Function(
+            self,
+            logical_id,
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=handler,
+            code=lambda_.Code.from_asset(str(asset)),
+            memory_size=memory_mb,
+            timeout=Duration.seconds(timeout_seconds),
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            reserved_concurrent_executions=reserved if self._options.reserved_concurrency else None,
+            environment={**environment, "POWERTOOLS_SERVICE_NAME": service},
+            description=f"{handler} ({family})",
+        )
+        suppress(
+            function,
+            "L1",
+            "The design fixes Python 3.13 (the version the code and its wheels are built and tested for); "
+            "moving to a newer runtime is a deliberate upgrade, not a deploy-time drift.",
+        )
+        assert function.role is not None
+        suppress_function_role(function.role)
+        return DeployedFunction(function=function, family=family, sources=sources)
+
+
+_RETENTION = {
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+}
+
+
+def retention(days: int) -> logs.RetentionDays:
+    if days not in _RETENTION:
+        raise ValueError(f"logRetentionDays must be one of {sorted(_RETENTION)}, not {days}")
+    return _RETENTION[days]
+
+
+def depend_only_on_role_policy(owner: Construct, role: iam.IRole) -> None:
+    """CDK makes a function or state machine DependsOn its role, which its `GetAtt Role.Arn` already
+    implies (cfn-lint W3005); keep only the dependency on the role's policy, which nothing else implies."""
+    resource = owner.node.default_child
+    assert isinstance(resource, CfnResource)
+    policy = role.node.try_find_child("DefaultPolicy")
+    policy_resource = policy.node.default_child if policy is not None else None
+    depends_on = (
+        [Stack.of(owner).get_logical_id(policy_resource)] if isinstance(policy_resource, CfnResource) else []
+    )
+    resource.add_override("DependsOn", depends_on)
+
+
+def module_exists(handler: str) -> bool:
+    module = handler.rpartition(".")[0]
+    return bundling.REPO_ROOT.joinpath(*module.split(".")).with_suffix(".py").is_file()

@@ -1,0 +1,164 @@
+"""What the stack deploys besides the registry: the API functions, usage tiers, and deploy-time options.
+
+Options come from CDK context (`cdk.json` or `-c key=value`) so a deploy can change them without code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from functions.common import resources
+from infra.bundling import BundlingMode
+
+
+@dataclass(frozen=True)
+class ApiFunctionSpec:
+    logical_id: str
+    family: str  # functions/<family>/ holds app.py and handler.py
+    memory_mb: int
+    timeout_seconds: int  # API Gateway's integration timeout is 29 s
+    reserved_concurrency: int | None = None  # protects the upstream scholarly APIs from a burst
+
+
+API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
+    ApiFunctionSpec("SearchFunction", "search", memory_mb=1024, timeout_seconds=29, reserved_concurrency=20),
+    ApiFunctionSpec(
+        "ExtractFunction", "extract", memory_mb=2048, timeout_seconds=29, reserved_concurrency=20
+    ),
+    ApiFunctionSpec("OrchestrateFunction", "orchestrate", memory_mb=512, timeout_seconds=29),
+    ApiFunctionSpec("RagFunction", "rag", memory_mb=1536, timeout_seconds=29),
+)
+
+
+@dataclass(frozen=True)
+class IngestFunctionSpec:
+    """The knowledge-base ingest: S3 uploads under `prefix` of the data bucket trigger it."""
+
+    logical_id: str
+    handler: str
+    prefix: str
+    memory_mb: int
+    timeout_seconds: int
+
+
+KB_INGEST = IngestFunctionSpec(
+    "RagIngestFunction",
+    "functions.rag.ingest.handler",
+    prefix="kb-source/",
+    memory_mb=3008,
+    timeout_seconds=600,
+)
+
+
+@dataclass(frozen=True)
+class UsageTier:
+    """One usage plan: steady rate and burst (requests per second) and a request quota per period."""
+
+    name: str
+    rate_limit: float
+    burst_limit: int
+    quota: int
+    quota_period: str = "DAY"  # DAY | WEEK | MONTH
+
+
+DEFAULT_TIERS: tuple[UsageTier, ...] = (
+    UsageTier("basic", rate_limit=2, burst_limit=5, quota=1_000),
+    UsageTier("standard", rate_limit=10, burst_limit=20, quota=10_000),
+    UsageTier("premium", rate_limit=50, burst_limit=100, quota=100_000),
+)
+
+
+@dataclass(frozen=True)
+class Team:
+    name: str
+    tier: str
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The resources of `functions/common/resources.py`, read when the stack is built (never cached)."""
+
+    tables: tuple[resources.TableSpec, ...]
+    buckets: tuple[resources.BucketSpec, ...]
+    step_functions: tuple[resources.StepFunctionSpec, ...]
+    state_machines: tuple[resources.StateMachineSpec, ...]
+
+    @classmethod
+    def current(cls) -> Registry:
+        return cls(
+            tables=tuple(resources.TABLES),
+            buckets=tuple(resources.BUCKETS),
+            step_functions=tuple(resources.STEP_FUNCTIONS),
+            state_machines=tuple(resources.STATE_MACHINES),
+        )
+
+    def research_machine(self) -> resources.StateMachineSpec | None:
+        """The machine that research jobs (and schedules) start: `research.asl.json`, else the only one."""
+        for machine in self.state_machines:
+            if machine.definition_file == "research.asl.json":
+                return machine
+        return self.state_machines[0] if len(self.state_machines) == 1 else None
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    bundling: BundlingMode = "full"
+    tiers: tuple[UsageTier, ...] = DEFAULT_TIERS
+    teams: tuple[Team, ...] = ()
+    cors_origins: tuple[str, ...] = ("*",)
+    reserved_concurrency: bool = True
+    retain_data: bool = True  # DESTROY only for throw-away stacks (LocalStack, previews)
+    alarm_email: str | None = None
+    log_retention_days: int = 30
+    llm_provider: str = "none"
+    waf: bool = False  # a web ACL has a monthly fee
+    extra_environment: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_context(cls, get: Any) -> StackOptions:
+        """`get` is `node.try_get_context`; values given with `-c` arrive as strings."""
+
+        def parsed(key: str) -> Any:
+            value = get(key)
+            if isinstance(value, str) and value[:1] in "[{":
+                return json.loads(value)
+            return value
+
+        def flag(key: str, default: bool) -> bool:
+            value = parsed(key)
+            if value is None:
+                return default
+            return value if isinstance(value, bool) else str(value).lower() in {"1", "true", "yes", "on"}
+
+        requested = parsed("bundling") or os.environ.get("LAMBDA_BUNDLING") or "full"
+        if requested not in ("full", "source"):
+            raise ValueError(f"bundling must be 'full' or 'source', not {requested!r}")
+        bundling: BundlingMode = "source" if requested == "source" else "full"
+        tiers = tuple(UsageTier(**tier) for tier in parsed("usageTiers") or ()) or DEFAULT_TIERS
+        teams = tuple(Team(**team) for team in parsed("teams") or ())
+        known = {tier.name for tier in tiers}
+        for team in teams:
+            if team.tier not in known:
+                raise ValueError(
+                    f"team {team.name!r} names unknown tier {team.tier!r}; tiers: {sorted(known)}"
+                )
+        origins = parsed("corsOrigins") or ["*"]
+        return cls(
+            bundling=bundling,
+            tiers=tiers,
+            teams=teams,
+            cors_origins=tuple(
+                origins if isinstance(origins, Sequence) and not isinstance(origins, str) else [origins]
+            ),
+            reserved_concurrency=flag("reservedConcurrency", True),
+            retain_data=flag("retainData", True),
+            alarm_email=parsed("alarmEmail") or None,
+            log_retention_days=int(parsed("logRetentionDays") or 30),
+            llm_provider=str(parsed("llmProvider") or "none"),
+            waf=flag("waf", False),
+            extra_environment=dict(parsed("functionEnvironment") or {}),
+        )

@@ -1,0 +1,132 @@
+"""ResearchStack: data, events, functions, workflow, schedules, API and monitoring in one stack."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+from fastapi import FastAPI
+
+from functions.local_runtime.gateway import load_function_apps
+from infra.components.api import Api
+from infra.components.data import Data
+from infra.components.events import JobEvents, ResearchSchedules, UploadTrigger
+from infra.components.functions import Functions, depend_only_on_role_policy, module_exists
+from infra.components.monitoring import Monitoring
+from infra.components.workflow import Workflow
+from infra.config import KB_INGEST, Registry, StackOptions
+from infra.nag import suppress
+from infra.routes import routes_of
+
+
+class ResearchStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        options: StackOptions,
+        registry: Registry | None = None,
+        function_apps: Mapping[str, FastAPI] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.registry = registry or Registry.current()
+        apps = function_apps if function_apps is not None else load_function_apps()
+        self.routes = routes_of(apps)
+
+        self.data = Data(
+            self,
+            "Data",
+            tables=self.registry.tables,
+            buckets=self.registry.buckets,
+            retain=options.retain_data,
+            event_bridge_buckets=frozenset({"data_bucket"})
+            if module_exists(KB_INGEST.handler)
+            else frozenset(),
+        )
+        self.job_events = JobEvents(self, "Events", retain=options.retain_data)
+        self.functions = Functions(
+            self,
+            "Functions",
+            step_functions=self.registry.step_functions,
+            tables=self.data.tables,
+            buckets=self.data.buckets,
+            event_bus=self.job_events.bus,
+            options=options,
+        )
+        self.workflow = Workflow(
+            self,
+            "Workflow",
+            state_machines=self.registry.state_machines,
+            step_functions={logical_id: step.function for logical_id, step in self.functions.steps.items()},
+            buckets=self.data.buckets,
+            tables=self.data.tables,
+            event_bus=self.job_events.bus,
+            log_retention_days=options.log_retention_days,
+        )
+
+        if self.functions.ingest is not None:
+            UploadTrigger(
+                self,
+                "KnowledgeBaseUploads",
+                bucket=self.data.buckets["data_bucket"],
+                prefix=KB_INGEST.prefix,
+                function=self.functions.ingest.function,
+            )
+
+        orchestrate = self.functions.api["orchestrate"].function
+        self.schedules: ResearchSchedules | None = None
+        research = self.registry.research_machine()
+        if research is not None:
+            machine = self.workflow.machines[research.name]
+            machine.grant_start_execution(orchestrate)
+            machine.grant_read(orchestrate)
+            machine.grant_task_response(orchestrate)  # approve/abort checkpoints resume a waiting task
+            machine.grant_execution(orchestrate, "states:StopExecution")
+            self.schedules = ResearchSchedules(self, "Schedules", state_machine=machine)
+            self.schedules.grant_manage(orchestrate)
+            assert orchestrate.role is not None
+            suppress(
+                orchestrate.role,
+                "IAM5",
+                "The job API describes and stops executions of the research state machine only; execution "
+                "ARNs are `<machine>:<execution name>`, so they can only be granted with a trailing wildcard. "
+                "ListSchedules has no resource-level scope.",
+                [{"regex": "/^Resource::arn:.*:states:.*:execution:.*:\\*$/g"}, "Resource::*"],
+            )
+            orchestrate.add_environment("STATE_MACHINE_ARN", machine.state_machine_arn)
+            orchestrate.add_environment("SCHEDULE_GROUP_NAME", self.schedules.group_name)
+            orchestrate.add_environment("SCHEDULER_ROLE_ARN", self.schedules.role.role_arn)
+            CfnOutput(self, "ResearchStateMachineArn", value=machine.state_machine_arn)
+            CfnOutput(self, "ScheduleGroupName", value=self.schedules.group_name)
+
+        self.api = Api(
+            self,
+            "Api",
+            routes=self.routes,
+            functions={family: deployed.function for family, deployed in self.functions.api.items()},
+            options=options,
+        )
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            functions={d.function.node.id: d.function for d in self.functions.all()},
+            state_machines=self.workflow.machines,
+            rest_api=self.api.rest_api,
+            alarm_email=options.alarm_email,
+        )
+
+        self.functions.drop_redundant_role_dependencies()
+        for machine in self.workflow.machines.values():
+            depend_only_on_role_policy(machine, machine.role)
+
+        CfnOutput(self, "ApiUrl", value=self.api.rest_api.url)
+        CfnOutput(self, "JobEventBusName", value=self.job_events.bus.event_bus_name)
+        CfnOutput(self, "JobEventsQueueUrl", value=self.job_events.queue.queue_url)
+        for tier, plan in self.api.usage_plans.items():
+            CfnOutput(self, f"{tier.capitalize()}UsagePlanId", value=plan.usage_plan_id)
+        for team, key in self.api.team_keys.items():
+            CfnOutput(self, f"ApiKeyId{team.replace('-', '').capitalize()}", value=key.key_id)

@@ -1,0 +1,133 @@
+"""Synthesized stacks shared by the infra tests (synthesis takes seconds, so once per session).
+
+`deployed` is the app exactly as `cdk synth` builds it: the registry of functions/common/resources.py
+and the four function apps. `probe` adds what the real registry may not have yet: a fixture state
+machine with Lambda, Map, DynamoDB and EventBridge tasks, a fixture set of routes (a greedy path
+parameter among them), two teams with keys, and the optional WAF. Both use source-only bundling (no pip).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+from aws_cdk.cx_api import CloudFormationStackArtifact
+from fastapi import APIRouter, FastAPI
+
+from functions.common import resources
+from functions.orchestrate.schedules_router import router as schedules_router
+from infra.app import build
+from infra.config import Registry
+from infra.stack import ResearchStack
+
+# jsii warns loudly on Node versions it no longer tests; the warning is noise for these tests.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,19,20,21")
+os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PROBE_ASL = FIXTURES / "probe.asl.json"
+PROBE_TEAMS = [{"name": "genomics-lab", "tier": "standard"}, {"name": "press-office", "tier": "basic"}]
+
+
+class ProbeMachine(resources.StateMachineSpec):
+    @property
+    def path(self) -> Path:
+        return PROBE_ASL
+
+
+def probe_registry() -> Registry:
+    return Registry(
+        tables=resources.TABLES,
+        buckets=resources.BUCKETS,
+        step_functions=(
+            resources.StepFunctionSpec("ProbeCreateStep", "tests.infra.fixtures.probe_steps.create", 256, 60),
+            resources.StepFunctionSpec("ProbeWorkStep", "tests.infra.fixtures.probe_steps.work", 512, 90),
+        ),
+        state_machines=(ProbeMachine("research", "probe.asl.json"),),
+    )
+
+
+def probe_apps() -> dict[str, FastAPI]:
+    def app_with(*routers: APIRouter) -> FastAPI:
+        app = FastAPI()
+        for router in routers:
+            app.include_router(router)
+        return app
+
+    search = APIRouter()
+    search.add_api_route("/api/v1/search", lambda: {}, methods=["POST"])
+    search.add_api_route("/api/v1/health", lambda: {}, methods=["GET"])
+    extract = APIRouter()
+    extract.add_api_route("/v1/documents", lambda: {}, methods=["POST"])
+    extract.add_api_route("/v1/documents/{document_id}", lambda document_id: {}, methods=["GET"], name="read")
+    extract.add_api_route(
+        "/v1/documents/{document_id}", lambda document_id: {}, methods=["DELETE"], name="drop"
+    )
+    rag = APIRouter(prefix="/entity")
+    rag.add_api_route("/{entity_type}/{number}", lambda entity_type, number: {}, methods=["GET"])
+    rag.add_api_route("/files/{key:path}", lambda key: {}, methods=["GET"])
+    return {
+        "search": app_with(search),
+        "extract": app_with(extract),
+        "orchestrate": app_with(schedules_router),
+        "rag": app_with(rag),
+    }
+
+
+@dataclass
+class Synthesized:
+    stack: ResearchStack
+    artifact: CloudFormationStackArtifact
+    template_json: dict[str, Any]
+
+    @property
+    def template(self) -> Template:
+        return Template.from_json(self.template_json)
+
+    def resources(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {key: value for key, value in self.template_json["Resources"].items() if value["Type"] == kind}
+
+    def logical_id(self, construct: Any) -> str:
+        return str(self.stack.resolve(self.stack.get_logical_id(construct.node.default_child)))
+
+    def nag_findings(self) -> list[str]:
+        findings = []
+        for kind in ("aws:cdk:error", "aws:cdk:warning"):
+            for entry in self.artifact.find_metadata_by_type(kind):
+                if str(entry.data).startswith("AwsSolutions-"):
+                    findings.append(f"{entry.path}: {str(entry.data).splitlines()[0]}")
+        return findings
+
+
+def synthesize(context: dict[str, Any] | None = None, **stack_kwargs: Any) -> Synthesized:
+    app, stack = build({"bundling": "source", **(context or {})}, **stack_kwargs)
+    assembly = app.synth()
+    artifact = assembly.get_stack_artifact(stack.artifact_id)
+    return Synthesized(stack, artifact, json.loads(json.dumps(artifact.template)))
+
+
+@pytest.fixture(scope="session")
+def deployed() -> Iterator[Synthesized]:
+    yield synthesize()
+
+
+@pytest.fixture(scope="session")
+def probe() -> Iterator[Synthesized]:
+    yield synthesize(
+        {"stackName": "ProbeResearch", "teams": PROBE_TEAMS, "alarmEmail": "ops@example.org", "waf": True},
+        registry=probe_registry(),
+        function_apps=probe_apps(),
+    )
+
+
+@pytest.fixture(params=["deployed", "probe"])
+def synthesized(request: pytest.FixtureRequest) -> Synthesized:
+    """Runs a test on both stacks."""
+    result: Synthesized = request.getfixturevalue(request.param)
+    return result

@@ -1,0 +1,149 @@
+"""The REST API: exactly the function apps' routes, each key-protected; usage plans, keys, CORS, logs."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from functions.local_runtime.gateway import load_function_apps
+from infra.components.api import STAGE
+from infra.config import DEFAULT_TIERS
+from infra.routes import Route, gateway_path, routes_of
+from tests.infra.conftest import PROBE_TEAMS, Synthesized, probe_apps
+from tests.infra.template_facts import integrated_function, methods
+
+
+def _openapi_routes(apps: dict[str, FastAPI]) -> set[tuple[str, str]]:
+    """Every (path, method) the apps document, read independently of infra.routes."""
+    declared: set[tuple[str, str]] = set()
+    for app in apps.values():
+        for path, item in app.openapi().get("paths", {}).items():
+            declared.update((gateway_path(path), method.upper()) for method in item if method != "parameters")
+    return declared
+
+
+def _assert_routed_and_protected(synthesized: Synthesized, apps: dict[str, FastAPI]) -> list[Route]:
+    routes = routes_of(apps)
+    assert routes, "the function apps declare no routes"
+    deployed = methods(synthesized.template_json)
+    function_ids = {
+        family: synthesized.logical_id(deployed_function.function)
+        for family, deployed_function in synthesized.stack.functions.api.items()
+    }
+    for route in routes:
+        method = deployed.get((route.path, route.method))
+        assert method is not None, f"{route.method} {route.path} is not routed"
+        assert method["ApiKeyRequired"] is True, f"{route.method} {route.path} does not require an API key"
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+        assert integrated_function(method) == function_ids[route.family], (
+            f"{route} reaches the wrong function"
+        )
+    routed = {(path, verb) for path, verb in deployed if verb != "OPTIONS"}
+    assert routed == {(route.path, route.method) for route in routes}, (
+        "the API routes more than the apps declare"
+    )
+    assert _openapi_routes(apps) <= {(path.replace("+}", "}"), verb) for path, verb in routed}
+    return routes
+
+
+def test_every_route_of_the_function_apps_is_routed_and_key_protected(deployed: Synthesized) -> None:
+    _assert_routed_and_protected(deployed, load_function_apps())
+
+
+def test_probe_routes_include_parameters_and_greedy_paths(probe: Synthesized) -> None:
+    routes = _assert_routed_and_protected(probe, probe_apps())
+    paths = {route.path for route in routes}
+    assert "/entity/files/{key+}" in paths  # FastAPI {key:path} becomes a greedy API Gateway parameter
+    assert "/api/schedules/{schedule_id}" in paths
+    method = methods(probe.template_json)[("/entity/{entity_type}/{number}", "GET")]
+    assert method["RequestParameters"] == {
+        "method.request.path.entity_type": True,
+        "method.request.path.number": True,
+    }
+
+
+def test_cors_preflight_answers_without_a_key(synthesized: Synthesized) -> None:
+    deployed = methods(synthesized.template_json)
+    routed_paths = {path for path, verb in deployed if verb != "OPTIONS"}
+    for path in routed_paths:
+        preflight = deployed.get((path, "OPTIONS"))
+        assert preflight is not None, f"no CORS preflight on {path}"
+        assert not preflight.get("ApiKeyRequired", False)
+        assert preflight["Integration"]["Type"] == "MOCK"
+
+
+def test_usage_plan_per_tier_with_throttle_and_quota(synthesized: Synthesized) -> None:
+    plans = {
+        plan["Properties"]["UsagePlanName"]: plan["Properties"]
+        for plan in synthesized.resources("AWS::ApiGateway::UsagePlan").values()
+    }
+    stack_name = synthesized.stack.stack_name
+    for tier in DEFAULT_TIERS:
+        plan = plans[f"{stack_name}-{tier.name}"]
+        assert plan["Throttle"] == {"RateLimit": tier.rate_limit, "BurstLimit": tier.burst_limit}
+        assert plan["Quota"] == {"Limit": tier.quota, "Period": tier.quota_period}
+        assert plan["ApiStages"][0]["Stage"] == {
+            "Ref": next(iter(synthesized.resources("AWS::ApiGateway::Stage")))
+        }
+
+
+def test_team_keys_join_their_tier_plan(probe: Synthesized) -> None:
+    keys = probe.resources("AWS::ApiGateway::ApiKey")
+    plan_keys = probe.resources("AWS::ApiGateway::UsagePlanKey")
+    plans = {
+        key: value["Properties"]["UsagePlanName"]
+        for key, value in probe.resources("AWS::ApiGateway::UsagePlan").items()
+    }
+    by_name = {value["Properties"]["Name"]: key for key, value in keys.items()}
+    for team in PROBE_TEAMS:
+        key_id = by_name[f"ProbeResearch-{team['name']}"]
+        (link,) = [link for link in plan_keys.values() if link["Properties"]["KeyId"] == {"Ref": key_id}]
+        assert plans[link["Properties"]["UsagePlanId"]["Ref"]] == f"ProbeResearch-{team['tier']}"
+
+
+def test_stage_logs_traces_and_throttles(synthesized: Synthesized) -> None:
+    (stage,) = synthesized.resources("AWS::ApiGateway::Stage").values()
+    properties = stage["Properties"]
+    assert properties["StageName"] == STAGE
+    assert "DestinationArn" in properties["AccessLogSetting"]
+    assert properties["TracingEnabled"] is True
+    (settings,) = properties["MethodSettings"]
+    assert settings["LoggingLevel"] == "ERROR" and settings["DataTraceEnabled"] is False
+    assert settings["ThrottlingRateLimit"] > 0 and settings["ThrottlingBurstLimit"] > 0
+    validators = synthesized.resources("AWS::ApiGateway::RequestValidator")
+    assert any(v["Properties"]["ValidateRequestParameters"] for v in validators.values())
+
+
+def test_gateway_errors_are_json_with_cors(synthesized: Synthesized) -> None:
+    responses = {
+        r["Properties"]["ResponseType"]: r["Properties"]
+        for r in synthesized.resources("AWS::ApiGateway::GatewayResponse").values()
+    }
+    for kind in ("DEFAULT_4XX", "DEFAULT_5XX", "INVALID_API_KEY", "QUOTA_EXCEEDED", "THROTTLED"):
+        assert "gatewayresponse.header.Access-Control-Allow-Origin" in responses[kind]["ResponseParameters"]
+    assert responses["QUOTA_EXCEEDED"]["StatusCode"] == "429"
+
+
+def test_api_routes_exclude_the_docs_pages() -> None:
+    app = FastAPI()
+    app.add_api_route("/api/v1/health", lambda: {}, methods=["GET"])
+    routes = routes_of({"search": app})
+    assert routes == [Route("/api/v1/health", "GET", "search")]
+    assert not any(isinstance(route, APIRoute) and route.path == "/docs" for route in app.routes)
+
+
+def test_optional_waf_limits_bodies_except_uploads(probe: Synthesized, deployed: Synthesized) -> None:
+    assert not deployed.resources("AWS::WAFv2::WebACL")  # opt-in: a web ACL has a monthly fee
+    (acl,) = probe.resources("AWS::WAFv2::WebACL").values()
+    rules = {rule["Name"]: rule for rule in acl["Properties"]["Rules"]}
+    limit = rules["LimitRequestBody"]
+    assert limit["Action"]["Block"]["CustomResponse"]["ResponseCode"] == 413
+    size, not_upload = limit["Statement"]["AndStatement"]["Statements"]
+    assert size["SizeConstraintStatement"]["Size"] == 16 * 1024
+    assert size["SizeConstraintStatement"]["FieldToMatch"]["Body"]["OversizeHandling"] == "MATCH"
+    assert not_upload["NotStatement"]["Statement"]["ByteMatchStatement"]["SearchString"] == "/v1/documents"
+    assert {"AWSManagedRulesCommonRuleSet", "AWSManagedRulesKnownBadInputsRuleSet"} <= set(rules)
+    (association,) = probe.resources("AWS::WAFv2::WebACLAssociation").values()
+    assert association["Properties"]["WebACLArn"] == {
+        "Fn::GetAtt": [next(iter(probe.resources("AWS::WAFv2::WebACL"))), "Arn"]
+    }

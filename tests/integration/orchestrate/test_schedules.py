@@ -1,0 +1,149 @@
+"""Scheduled research on the embedded runtime: the /api/schedules routes over moto's EventBridge
+Scheduler, the local scheduler firing a due schedule, and a fired job visible through the status API."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from fastapi.testclient import TestClient
+
+from functions.local_runtime.aws import EmbeddedAws
+from functions.local_runtime.scheduler import LocalScheduler, start_local_scheduler
+from functions.orchestrate.app import app
+from functions.orchestrate.schedules import job_input
+from functions.orchestrate.schedules_router import schedule_store
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+GOAL = "How do transformer architectures handle long documents?"
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with EmbeddedAws(), TestClient(app) as test_client:
+        yield test_client
+
+
+def _create(client: TestClient, **overrides: Any) -> dict[str, Any]:
+    body = {
+        "schedule_expression": "cron(0 7 ? * MON *)",
+        "research_goal": GOAL,
+        "scope_parameters": {"discovery_depth": "rapid"},
+        "timezone": "Europe/Berlin",
+        "description": "weekly transformer digest",
+        **overrides,
+    }
+    response = client.post("/api/schedules", json=body)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+def test_schedules_are_created_listed_read_and_deleted(client: TestClient) -> None:
+    created = _create(client)
+    assert created["state"] == "ENABLED" and created["timezone"] == "Europe/Berlin"
+    next_run = datetime.fromisoformat(created["next_run_at"])
+    assert next_run > datetime.now(UTC) and next_run.astimezone(UTC).hour in (5, 6)  # 07:00 Berlin
+    schedule_id = created["schedule_id"]
+
+    listed = client.get("/api/schedules").json()
+    assert listed["count"] == 1 and listed["schedules"][0]["schedule_id"] == schedule_id
+    assert client.get(f"/api/schedules/{schedule_id}").json() == created
+
+    # the Scheduler target is the research state machine, with the job input the first step expects
+    scheduler = boto3.client("scheduler", region_name="us-east-1")
+    target = scheduler.get_schedule(Name=schedule_id, GroupName="default")["Target"]
+    assert target["Arn"].endswith(":stateMachine:research")
+    assert json.loads(target["Input"]) == job_input(schedule_id, GOAL, {"discovery_depth": "rapid"})
+
+    assert client.delete(f"/api/schedules/{schedule_id}").status_code == 204
+    missing = client.get(f"/api/schedules/{schedule_id}")
+    assert missing.status_code == 404 and "not found" in missing.json()["message"]
+    assert missing.json()["error"] == "SCHEDULE_NOT_FOUND"
+    assert client.delete(f"/api/schedules/{schedule_id}").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"schedule_expression": "every monday"}, "schedule_expression"),
+        ({"schedule_expression": "cron(0 7 * * MON *)"}, "schedule_expression"),
+        ({"schedule_expression": "at(2001-01-01T00:00:00)"}, "schedule_expression"),
+        ({"research_goal": "short"}, "research_goal"),
+        ({"timezone": "Mars/Olympus_Mons"}, "timezone"),
+    ],
+)
+def test_bad_schedules_are_refused_naming_the_field(
+    client: TestClient, overrides: dict[str, Any], field: str
+) -> None:
+    body = {"schedule_expression": "rate(1 day)", "research_goal": GOAL, **overrides}
+    response = client.post("/api/schedules", json=body)
+    assert 400 <= response.status_code < 500
+    assert response.json()["field"].startswith(field)
+    assert client.get("/api/schedules").json()["count"] == 0
+
+
+def _wait_terminal(client: TestClient, job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status: dict[str, Any] = client.get(f"/api/agent/status/{job_id}").json()
+        if status.get("status") in ("COMPLETED", "PARTIAL", "FAILED", "REFUSED"):
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not finish")
+
+
+def test_the_local_scheduler_starts_a_due_schedule_as_a_normal_job(client: TestClient) -> None:
+    created = _create(client, schedule_expression="rate(1 minute)", timezone="UTC")
+    now = [datetime.now(UTC)]
+    scheduler = LocalScheduler(store=schedule_store(), clock=lambda: now[0])
+
+    assert scheduler.tick() == []  # first look: nothing is due yet
+    now[0] += timedelta(seconds=30)
+    assert scheduler.tick() == []
+    now[0] += timedelta(seconds=45)  # past the first minute since creation
+    (job_id,) = scheduler.tick()
+    assert scheduler.tick() == []  # a fire starts one job only
+
+    status = client.get(f"/api/agent/status/{job_id}")
+    assert status.status_code == 200, status.text
+    assert status.json()["job_id"] == job_id
+    final = _wait_terminal(client, job_id)  # no scholarly web here: the job ends, but it ends visibly
+    assert final["job_id"] == job_id and final["source"] == "schedule"
+    assert created["schedule_id"]
+
+
+def test_a_scheduler_fire_on_aws_creates_its_own_job_record(client: TestClient) -> None:
+    """What EventBridge Scheduler does on AWS: start the machine directly with the schedule's input."""
+    created = _create(client, schedule_expression="rate(1 hour)", timezone="UTC")
+    target = boto3.client("scheduler", region_name="us-east-1").get_schedule(
+        Name=created["schedule_id"], GroupName="default"
+    )["Target"]
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    execution_name = "scheduler-fire-0001"
+    sfn.start_execution(stateMachineArn=target["Arn"], name=execution_name, input=target["Input"])
+
+    final = _wait_terminal(client, execution_name)  # the job id is the execution name
+    assert final["job_id"] == execution_name
+    assert final["source"] == "schedule"
+
+
+def test_the_scheduler_thread_fires_a_one_time_schedule(client: TestClient) -> None:
+    fire_at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0, tzinfo=None)
+    _create(client, schedule_expression=f"at({fire_at.isoformat()})", timezone="UTC")
+    scheduler = start_local_scheduler(poll_seconds=0.2)
+    try:
+        deadline = time.monotonic() + 15
+        while not scheduler.started_jobs and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)  # later looks must not fire it again
+    finally:
+        scheduler.stop()
+    (job_id,) = scheduler.started_jobs
+    assert _wait_terminal(client, job_id)["source"] == "schedule"
