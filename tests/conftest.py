@@ -19,6 +19,7 @@ LOOPBACK = ["127.0.0.1", "localhost", "::1"]
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # tests that check metrics switch them on
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
 from functions.common.http import FetchedResponse, HttpClient
 from functions.common.models import ExtractedPaper, short_hash
+from functions.common.observability import record_metric
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
 from functions.extract.documents import (
@@ -133,9 +134,11 @@ class ExtractionService:
             async with asyncio.timeout(budget_seconds):
                 paper = await self._extract(target, source_url, focus_areas or [], deadline)
         except TimeoutError as exc:
+            record_metric("extract", "ExtractionTimeouts", 1)
             raise FetchTimeout(
                 f"extraction of {source_url} exceeded its {budget_seconds:.0f} s budget"
             ) from exc
+        record_metric("extract", "ExtractionSucceeded" if paper.success else "ExtractionFailed", 1)
         return trim_to_length(paper, max_length)
 
     async def _extract(

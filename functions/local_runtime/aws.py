@@ -80,7 +80,8 @@ class EmbeddedAws:
         self.stop()
 
     def start(self) -> None:
-        self._set_env({**_FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": "", **self.extra_environment})
+        local = {"POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true")}
+        self._set_env({**_FAKE_CREDENTIALS, **local, "AWS_ENDPOINT_URL": "", **self.extra_environment})
         os.environ.pop("AWS_ENDPOINT_URL", None)  # in-process mock: no endpoint
         reset_settings_cache()
         reset_clients()

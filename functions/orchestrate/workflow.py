@@ -26,7 +26,7 @@ from functions.common.errors import (
     UpstreamError,
 )
 from functions.common.models import ExtractedPaper, Paper
-from functions.common.observability import get_logger
+from functions.common.observability import get_logger, record_metric
 from functions.common.storage import BlobStore, get_json, put_json
 from functions.orchestrate import outputs
 from functions.orchestrate.config import WorkflowSettings
@@ -625,6 +625,7 @@ class Workflow:
             append={"audit": [finished], "actions": [f"Wrote {len(files)} report artifacts"]},
         )
         if moved:
+            record_metric("orchestrate", "JobsFinished", 1, status=status.value)
             self.events.publish(
                 "ResearchJobCompleted",
                 {
@@ -668,6 +669,7 @@ class Workflow:
             append={"audit": [audit_event("FAILED", "JOB_FAILED", reason)]},
         )
         if moved:
+            record_metric("orchestrate", "JobsFinished", 1, status="FAILED")
             self.events.publish("ResearchJobFailed", {"job_id": job_id, "status": "FAILED", "reason": reason})
         return {"job_id": job_id, "status": "FAILED", "reason": reason, "moved": moved}
 

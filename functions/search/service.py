@@ -14,10 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from functions.common.circuit_breaker import BreakerRegistry
 from functions.common.errors import InvalidInput, RateLimited, UpstreamError
 from functions.common.http import HttpClient
-from functions.common.observability import get_logger
+from functions.common.observability import get_logger, record_metric
 from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimit, RateLimiter
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache, TtlCache
@@ -179,6 +181,15 @@ class SearchService:
                 elapsed_ms=result.elapsed_ms,
                 error=result.error,
             )
+            record_metric(
+                "search",
+                "ConnectorLatency",
+                result.elapsed_ms,
+                MetricUnit.Milliseconds,
+                connector=result.connector,
+            )
+            if not result.ok:
+                record_metric("search", "ConnectorFailures", 1, connector=result.connector)
         if self._unavailable(selected, results):
             raise UpstreamError("; ".join(f"{name}: {reason}" for name, reason in failed.items()))
         papers = self._rank(query, merge_results(results))
