@@ -24,6 +24,9 @@ class WorkflowSettings(BaseSettings):
     # Job records (and their results) expire from the jobs table after this many days (DynamoDB TTL);
     # idempotency keys after one day.
     job_retention_days: int = 30
+    # A job not updated for this long is checked against its execution when read: one whose execution
+    # has ended without recording a final state is marked FAILED (longer than any Task's 45 s).
+    stale_job_seconds: int = 120
     # Artifact download links are presigned for this long.
     artifact_link_seconds: int = 3600
 

@@ -194,7 +194,29 @@ class JobService:
         job = self.jobs.get(job_id)
         if job is None:
             raise NotFound(f"job {job_id} not found")
-        return job
+        return self._reconcile(job)
+
+    def _reconcile(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Every job reaches a terminal state: one whose execution ended without the workflow recording
+        a final state (a failure step that could not write, an execution stopped by hand) is marked
+        FAILED when it is read. Only stale jobs are checked, so polling costs no extra calls."""
+        job_id, arn = str(job["job_id"]), job.get("execution_arn")
+        if JobStatus(job["status"]).terminal or not arn:
+            return job
+        last_change = datetime.fromisoformat(str(job.get("updated_at") or job.get("created_at")))
+        if (self.clock() - last_change).total_seconds() < self.settings.stale_job_seconds:
+            return job
+        state = self.starter.execution_status(str(arn))
+        if state == "RUNNING":
+            return job
+        reason = f"the workflow execution ended ({state or 'not found'}) without recording a final state"
+        self.jobs.update(
+            job_id,
+            status=JobStatus.FAILED,
+            set_fields={"failure_reason": reason, "finished_at": utc_now(), "updated_at": utc_now()},
+            append={"audit": [audit_event("FAILED", "JOB_RECONCILED", reason)]},
+        )
+        return self.jobs.get(job_id) or job
 
     def status(self, job_id: str) -> dict[str, Any]:
         job = self._job(job_id)

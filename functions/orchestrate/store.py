@@ -233,6 +233,10 @@ class InMemoryJobStore:
 class WorkflowStarter(Protocol):
     def start(self, name: str, payload: dict[str, Any]) -> str: ...
 
+    def execution_status(self, execution_arn: str) -> str | None:
+        """RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED..., or None when there is no such execution."""
+        ...
+
 
 class StepFunctionsStarter:
     def __init__(self, state_machine_arn: str | None = None) -> None:
@@ -245,6 +249,13 @@ class StepFunctionsStarter:
             stateMachineArn=self._arn, name=name, input=json.dumps(payload)
         )
         return response["executionArn"]
+
+    def execution_status(self, execution_arn: str) -> str | None:
+        client = sfn_client()
+        try:
+            return client.describe_execution(executionArn=execution_arn)["status"]
+        except client.exceptions.ExecutionDoesNotExist:
+            return None
 
 
 class TaskTokens(Protocol):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -19,9 +20,16 @@ class RecordingStarter:
     def __init__(self) -> None:
         self.started: list[tuple[str, dict[str, Any]]] = []
 
+        self.execution_state: str | None = "RUNNING"
+        self.status_checks = 0
+
     def start(self, name: str, payload: dict[str, Any]) -> str:
         self.started.append((name, payload))
         return f"arn:aws:states:us-east-1:123456789012:execution:research:{name}"
+
+    def execution_status(self, execution_arn: str) -> str | None:
+        self.status_checks += 1
+        return self.execution_state
 
 
 @pytest.fixture(params=["dynamodb", "memory"])
@@ -160,3 +168,26 @@ def test_checkpoint_decisions_resume_the_waiting_task(approve: bool) -> None:
     assert status["autonomous_decisions"][-1]["decision_type"] == "HUMAN_CHECKPOINT"
     with pytest.raises(Conflict):  # a second decision finds nothing waiting
         service.decide_checkpoint(job_id, approve)
+
+
+def test_a_job_whose_execution_ended_without_a_final_state_is_failed_when_read(store: JobStore) -> None:
+    service, starter = _service(store)
+    job_id = service.submit(REQUEST)[0]["job_id"]
+    store.update(job_id, status=JobStatus.EXTRACTING)
+
+    assert service.status(job_id)["status"] == "EXTRACTING"
+    assert starter.status_checks == 0  # a recently updated job is not checked
+
+    later = datetime.now(UTC) + timedelta(seconds=service.settings.stale_job_seconds + 5)
+    service.clock = lambda: later
+    assert service.status(job_id)["status"] == "EXTRACTING"  # still RUNNING: left alone
+    assert starter.status_checks == 1
+
+    starter.execution_state = "TIMED_OUT"
+    status = service.status(job_id)
+    assert status["status"] == "FAILED"
+    assert status["failure_reason"] == (
+        "the workflow execution ended (TIMED_OUT) without recording a final state"
+    )
+    assert service.results(job_id)["status"] == "FAILED"
+    assert starter.status_checks == 2  # terminal now: never checked again
