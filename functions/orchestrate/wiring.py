@@ -46,7 +46,7 @@ def upstream_query(
 def configured_connectors() -> tuple[str, ...]:
     try:
         names = SearchSettings().connector_names or list(REGISTRY)
-        return tuple(name for name in names if name in REGISTRY and name != "library")
+        return tuple(name for name in names if name in REGISTRY)
     except Exception:
         return ("arxiv", "semantic_scholar", "openalex", "crossref")
 

@@ -113,7 +113,13 @@ def test_job_completes_with_grounded_results_and_artifacts(
         assert job["status"] == "INITIALIZED"
         assert job["execution_plan"]["estimated_sources"] == 10
         queries = job["autonomous_analysis"]["execution_strategy"]["search_queries"]
-        assert {q["connector"] for q in queries} == {"arxiv", "semantic_scholar", "openalex", "crossref"}
+        assert {q["connector"] for q in queries} == {
+            "arxiv",
+            "semantic_scholar",
+            "openalex",
+            "crossref",
+            "library",  # the team's own uploaded PDFs are searched too
+        }
 
         history = _follow(client, job["job_id"])
         _assert_moves_forward(history)
@@ -270,3 +276,40 @@ def test_human_checkpoint_abort_fails_the_job(web: ScholarlyWeb, client: TestCli
     assert final["status"] == "FAILED"
     assert "wrong scope" in final["failure_reason"]
     assert any(d["decision_type"] == "HUMAN_CHECKPOINT" for d in final["autonomous_decisions"])
+
+
+def test_a_teams_uploaded_pdf_is_searched_screened_and_cited(
+    web: ScholarlyWeb, papers: list[TopicPaper], client: TestClient
+) -> None:
+    from functions.extract import api as extract_api
+    from functions.extract.app import app as extract_app
+
+    team_paper = topic_papers(10, off_topic=0)[9]  # on topic, and not on the scholarly web
+    assert team_paper.sample.title not in {paper.sample.title for paper in papers}
+    with _runtime(web), TestClient(extract_app) as extract:
+        extract_api._blobs.cache_clear()  # the app keeps its AWS adapters per container
+        extract_api._documents.cache_clear()
+        uploaded = extract.post(
+            "/v1/documents",
+            files={"file": ("team-study.pdf", team_paper.pdf, "application/pdf")},
+            data={"metadata": json.dumps({"year": 2025})},
+        )
+        assert uploaded.status_code == 201, uploaded.text
+        document_url = f"library://{uploaded.json()['document_id']}"
+
+        response = client.post(
+            "/api/agent/execute",
+            json={"research_goal": GOAL, "scope_parameters": {"discovery_depth": "rapid"}},
+        )
+        assert response.status_code == 202, response.text
+        final = _follow(client, response.json()["job_id"])[-1]
+        assert final["status"] == "COMPLETED", final
+
+        results = client.get(f"/api/agent/results/{final['job_id']}").json()
+        team_sources = [s for s in results["sources"] if s["url"] == document_url]
+        assert len(team_sources) == 1, [s["url"] for s in results["sources"]]
+        cited = [e for e in results["evidence"] if e["source_id"] == team_sources[0]["source_id"]]
+        assert cited, "the uploaded paper yielded no evidence"
+        assert all(normalise(e["quote"]) in normalise(team_paper.text) for e in cited)
+    extract_api._blobs.cache_clear()
+    extract_api._documents.cache_clear()
