@@ -30,9 +30,9 @@ def error_response(exc: Exception) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "invalid request"}
         field = _field_of(first.get("loc", ("body",)))
         message = f"{field}: {first.get('msg', 'invalid value')}"
-        return JSONResponse(status_code=422, content=_body("INVALID_INPUT", message, field=field))
+        return JSONResponse(status_code=400, content=_body("INVALID_INPUT", message, field=field))
     if isinstance(exc, InvalidInput):
-        return JSONResponse(status_code=422, content=_body("INVALID_INPUT", exc.message, field=exc.field))
+        return JSONResponse(status_code=400, content=_body("INVALID_INPUT", exc.message, field=exc.field))
     if isinstance(exc, JobNotFinished):
         return JSONResponse(status_code=409, content=_body(exc.code, exc.message, status=exc.status))
     if isinstance(exc, NotFound):

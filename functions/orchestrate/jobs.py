@@ -368,7 +368,7 @@ def start_job(
 ) -> str:
     """Start a research job without HTTP (e.g. the local scheduler); returns the job id.
 
-    Raises pydantic.ValidationError for an invalid goal or scope, as the API would answer 422.
+    Raises pydantic.ValidationError for an invalid goal or scope, as the API would answer 400.
     """
     from functions.orchestrate.wiring import job_service
 

@@ -55,7 +55,7 @@ def client() -> Iterator[TestClient]:
 )
 def test_invalid_requests_name_the_field(client: TestClient, body: dict[str, object], field: str) -> None:
     response = client.post("/api/agent/execute", json=body)
-    assert response.status_code == 422
+    assert response.status_code == 400
     assert response.json()["error"] == "INVALID_INPUT" and response.json()["field"] == field
 
 
