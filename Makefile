@@ -49,7 +49,7 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 
 typecheck: install
-	$(VENV)/bin/mypy functions tests bench
+	$(VENV)/bin/mypy functions infra tests bench
 
 test: install lint typecheck synth
 	$(VENV)/bin/pytest

@@ -13,6 +13,7 @@ from functions.common.observability import get_logger
 from functions.orchestrate.workflow import Workflow
 
 logger = get_logger("orchestrate-steps")
+StepHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 def _flow() -> Workflow:
@@ -30,15 +31,14 @@ def _job_id(event: dict[str, Any]) -> str:
     return str(event.get("job_id") or state.get("job_id") or event.get("execution_name") or "unknown")
 
 
-def _run(
-    step: str, event: dict[str, Any], context: Any, call: Callable[[Workflow], dict[str, Any]]
-) -> dict[str, Any]:
+def _run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Every step logs as JSON with its job id, step name and Lambda request id."""
     request_id = getattr(context, "aws_request_id", None)
     logger.thread_safe_append_keys(job_id=_job_id(event), step=step, request_id=request_id)
     started = time.perf_counter()
     try:
-        result = call(_flow())
+        phase: Callable[[dict[str, Any]], dict[str, Any]] = getattr(_flow(), step)
+        result = phase(event)
     except Exception:
         logger.exception("step failed", duration_ms=round((time.perf_counter() - started) * 1000, 1))
         raise
@@ -49,33 +49,20 @@ def _run(
         logger.thread_safe_clear_keys()
 
 
-def plan(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return _run("plan", event, context, lambda flow: flow.plan(event))
+def _step(name: str) -> StepHandler:
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return _run(name, event, context)
+
+    handler.__name__ = handler.__qualname__ = name
+    return handler
 
 
-def search(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return _run("search", event, context, lambda flow: flow.search(event))
-
-
-def screen(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return _run("screen", event, context, lambda flow: flow.screen(event))
-
-
-def checkpoint(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return _run("checkpoint", event, context, lambda flow: flow.checkpoint(event))
-
-
-def extract(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return _run("extract", event, context, lambda flow: flow.extract(event))
-
-
-def synthesize(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return _run("synthesize", event, context, lambda flow: flow.synthesize(event))
-
-
-def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return _run("finalize", event, context, lambda flow: flow.finalize(event))
-
-
-def fail(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return _run("fail", event, context, lambda flow: flow.fail(event))
+# The handlers named in STEP_FUNCTIONS, one per Workflow phase.
+plan = _step("plan")
+search = _step("search")
+screen = _step("screen")
+checkpoint = _step("checkpoint")
+extract = _step("extract")
+synthesize = _step("synthesize")
+finalize = _step("finalize")
+fail = _step("fail")

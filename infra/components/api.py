@@ -172,38 +172,38 @@ class Api(Construct):
             ("Default5xx", apigw.ResponseType.DEFAULT_5_XX),
         ):
             self.rest_api.add_gateway_response(name, type=response_type, response_headers=headers)
-        self.rest_api.add_gateway_response(
-            "MissingKeyOrRoute",
-            type=apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN,
-            status_code="403",
-            response_headers=headers,
-            templates={
-                "application/json": '{"error": "FORBIDDEN", "message": "Unknown route, or the x-api-key header '
-                'is missing. Every route needs an API key."}'
-            },
+        json_errors = (
+            (
+                "MissingKeyOrRoute",
+                apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN,
+                "403",
+                '{"error": "FORBIDDEN", "message": "Unknown route, or the x-api-key header is missing. '
+                'Every route needs an API key."}',
+            ),
+            (
+                "InvalidKey",
+                apigw.ResponseType.INVALID_API_KEY,
+                "403",
+                '{"error": "FORBIDDEN", "message": "Missing or invalid API key."}',
+            ),
+            (
+                "QuotaExceeded",
+                apigw.ResponseType.QUOTA_EXCEEDED,
+                "429",
+                '{"error": "Rate limit exceeded", "message": "The usage-plan quota of this API key is used up."}',
+            ),
+            (
+                "Throttled",
+                apigw.ResponseType.THROTTLED,
+                "429",
+                '{"error": "Rate limit exceeded", "retry_after": 1}',
+            ),
         )
-        self.rest_api.add_gateway_response(
-            "InvalidKey",
-            type=apigw.ResponseType.INVALID_API_KEY,
-            status_code="403",
-            response_headers=headers,
-            templates={
-                "application/json": '{"error": "FORBIDDEN", "message": "Missing or invalid API key."}'
-            },
-        )
-        self.rest_api.add_gateway_response(
-            "QuotaExceeded",
-            type=apigw.ResponseType.QUOTA_EXCEEDED,
-            status_code="429",
-            response_headers=headers,
-            templates={
-                "application/json": '{"error": "Rate limit exceeded", "message": "The usage-plan quota of this API key is used up."}'
-            },
-        )
-        self.rest_api.add_gateway_response(
-            "Throttled",
-            type=apigw.ResponseType.THROTTLED,
-            status_code="429",
-            response_headers=headers,
-            templates={"application/json": '{"error": "Rate limit exceeded", "retry_after": 1}'},
-        )
+        for name, response_type, status, body in json_errors:
+            self.rest_api.add_gateway_response(
+                name,
+                type=response_type,
+                status_code=status,
+                response_headers=headers,
+                templates={"application/json": body},
+            )
