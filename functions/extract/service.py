@@ -487,25 +487,24 @@ def trim_to_length(paper: ExtractedPaper, max_length: int) -> ExtractedPaper:
     budget = max(0, max_length)
     trimmed.title = _cut(trimmed.title, budget)
     budget -= len(trimmed.title)
-    findings: list[str] = []
-    for finding in trimmed.key_findings:
-        if len(finding) > budget:
-            break
-        findings.append(finding)
-        budget -= len(finding)
-    trimmed.key_findings = findings
+    trimmed.key_findings, budget = _whole_items_within(trimmed.key_findings, budget)
     trimmed.abstract = _cut(trimmed.abstract, budget)
     budget -= len(trimmed.abstract)
     trimmed.methodology = _cut(trimmed.methodology, budget)
     budget -= len(trimmed.methodology)
-    citations: list[str] = []
-    for citation in trimmed.citations:
-        if len(citation) > budget:
-            break
-        citations.append(citation)
-        budget -= len(citation)
-    trimmed.citations = citations
+    trimmed.citations, budget = _whole_items_within(trimmed.citations, budget)
     return trimmed
+
+
+def _whole_items_within(items: list[str], budget: int) -> tuple[list[str], int]:
+    """The leading items that fit whole into budget characters, and the budget left."""
+    kept: list[str] = []
+    for item in items:
+        if len(item) > budget:
+            break
+        kept.append(item)
+        budget -= len(item)
+    return kept, budget
 
 
 def timestamp() -> str:

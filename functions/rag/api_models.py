@@ -41,7 +41,9 @@ class SemanticSearchRequest(BaseModel):
         return stripped
 
 
-class SearchResult(BaseModel):
+class EntityFields(BaseModel):
+    """What every answer says of a book entity."""
+
     id: str
     type: str
     content: str
@@ -50,6 +52,9 @@ class SearchResult(BaseModel):
     chapter: str
     section: str
     page_number: int | None
+
+
+class SearchResult(EntityFields):
     score: float
 
 
@@ -73,15 +78,7 @@ class Relationship(BaseModel):
     target_type: str
 
 
-class ExpandedDocument(BaseModel):
-    id: str
-    type: str
-    content: str
-    number: str
-    title: str
-    chapter: str
-    section: str
-    page_number: int | None
+class ExpandedDocument(EntityFields):
     hop: int = Field(description="0 for a requested document, 1 for a connected one")
     relationships: list[Relationship]
 
@@ -92,15 +89,7 @@ class ExpandGraphResponse(BaseModel):
     metadata: dict[str, Any]
 
 
-class EntityResponse(BaseModel):
-    id: str
-    type: str
-    number: str
-    title: str
-    content: str
-    chapter: str
-    section: str
-    page_number: int | None
+class EntityResponse(EntityFields):
     references: list[str]
     cited_by: list[str]
 

@@ -205,19 +205,7 @@ class KnowledgeBase:
         return {"type": edge.type, "target_id": edge.target, "target_type": self.nodes[edge.target].type}
 
     def _expanded(self, ident: str, relationships: list[dict[str, str]], hop: int) -> dict[str, Any]:
-        entity = self.nodes[ident]
-        return {
-            "id": entity.id,
-            "type": entity.type,
-            "content": entity.content,
-            "number": entity.number,
-            "title": entity.title,
-            "chapter": entity.chapter,
-            "section": entity.section,
-            "page_number": entity.page_number,
-            "hop": hop,
-            "relationships": relationships,
-        }
+        return {**entity_fields(self.nodes[ident]), "hop": hop, "relationships": relationships}
 
     # --- lookup -------------------------------------------------------------------------------------
 
@@ -231,18 +219,7 @@ class KnowledgeBase:
         referencing = [edge.target for edge in outgoing if edge.type == "REFERENCED_BY"]
         # Numbered items first, then the passages that mention the entity.
         cited_by = sorted(referencing, key=lambda ident: (ident.startswith("chunk_"), ident))
-        return {
-            "id": found.id,
-            "type": found.type,
-            "number": found.number,
-            "title": found.title,
-            "content": found.content,
-            "chapter": found.chapter,
-            "section": found.section,
-            "page_number": found.page_number,
-            "references": references,
-            "cited_by": cited_by,
-        }
+        return {**entity_fields(found), "references": references, "cited_by": cited_by}
 
     def stats(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
@@ -277,7 +254,8 @@ def _admits(entity: Entity, types: set[str] | None, filters: SearchFilters) -> b
     return (types is None or entity.type in types) and filters.accepts(entity)
 
 
-def _result(entity: Entity, score: float) -> dict[str, Any]:
+def entity_fields(entity: Entity) -> dict[str, Any]:
+    """The fields every answer gives of an entity (`EntityFields` in api_models)."""
     return {
         "id": entity.id,
         "type": entity.type,
@@ -287,8 +265,11 @@ def _result(entity: Entity, score: float) -> dict[str, Any]:
         "chapter": entity.chapter,
         "section": entity.section,
         "page_number": entity.page_number,
-        "score": round(score, 4),
     }
+
+
+def _result(entity: Entity, score: float) -> dict[str, Any]:
+    return {**entity_fields(entity), "score": round(score, 4)}
 
 
 def _apply_corrections(query: str, corrections: dict[str, str]) -> str:

@@ -18,6 +18,7 @@ from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, normalise, serve, topic_papers
+from tests.support.embedded_aws import events_queue
 from tests.support.scholarly_web import ScholarlyWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -101,7 +102,7 @@ def test_job_completes_with_grounded_results_and_artifacts(
     web: ScholarlyWeb, papers: list[TopicPaper], client: TestClient
 ) -> None:
     with _runtime(web):
-        queue_url = _events_queue()
+        queue_url = events_queue()
         assert client.get("/api/agent/status/not-a-job").status_code == 404  # warm the app's AWS clients
         # How fast /execute answers is measured by bench/workflow.py, not asserted here.
         response = client.post(
@@ -166,19 +167,6 @@ def test_job_completes_with_grounded_results_and_artifacts(
         assert [(e["detail-type"], e["detail"]["job_id"], e["detail"]["status"]) for e in completed] == [
             ("ResearchJobCompleted", job["job_id"], "COMPLETED")
         ]
-
-
-def _events_queue() -> str:
-    """An SQS queue subscribed to the workflow's EventBridge events."""
-    sqs = boto3.client("sqs", region_name="us-east-1")
-    queue_url = sqs.create_queue(QueueName="research-events")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    events = boto3.client("events", region_name="us-east-1")
-    events.put_rule(Name="research-jobs", EventPattern=json.dumps({"source": ["research.agent"]}))
-    events.put_targets(Rule="research-jobs", Targets=[{"Id": "queue", "Arn": queue_arn}])
-    return str(queue_url)
 
 
 def test_failures_are_recorded_and_the_job_still_finishes(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 from functions.common.resources import StateMachineSpec, StepFunctionSpec
 from functions.local_runtime.aws import EmbeddedAws
 from tests.integration import runtime_handlers
+from tests.support.embedded_aws import wait_for_execution
 
 pytestmark = pytest.mark.integration
 PROBE = Path(__file__).parent / "fixtures" / "runtime_probe.asl.json"
@@ -47,13 +47,7 @@ def _run(aws: EmbeddedAws, payload: dict[str, Any], timeout: float = 60) -> dict
     arn = sfn.start_execution(
         stateMachineArn=aws.state_machine_arns["probe"], name="probe-run", input=json.dumps(payload)
     )["executionArn"]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        described = sfn.describe_execution(executionArn=arn)
-        if described["status"] != "RUNNING":
-            return dict(described)
-        time.sleep(0.1)
-    raise AssertionError("execution did not finish")
+    return wait_for_execution(arn, timeout, poll=0.1)
 
 
 def test_map_retry_catch_and_timeout(embedded: EmbeddedAws) -> None:

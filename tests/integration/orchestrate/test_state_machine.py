@@ -3,51 +3,27 @@
 from __future__ import annotations
 
 import json
-import time
-from typing import Any
 
 import boto3
 import pytest
 
 from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.wiring import job_service
+from tests.support.embedded_aws import events_queue, wait_for_execution
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
-def _finish(arn: str) -> dict[str, Any]:
-    sfn = boto3.client("stepfunctions", region_name="us-east-1")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        described = sfn.describe_execution(executionArn=arn)
-        if described["status"] != "RUNNING":
-            return dict(described)
-        time.sleep(0.05)
-    raise AssertionError("execution did not finish")
-
-
-def _events_queue() -> str:
-    sqs = boto3.client("sqs", region_name="us-east-1")
-    queue_url = sqs.create_queue(QueueName="research-events")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    events = boto3.client("events", region_name="us-east-1")
-    events.put_rule(Name="research-jobs", EventPattern=json.dumps({"source": ["research.agent"]}))
-    events.put_targets(Rule="research-jobs", Targets=[{"Id": "queue", "Arn": queue_arn}])
-    return str(queue_url)
-
-
 def test_an_invalid_scheduled_input_ends_as_a_failed_job_with_its_reason() -> None:
     with EmbeddedAws() as aws:
-        queue_url = _events_queue()
+        queue_url = events_queue()
         sfn = boto3.client("stepfunctions", region_name="us-east-1")
         arn = sfn.start_execution(
             stateMachineArn=aws.state_machine_arns["research"],
             name="scheduled-bad-goal",
             input=json.dumps({"research_goal": "short", "source": "schedule"}),
         )["executionArn"]
-        execution = _finish(arn)
+        execution = wait_for_execution(arn)
         status = job_service().status("scheduled-bad-goal")
         messages = (
             boto3.client("sqs", region_name="us-east-1")
@@ -75,7 +51,7 @@ def test_a_failed_job_is_not_moved_by_a_late_step() -> None:
             name="late-step",
             input=json.dumps({"research_goal": "x", "source": "schedule"}),
         )["executionArn"]
-        _finish(arn)
+        wait_for_execution(arn)
         from functions.orchestrate.steps import screen
 
         before = service.status("late-step")
