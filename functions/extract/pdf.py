@@ -13,6 +13,7 @@ import io
 import logging
 import re
 import statistics
+import threading
 import time
 import unicodedata
 from dataclasses import dataclass, field
@@ -29,6 +30,11 @@ _SOFT_HYPHEN_BREAK = re.compile(r"[\ufffe\u00ad\x02]\s*\n?")
 _HARD_HYPHEN_BREAK = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
 _SPACES = re.compile(r"[ \t\u00a0]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff\ufff0-\uffff]")
+
+# PDFium is not thread-safe: two documents worked on from two threads at once can crash the process
+# (seen as a segfault in FPDF_LoadPage while the extract step parsed on its thread pool). Every PDFium
+# session, from open to close, holds this lock; pypdf needs none.
+_PDFIUM_LOCK = threading.Lock()
 
 
 class PdfParseError(Exception):
@@ -142,6 +148,11 @@ def parse_pdf(
 
 
 def _parse_with_pdfium(data: bytes, max_pages: int, budget: float) -> ParsedPdf:
+    with _PDFIUM_LOCK:
+        return _parse_with_pdfium_locked(data, max_pages, budget)
+
+
+def _parse_with_pdfium_locked(data: bytes, max_pages: int, budget: float) -> ParsedPdf:
     started = time.perf_counter()
     try:
         document = pdfium.PdfDocument(data, password="")

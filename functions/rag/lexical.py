@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -25,7 +26,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z']{2,}")
 class LexicalIndex:
     def __init__(self, retriever: bm25s.BM25) -> None:
         self._retriever = retriever
-        self._stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
+        self._per_thread = threading.local()
         self._vocab: dict[str, int] = dict(retriever.vocab_dict)
 
     @classmethod
@@ -38,9 +39,16 @@ class LexicalIndex:
 
     def tokens(self, query: str) -> list[str]:
         tokenised = bm25s.tokenize(
-            [query], stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
+            [query], stopwords="en", stemmer=self._stemmer(), return_ids=False, show_progress=False
         )
         return [token for token in tokenised[0] if token]
+
+    def _stemmer(self) -> Stemmer.Stemmer:
+        # A PyStemmer instance is not thread-safe, and FastAPI runs sync routes on a thread pool.
+        stemmer: Stemmer.Stemmer | None = getattr(self._per_thread, "stemmer", None)
+        if stemmer is None:
+            stemmer = self._per_thread.stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
+        return stemmer
 
     def known(self, token: str) -> bool:
         return token in self._vocab

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from functions.common.models import ExtractedPaper
@@ -94,3 +98,17 @@ def test_encrypted_pdf_needing_a_password_fails_with_a_clear_reason() -> None:
     outcome = parse_or_failure(_encrypted("reader-secret"), "http://x/locked.pdf", "url:locked")
     assert isinstance(outcome, ExtractedPaper) and not outcome.success
     assert outcome.failure_reason == "PDF parsing failed - encrypted PDF: a password is required to open it"
+
+
+def test_parsing_from_many_threads_at_once_neither_crashes_nor_mixes_pages() -> None:
+    # In a child process: without the PDFium lock this is a segfault, which would end pytest itself.
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.support.concurrent_pdf_parse"],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert child.returncode == 0, (child.returncode, child.stderr[-2000:])
+    assert "all equal to the serial parse" in child.stdout
