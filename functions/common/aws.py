@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.client import SFNClient
 
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
+# boto3's default session is not thread-safe while it creates clients, and step handlers run on
+# several threads locally (a Map's iterations) and in the extract step's pool.
+_CREATING = threading.Lock()
 
 
 def _endpoint_kwargs() -> dict[str, Any]:
@@ -29,26 +33,31 @@ def _endpoint_kwargs() -> dict[str, Any]:
 
 @cache
 def s3_client() -> S3Client:
-    return boto3.client("s3", **_endpoint_kwargs())
+    with _CREATING:
+        return boto3.client("s3", **_endpoint_kwargs())
 
 
 @cache
 def dynamodb_resource() -> DynamoDBServiceResource:
-    return boto3.resource("dynamodb", **_endpoint_kwargs())
+    with _CREATING:
+        return boto3.resource("dynamodb", **_endpoint_kwargs())
 
 
 @cache
 def sfn_client() -> SFNClient:
-    return boto3.client("stepfunctions", **_endpoint_kwargs())
+    with _CREATING:
+        return boto3.client("stepfunctions", **_endpoint_kwargs())
 
 
 @cache
 def events_client() -> EventBridgeClient:
-    return boto3.client("events", **_endpoint_kwargs())
+    with _CREATING:
+        return boto3.client("events", **_endpoint_kwargs())
 
 
 def generic_client(service: str) -> Any:
-    return boto3.client(service, **_endpoint_kwargs())  # type: ignore[call-overload]
+    with _CREATING:
+        return boto3.client(service, **_endpoint_kwargs())  # type: ignore[call-overload]
 
 
 def reset_clients() -> None:

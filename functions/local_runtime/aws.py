@@ -24,7 +24,7 @@ from moto import mock_aws
 from functions.common import resources
 from functions.common.aws import reset_clients
 from functions.common.settings import get_settings, reset_settings_cache
-from functions.local_runtime import lambda_adapter
+from functions.local_runtime import dynamodb_atomic, lambda_adapter
 
 REGION = "us-east-1"
 _FAKE_CREDENTIALS = {
@@ -88,6 +88,7 @@ class EmbeddedAws:
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         lambda_adapter.install()
+        dynamodb_atomic.install()
         self._create_storage()
         self._create_functions()
         self._create_state_machines()
@@ -100,6 +101,7 @@ class EmbeddedAws:
             self._mock.stop()
             self._mock = None
         lambda_adapter.uninstall()
+        dynamodb_atomic.uninstall()
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)

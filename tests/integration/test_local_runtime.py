@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,9 @@ from typing import Any
 import boto3
 import pytest
 
+from functions.common.aws import dynamodb_resource
 from functions.common.resources import StateMachineSpec, StepFunctionSpec
+from functions.common.settings import get_settings
 from functions.local_runtime.aws import EmbeddedAws
 from tests.integration import runtime_handlers
 from tests.support.embedded_aws import wait_for_execution
@@ -62,3 +65,40 @@ def test_map_retry_catch_and_timeout(embedded: EmbeddedAws) -> None:
     assert output["explode_error"]["Error"] == "ValueError"  # Catch saw the handler's exception
     assert "could not process" in output["explode_error"]["Cause"]
     assert output["sleepy_error"]["Error"] == "States.Timeout"  # TimeoutSeconds enforced
+
+
+def test_each_dynamodb_update_is_atomic_across_threads() -> None:
+    """As on AWS: concurrent ADDs are all counted and no reader sees half of an update."""
+    writers, updates = 6, 100
+    with EmbeddedAws(step_functions=[], state_machines=[]):
+        table = dynamodb_resource().Table(get_settings().jobs_table)
+        key = {"pk": "JOB#atomic", "sk": "JOB"}
+        table.put_item(Item={**key, "a": -1, "b": -1, "n": 0})
+        torn: list[dict[str, Any]] = []
+        done = threading.Event()
+
+        def write(writer: int) -> None:
+            for step in range(updates):
+                table.update_item(
+                    Key=key,
+                    UpdateExpression="SET a = :v, b = :v ADD n :one",
+                    ExpressionAttributeValues={":v": writer * updates + step, ":one": 1},
+                )
+
+        def read() -> None:
+            while not done.is_set():
+                item = table.get_item(Key=key)["Item"]
+                if item["a"] != item["b"]:
+                    torn.append(item)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        threads = [threading.Thread(target=write, args=(writer,)) for writer in range(writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        done.set()
+        reader.join()
+        assert table.get_item(Key=key)["Item"]["n"] == writers * updates
+        assert torn == []
