@@ -131,18 +131,10 @@ def report(meter: Meter, transitions: int, polls: int, wall: float, results: dic
     api_gb_seconds = api_requests * 0.05 * 512 / 1024  # ~50 ms per API call on the 512 MB function
     invocations = len(meter.invocations) + api_requests
     calls = meter.calls
-    dynamo_writes = sum(
-        n
-        for key, n in calls.items()
-        if key.split(":")[0] == "dynamodb" and key.split(":")[1] in DYNAMODB_WRITES
-    )
-    dynamo_reads = sum(
-        n
-        for key, n in calls.items()
-        if key.split(":")[0] == "dynamodb" and key.split(":")[1] in DYNAMODB_READS
-    )
-    s3_puts = sum(n for key, n in calls.items() if key.split(":")[0] == "s3" and key.split(":")[1] in S3_PUTS)
-    s3_gets = sum(n for key, n in calls.items() if key.split(":")[0] == "s3" and key.split(":")[1] in S3_GETS)
+    dynamo_writes = sum(calls[f"dynamodb:{operation}"] for operation in DYNAMODB_WRITES)
+    dynamo_reads = sum(calls[f"dynamodb:{operation}"] for operation in DYNAMODB_READS)
+    s3_puts = sum(calls[f"s3:{operation}"] for operation in S3_PUTS)
+    s3_gets = sum(calls[f"s3:{operation}"] for operation in S3_GETS)
     events = calls.get("events:PutEvents", 0) + 1  # + the state machine's own ResearchJob* event
     print(f"\nAWS calls made by the functions: {dict(sorted(calls.items()))}")
     lines = [

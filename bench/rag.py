@@ -36,6 +36,7 @@ from functions.rag.index import SourcePdf, build_index, load_knowledge_base, wri
 from functions.rag.knowledge_base import KnowledgeBase  # noqa: E402
 from functions.rag.loader import set_knowledge_base  # noqa: E402
 from functions.rag.minilm import MiniLmEmbedder  # noqa: E402
+from functions.rag.model import CITATION_TYPE, LOOKUP_TYPES  # noqa: E402
 from functions.rag.pdf_pages import normalise_text  # noqa: E402
 from functions.rag.store import LocalDirBlobStore  # noqa: E402
 
@@ -114,11 +115,9 @@ def hits_report(kb: KnowledgeBase, queries: list[dict[str, Any]], verbose: bool)
 
 def latency_report(kb: KnowledgeBase, queries: list[dict[str, Any]], rounds: int) -> None:
     set_knowledge_base(kb)
-    numbered = [
-        entity for entity in kb.nodes.values() if entity.type in ("formula", "algorithm", "table", "figure")
-    ]
+    numbered = [entity for entity in kb.nodes.values() if entity.type in LOOKUP_TYPES]
     graph_ids = [
-        entity.id for entity in kb.nodes.values() if not entity.is_chunk and entity.type != "citation"
+        entity.id for entity in kb.nodes.values() if not entity.is_chunk and entity.type != CITATION_TYPE
     ]
     timings: dict[str, list[float]] = {
         "POST /search/semantic": [],
@@ -146,8 +145,9 @@ def latency_report(kb: KnowledgeBase, queries: list[dict[str, Any]], rounds: int
                 timings[name].append((time.perf_counter() - started) * 1000)
                 assert response.status_code == 200, response.text
     set_knowledge_base(None)
-    mode = "hybrid" if kb.embedder is not None else "lexical"
-    print(f"\nwarm latency, {mode}, through the ASGI app ({rounds} requests each, response memo cleared, ms)")
+    print(
+        f"\nwarm latency, {kb.retrieval}, through the ASGI app ({rounds} requests each, response memo cleared, ms)"
+    )
     for name, values in timings.items():
         print(
             f"  {name:<26} p50 {statistics.median(values):6.2f}   p95 {percentile(values, 0.95):6.2f}   max {max(values):6.2f}"

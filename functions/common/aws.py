@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 from botocore.config import Config
@@ -32,9 +32,22 @@ def _endpoint_kwargs() -> dict[str, Any]:
 
 
 @cache
-def s3_client() -> S3Client:
+def generic_client(service: str) -> Any:
+    """A client for `service`, one per container like the typed ones below."""
     with _CREATING:
-        return boto3.client("s3", **_endpoint_kwargs())
+        return boto3.client(service, **_endpoint_kwargs())  # type: ignore[call-overload]
+
+
+def s3_client() -> S3Client:
+    return cast("S3Client", generic_client("s3"))
+
+
+def sfn_client() -> SFNClient:
+    return cast("SFNClient", generic_client("stepfunctions"))
+
+
+def events_client() -> EventBridgeClient:
+    return cast("EventBridgeClient", generic_client("events"))
 
 
 @cache
@@ -43,24 +56,7 @@ def dynamodb_resource() -> DynamoDBServiceResource:
         return boto3.resource("dynamodb", **_endpoint_kwargs())
 
 
-@cache
-def sfn_client() -> SFNClient:
-    with _CREATING:
-        return boto3.client("stepfunctions", **_endpoint_kwargs())
-
-
-@cache
-def events_client() -> EventBridgeClient:
-    with _CREATING:
-        return boto3.client("events", **_endpoint_kwargs())
-
-
-def generic_client(service: str) -> Any:
-    with _CREATING:
-        return boto3.client(service, **_endpoint_kwargs())  # type: ignore[call-overload]
-
-
 def reset_clients() -> None:
     """Drop cached clients (tests and the local runtime switch endpoints)."""
-    for factory in (s3_client, dynamodb_resource, sfn_client, events_client):
-        factory.cache_clear()
+    generic_client.cache_clear()
+    dynamodb_resource.cache_clear()

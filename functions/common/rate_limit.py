@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -109,18 +109,16 @@ class DynamoDbRateLimiter:
             new_tat, wait = next_state(float(stored) if stored is not None else None, now, limit, max_wait)
             new_value = Decimal(repr(round(new_tat, 6)))
             expires_at = int(new_tat + limit.tolerance + limit.interval) + 60
+            if stored is None:
+                condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(bucket_key)"}
+            else:
+                condition = {
+                    "ConditionExpression": "tat = :old",
+                    "ExpressionAttributeValues": {":old": stored},
+                }
             try:
-                if stored is None:
-                    condition = "attribute_not_exists(bucket_key)"
-                    values: dict[str, Decimal] = {}
-                else:
-                    condition = "tat = :old"
-                    values = {":old": stored}
-                kwargs = {"ExpressionAttributeValues": values} if values else {}
                 self._table.put_item(
-                    Item={"bucket_key": key, "tat": new_value, "expires_at": expires_at},
-                    ConditionExpression=condition,
-                    **kwargs,  # type: ignore[arg-type]
+                    Item={"bucket_key": key, "tat": new_value, "expires_at": expires_at}, **condition
                 )
                 # the slot is absolute: time spent on the round trips counts towards the wait
                 return max(0.0, now + wait - self._clock())

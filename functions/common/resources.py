@@ -6,6 +6,7 @@ names reach the code through the settings named in `setting`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +44,7 @@ class StepFunctionSpec:
 @dataclass(frozen=True)
 class StateMachineSpec:
     name: str
-    definition_file: str  # relative to statemachine/
+    definition_file: str  # relative to statemachine/ (an absolute path, e.g. a test fixture, as is)
 
     @property
     def path(self) -> Path:
@@ -81,3 +82,12 @@ STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
 )
 
 STATE_MACHINES: tuple[StateMachineSpec, ...] = (StateMachineSpec("research", "research.asl.json"),)
+
+# The `${Name}` an ASL file may use for a resource, and the setting holding that resource's name. The CDK
+# app and the local runtime substitute these, plus `${<logical_id>Arn}` for every step function.
+STATE_MACHINE_SUBSTITUTIONS: Mapping[str, str] = {
+    "DataBucket": "data_bucket",
+    "ArtifactsBucket": "artifacts_bucket",
+    "JobsTable": "jobs_table",
+    "EventBusName": "event_bus_name",
+}

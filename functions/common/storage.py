@@ -52,7 +52,7 @@ class S3BlobStore:
         try:
             return self._client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            if _is_missing(exc):
                 return None
             raise
 
@@ -60,7 +60,7 @@ class S3BlobStore:
         try:
             self._client.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            if _is_missing(exc):
                 return False
             raise
         return True
@@ -71,6 +71,11 @@ class S3BlobStore:
         for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
             keys.extend(item["Key"] for item in page.get("Contents", []))
         return keys
+
+
+def _is_missing(exc: ClientError) -> bool:
+    """GetObject says NoSuchKey; HeadObject, which has no body, only 404."""
+    return exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound")
 
 
 class InMemoryBlobStore:

@@ -14,7 +14,7 @@ from rapidfuzz import fuzz
 from functions.common.models import EvidenceQuote
 from functions.extract.layout import Line, Section, document_lines, find_sections, inherited_kinds
 from functions.extract.pdf import PageText, SizedLine
-from functions.extract.references import format_reference, split_references
+from functions.extract.references import format_reference, join_hyphenated, split_references
 
 FINDING_MIN, FINDING_MAX = 50, 200
 METHOD_MIN, METHOD_MAX = 200, 1000
@@ -161,11 +161,9 @@ class Analysis:
     authors: list[str] = field(default_factory=list)
     abstract: str = ""
     sections: list[str] = field(default_factory=list)
-    references: list[str] = field(default_factory=list)
     citations: list[str] = field(default_factory=list)
     key_findings: list[str] = field(default_factory=list)
     methodology: str = ""
-    conclusions: str = ""
     evidence: list[EvidenceQuote] = field(default_factory=list)
     confidence_score: float = 0.0
     findings_from_abstract_only: bool = False
@@ -191,10 +189,10 @@ def analyse(
         result.abstract = " ".join(lines[i].text for i in range(*abstract_span)).strip()
     elif metadata.get("abstract"):
         result.abstract = metadata["abstract"].strip()
-    result.abstract = _join_hyphenated(result.abstract)
+    result.abstract = join_hyphenated(result.abstract)
     result.sections = [s.title for s in sections if s.kind != "abstract"]
-    result.references = _reference_entries(lines, sections)
-    result.citations = [c for c in (format_reference(r) for r in result.references) if c]
+    references = _reference_entries(lines, sections)
+    result.citations = [c for c in (format_reference(r) for r in references) if c]
 
     sentences = _sentences(usable, lines, sections, kinds, abstract_span)
     focus_terms, focus_kinds = _focus(focus_areas or [])
@@ -206,7 +204,6 @@ def analyse(
     method_sentences = _method_sentences(sentences)
     result.methodology = " ".join(s.text for s in method_sentences)
     conclusion_sentences = _conclusion_sentences(sentences)
-    result.conclusions = " ".join(s.text for s in conclusion_sentences)
     result.evidence = _evidence(
         sentences, findings, method_sentences, conclusion_sentences, focus_terms, focus_kinds
     )
@@ -226,14 +223,13 @@ def _title(sized: list[SizedLine], lines: list[Line], metadata: dict[str, str]) 
     if (
         meta_title
         and len(meta_title.split()) >= 3
-        and not _BAD_META_TITLE.search(meta_title)
         and (not first_page_text or fuzz.partial_ratio(meta_title.lower(), first_page_text.lower()) >= 90)
     ):
         return meta_title
     from_fonts = _title_from_fonts(sized)
     if from_fonts:
         return from_fonts
-    if meta_title and not _BAD_META_TITLE.search(meta_title) and len(meta_title.split()) >= 2:
+    if meta_title and len(meta_title.split()) >= 2:
         return meta_title
     for line in lines[:15]:
         words = line.text.split()
@@ -268,7 +264,7 @@ def _title_from_fonts(sized: list[SizedLine]) -> str:
         elif title_lines:
             break
     title = " ".join(line.text for line in title_lines)
-    title = _join_hyphenated(re.sub(r"\s+", " ", title)).strip(" .*\u2020\u2021\u2217")
+    title = join_hyphenated(re.sub(r"\s+", " ", title)).strip(" .*\u2020\u2021\u2217")
     if title.isupper():
         title = title.title()
     return title if len(title.split()) >= 2 else ""
@@ -389,10 +385,6 @@ def _abstract_from_sizes(
             end = min(index + len(run), first_body if first_body and first_body > index else len(lines))
             return index, end
     return None
-
-
-def _join_hyphenated(text: str) -> str:
-    return re.sub(r"(?<=[a-z])- (?=[a-z])", "", text)
 
 
 # --- references ----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -18,7 +19,7 @@ from functions.common.settings import get_settings
 from functions.common.storage import BlobStore, S3BlobStore
 from functions.extract.documents import DocumentRepository, DynamoDocumentRepository
 from functions.extract.errors import DocumentTooLarge
-from functions.extract.service import ExtractionService, timestamp
+from functions.extract.service import ExtractionService
 
 ELEMENTS = ("title", "abstract", "key_findings", "methodology", "conclusions", "citations", "evidence")
 UPLOAD_CHUNK = 1024 * 1024
@@ -95,7 +96,7 @@ def extraction_response(
     metadata: dict[str, Any] = {
         "extraction_success": paper.success,
         "source_url": source_url,
-        "extraction_timestamp": timestamp(),
+        "extraction_timestamp": _utc_seconds(datetime.now(UTC)),
         "canonical_id": paper.canonical_id,
         "page_count": paper.page_count,
     }
@@ -109,6 +110,10 @@ def extraction_response(
             "confidence_score": paper.confidence_score if paper.success else 0.0,
         },
     }
+
+
+def _utc_seconds(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @tools_router.post("/api/tools/extract")
@@ -165,7 +170,7 @@ async def get_document(document_id: str, service: ServiceDep) -> dict[str, Any]:
     return {
         "document_id": record.document_id,
         "filename": record.filename,
-        "uploaded_at": record.uploaded_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "uploaded_at": _utc_seconds(record.uploaded_at),
         "size_bytes": record.size_bytes,
         "status": record.status,
         "pages": record.pages,

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from functions.common.aws import dynamodb_resource
 from functions.common.settings import Settings, get_settings
 from functions.extract.errors import DocumentTooLarge, UnprocessableDocument
+from functions.extract.resolve import LIBRARY_SCHEME
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
@@ -39,7 +40,7 @@ class DocumentRecord(BaseModel):
 
     @property
     def source_url(self) -> str:
-        return f"library://{self.document_id}"
+        return LIBRARY_SCHEME + self.document_id
 
 
 class DocumentRepository(Protocol):
@@ -62,6 +63,7 @@ def validate_upload(data: bytes, filename: str, settings: Settings | None = None
         raise DocumentTooLarge(f"file is {len(data)} bytes; the limit is {limit} bytes", field="file")
     if not data:
         raise UnprocessableDocument("file is empty", field="file")
+    # pdf.is_pdf's test written out: the search function imports this module and must not load pypdfium2.
     if b"%PDF-" not in data[:1024]:
         raise UnprocessableDocument(f"{filename or 'file'} is not a PDF (no %PDF header)", field="file")
     return hashlib.sha256(data).hexdigest()

@@ -76,11 +76,9 @@ def error_response(request: Request, exc: Exception) -> JSONResponse:
         return _agent_error(400, "INVALID_REQUEST", exc.message, "source_url")
     if isinstance(exc, FetchTimeout):
         return _agent_error(504, "EXTRACTION_TIMEOUT", f"Extraction exceeded 45 second limit ({exc.message})")
-    if isinstance(exc, NotFound):
-        if trust:
-            return _trust_error(404, "not_found", exc.message)
-        return _agent_error(404, "SOURCE_UNAVAILABLE", f"Failed to fetch content from URL: {exc.message}")
-    if isinstance(exc, FetchError):
+    if isinstance(exc, NotFound) and trust:
+        return _trust_error(404, "not_found", exc.message)
+    if isinstance(exc, NotFound | FetchError):
         return _agent_error(404, "SOURCE_UNAVAILABLE", f"Failed to fetch content from URL: {exc.message}")
     message = exc.message if isinstance(exc, DomainError) else "internal error"
     if trust:

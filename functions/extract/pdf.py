@@ -16,6 +16,8 @@ import statistics
 import threading
 import time
 import unicodedata
+from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,30 +166,16 @@ def _parse_with_pdfium_locked(data: bytes, max_pages: int, budget: float) -> Par
     try:
         total = len(document)
         metadata = {k: str(v) for k, v in document.get_metadata_dict(skip_empty=True).items()}
-        pages: list[PageText] = []
         first_lines: list[SizedLine] = []
-        truncated = False
-        for index in range(total):
-            if index >= max_pages or time.perf_counter() - started > budget:
-                truncated = True
-                break
-            try:
-                page = document[index]
-                try:
-                    textpage = page.get_textpage()
-                    try:
-                        raw = textpage.get_text_range()
-                        if index == 0:
-                            first_lines = _sized_lines(textpage, page.get_height())
-                    finally:
-                        textpage.close()
-                finally:
-                    page.close()
-            except Exception:  # one damaged page must not sink the document
-                pages.append(PageText(index + 1, "", ["error"]))
-                continue
-            text = normalise_text(raw)
-            pages.append(PageText(index + 1, text, quality_flags(text)))
+
+        def read_page(index: int) -> str:
+            with closing(document[index]) as page, closing(page.get_textpage()) as textpage:
+                raw: str = textpage.get_text_range()
+                if index == 0:
+                    first_lines.extend(_sized_lines(textpage, page.get_height()))
+                return raw
+
+        pages, truncated = _read_pages(total, read_page, max_pages, budget, started)
         return ParsedPdf(pages, total, metadata, first_lines, "pypdfium2", truncated)
     finally:
         document.close()
@@ -248,17 +236,33 @@ def _parse_with_pypdf(data: bytes, max_pages: int, budget: float, earlier_reason
         metadata = {str(k).lstrip("/"): str(v) for k, v in info.items() if v}
     except Exception:  # broken info dictionaries are common and irrelevant
         metadata = {}
+
+    def read_page(index: int) -> str:
+        return reader.pages[index].extract_text() or ""
+
+    pages, truncated = _read_pages(total, read_page, max_pages, budget, started, join_hyphens=True)
+    return ParsedPdf(pages, total, metadata, [], "pypdf", truncated)
+
+
+def _read_pages(
+    total: int,
+    read_page: Callable[[int], str],
+    max_pages: int,
+    budget: float,
+    started: float,
+    *,
+    join_hyphens: bool = False,
+) -> tuple[list[PageText], bool]:
+    """Normalised, flagged pages until the page cap or the time budget; (pages, truncated)."""
     pages: list[PageText] = []
-    truncated = False
     for index in range(total):
         if index >= max_pages or time.perf_counter() - started > budget:
-            truncated = True
-            break
+            return pages, True
         try:
-            raw = reader.pages[index].extract_text() or ""
+            raw = read_page(index)
         except Exception:  # one damaged page must not sink the document
             pages.append(PageText(index + 1, "", ["error"]))
             continue
-        text = normalise_text(raw, join_hyphens=True)
+        text = normalise_text(raw, join_hyphens=join_hyphens)
         pages.append(PageText(index + 1, text, quality_flags(text)))
-    return ParsedPdf(pages, total, metadata, [], "pypdf", truncated)
+    return pages, False

@@ -50,9 +50,13 @@ def split_references(lines: list[str]) -> list[str]:
     return [entry for entry in cleaned if _YEAR.search(entry) and 25 <= len(entry) <= 1200][:MAX_REFERENCES]
 
 
+def join_hyphenated(text: str) -> str:
+    """Rejoin words hyphenated at a line end once the lines are joined with spaces ("trans- former")."""
+    return re.sub(r"(?<=[a-z])- (?=[a-z])", "", text)
+
+
 def _tidy(entry: str) -> str:
-    entry = _NUMBERED_ENTRY.sub("", entry, count=1)
-    entry = re.sub(r"(?<=[a-z])- (?=[a-z])", "", entry)
+    entry = join_hyphenated(_NUMBERED_ENTRY.sub("", entry, count=1))
     return re.sub(r"\s+", " ", entry).strip()
 
 

@@ -38,6 +38,10 @@ def arxiv_target(identifier: str, version: str | None) -> Target:
     return Target("arxiv", value, f"arxiv:{value}")
 
 
+def library_target(document_id: str) -> Target:
+    return Target("library", document_id, f"library:{document_id}")
+
+
 def classify(source_url: str) -> Target:
     """Raises InvalidInput for anything that is neither an identifier nor an http(s) URL."""
     raw = (source_url or "").strip()
@@ -49,7 +53,7 @@ def classify(source_url: str) -> Target:
         document_id = raw[len(LIBRARY_SCHEME) :].strip("/")
         if not _DOCUMENT_ID.match(document_id):
             raise InvalidInput(f"not a document id: {document_id!r}", field="source_url")
-        return Target("library", document_id, f"library:{document_id}")
+        return library_target(document_id)
     lowered = raw.lower()
     for prefix in ("arxiv:", "arxiv.org/abs/"):
         if lowered.startswith(prefix):

@@ -37,7 +37,7 @@ from functions.extract.errors import SourceUnavailable, UnprocessableDocument
 from functions.extract.extraction import failed, from_parsed, parse_or_failure
 from functions.extract.html import HtmlDocument, parse_html
 from functions.extract.pdf import ParsedPdf, is_pdf
-from functions.extract.resolve import Target, classify
+from functions.extract.resolve import LIBRARY_SCHEME, Target, classify, library_target
 
 PDF_ACCEPT = "application/pdf,text/html;q=0.9,*/*;q=0.5"
 MISSING_STATUSES = frozenset({404, 410})
@@ -79,12 +79,11 @@ class Fetched:
 @dataclass(slots=True)
 class _Deadline:
     ends_at: float
-    fetch_cap: float = CANDIDATE_TIMEOUT_SECONDS
     tried: list[str] = field(default_factory=list)
 
     def remaining(self, cap: float | None = None) -> float:
         left = self.ends_at - time.monotonic()
-        return max(0.5, min(left, cap or self.fetch_cap))
+        return max(0.5, min(left, cap or CANDIDATE_TIMEOUT_SECONDS))
 
 
 class ExtractionService:
@@ -152,41 +151,41 @@ class ExtractionService:
         except FetchTooLarge as exc:
             return failed(source_url, target.canonical_id, f"document too large - {exc.message}")
         if fetched.kind == "other":
-            paper = failed(
+            return failed(
                 source_url,
                 target.canonical_id,
                 f"unsupported content: {fetched.content_type or 'unknown type'} is neither PDF nor HTML",
             )
-            return paper
         sha256: str | None = None
         extra_citations: list[str] = []
         if fetched.kind == "pdf":
             sha256 = hashlib.sha256(fetched.content).hexdigest()
-            await asyncio.to_thread(
-                self._blobs.put_bytes, pdf_key(sha256), fetched.content, "application/pdf"
-            )
+            await self._store_pdf(sha256, fetched.content)
             self.stats.parses += 1
             outcome = await asyncio.to_thread(
                 parse_or_failure, fetched.content, source_url, target.canonical_id
             )
             if isinstance(outcome, ExtractedPaper):
                 outcome.pdf_sha256 = sha256
-                await asyncio.to_thread(
-                    put_json, self._blobs, parsed_key(target.canonical_id), _dump(outcome)
-                )
+                await self._store_paper(outcome)
                 return outcome
             parsed = outcome
         else:
             assert fetched.html is not None
             parsed = ParsedPdf(fetched.html.pages, 1, fetched.html.metadata, [], "html")
             extra_citations = fetched.html.citations
-        await asyncio.to_thread(
-            put_json,
-            self._blobs,
-            pages_key(target.canonical_id),
-            {"parsed": parsed.to_json(), "pdf_sha256": sha256, "extra_citations": extra_citations},
-        )
+        await self._store_pages(target.canonical_id, parsed, sha256, extra_citations)
         return await self._analyse_and_store(parsed, target, source_url, focus, sha256, extra_citations)
+
+    async def _store_pdf(self, sha256: str, data: bytes) -> None:
+        await asyncio.to_thread(self._blobs.put_bytes, pdf_key(sha256), data, "application/pdf")
+
+    async def _store_pages(
+        self, canonical_id: str, parsed: ParsedPdf, sha256: str | None, extra_citations: list[str]
+    ) -> None:
+        """The normalised pages that `_from_cache` re-analyses instead of fetching and parsing again."""
+        stored = {"parsed": parsed.to_json(), "pdf_sha256": sha256, "extra_citations": extra_citations}
+        await asyncio.to_thread(put_json, self._blobs, pages_key(canonical_id), stored)
 
     async def _analyse_and_store(
         self,
@@ -207,8 +206,13 @@ class ExtractionService:
                 extra_citations=extra_citations,
             )
         )
-        await asyncio.to_thread(put_json, self._blobs, parsed_key(target.canonical_id), _dump(paper))
+        await self._store_paper(paper)
         return paper
+
+    async def _store_paper(self, paper: ExtractedPaper) -> None:
+        await asyncio.to_thread(
+            put_json, self._blobs, parsed_key(paper.canonical_id), paper.model_dump(mode="json")
+        )
 
     async def _from_cache(self, target: Target, source_url: str, focus: list[str]) -> ExtractedPaper | None:
         stored = await asyncio.to_thread(get_json, self._blobs, pages_key(target.canonical_id))
@@ -261,10 +265,7 @@ class ExtractionService:
         for url in candidates:
             try:
                 fetched = await self._fetch_url(url, deadline, follow_html=True)
-            except (SourceUnavailable, FetchBlocked, FetchTimeout) as exc:
-                last_error = exc
-                continue
-            except FetchError as exc:
+            except (SourceUnavailable, FetchError) as exc:
                 last_error = exc
                 continue
             if fetched.kind == "pdf":
@@ -290,10 +291,8 @@ class ExtractionService:
         except FetchError as exc:
             raise SourceUnavailable(exc.message) from exc
         _raise_for_status(response)
-        if is_pdf(response.content):
-            return Fetched("pdf", response.url, response.content, content_type=response.content_type)
-        if response.content_type == "application/pdf":
-            # Declared a PDF but is not one: let the parser produce a clean failure reason.
+        # Declared a PDF but is not one: still "pdf", so that the parser gives a clean failure reason.
+        if is_pdf(response.content) or response.content_type == "application/pdf":
             return Fetched("pdf", response.url, response.content, content_type=response.content_type)
         looks_html = "html" in response.content_type or response.content[:200].lstrip().startswith(b"<")
         if not looks_html:
@@ -302,7 +301,7 @@ class ExtractionService:
         if follow_html and document.pdf_url and document.pdf_url not in deadline.tried:
             try:
                 linked = await self._fetch_url(document.pdf_url, deadline, follow_html=False)
-            except (SourceUnavailable, FetchBlocked, FetchError):
+            except (SourceUnavailable, FetchError):
                 linked = None
             if linked is not None and linked.kind == "pdf":
                 return linked
@@ -342,7 +341,7 @@ class ExtractionService:
             return []
         locations = [data.get("best_oa_location") or {}, *(data.get("oa_locations") or [])]
         return [
-            str(loc[k]) for loc in locations for k in ("url_for_pdf",) if isinstance(loc, dict) and loc.get(k)
+            str(loc["url_for_pdf"]) for loc in locations if isinstance(loc, dict) and loc.get("url_for_pdf")
         ]
 
     async def _openalex_pdfs(self, doi: str, deadline: _Deadline) -> list[str]:
@@ -389,24 +388,19 @@ class ExtractionService:
         existing = await asyncio.to_thread(self._documents.get, document_id)
         if existing is not None and existing.status == "indexed":
             return existing
-        canonical_id = f"library:{document_id}"
+        target = library_target(document_id)
+        source_url = LIBRARY_SCHEME + document_id
         self.stats.parses += 1
-        outcome = await asyncio.to_thread(parse_or_failure, data, f"library://{document_id}", canonical_id)
+        outcome = await asyncio.to_thread(parse_or_failure, data, source_url, target.canonical_id)
         if isinstance(outcome, ExtractedPaper):
             raise UnprocessableDocument(outcome.failure_reason or "the PDF cannot be parsed", field="file")
         if not outcome.text_pages:
             raise UnprocessableDocument(
                 "the PDF has no text layer (an image-only scan); OCR is not supported", field="file"
             )
-        await asyncio.to_thread(self._blobs.put_bytes, pdf_key(sha256), data, "application/pdf")
-        await asyncio.to_thread(
-            put_json,
-            self._blobs,
-            pages_key(canonical_id),
-            {"parsed": outcome.to_json(), "pdf_sha256": sha256, "extra_citations": []},
-        )
-        target = Target("library", document_id, canonical_id)
-        paper = await self._analyse_and_store(outcome, target, target_url(document_id), [], sha256, [])
+        await self._store_pdf(sha256, data)
+        await self._store_pages(target.canonical_id, outcome, sha256, [])
+        paper = await self._analyse_and_store(outcome, target, source_url, [], sha256, [])
         title = str(metadata.get("title") or paper.title or filename)
         year = _document_year(metadata.get("year"), outcome.metadata)
         record = DocumentRecord(
@@ -418,7 +412,7 @@ class ExtractionService:
             pages=outcome.page_count,
             sha256=sha256,
             pdf_key=pdf_key(sha256),
-            parsed_key=parsed_key(canonical_id),
+            parsed_key=parsed_key(target.canonical_id),
             title=title,
             authors=[str(a) for a in metadata.get("authors", [])] or paper.authors,
             abstract=paper.abstract,
@@ -443,10 +437,6 @@ def _document_year(given: object, pdf_metadata: dict[str, str]) -> int:
     return datetime.now(UTC).year
 
 
-def target_url(document_id: str) -> str:
-    return f"library://{document_id}"
-
-
 def _search_text(title: str, paper: ExtractedPaper) -> str:
     parts = [title, paper.abstract, " ".join(paper.sections), " ".join(paper.key_findings), paper.methodology]
     return "\n".join(p for p in parts if p)
@@ -461,11 +451,6 @@ def _raise_for_status(response: FetchedResponse) -> None:
     if status in DENIED_STATUSES:
         raise SourceUnavailable(f"HTTP {status}: access to {response.url} is denied (paywall or login)")
     raise SourceUnavailable(f"HTTP {status} from {response.url}", transient=status >= 500 or status == 429)
-
-
-def _dump(paper: ExtractedPaper) -> dict[str, Any]:
-    dumped: dict[str, Any] = paper.model_dump(mode="json")
-    return dumped
 
 
 def _cut(text: str, limit: int) -> str:
@@ -505,7 +490,3 @@ def _whole_items_within(items: list[str], budget: int) -> tuple[list[str], int]:
         kept.append(item)
         budget -= len(item)
     return kept, budget
-
-
-def timestamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

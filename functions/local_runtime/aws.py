@@ -14,7 +14,6 @@ import re
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -34,14 +33,6 @@ _FAKE_CREDENTIALS = {
     "AWS_DEFAULT_REGION": REGION,
 }
 _SUBSTITUTION = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
-_LAMBDA_TRUST = json.dumps(
-    {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
-        ],
-    }
-)
 
 
 def substitute(definition: str, values: Mapping[str, str]) -> str:
@@ -148,10 +139,7 @@ class EmbeddedAws:
         specs = list(self.step_functions)
         if not specs:
             return
-        iam = boto3.client("iam", region_name=REGION)
-        role_arn = iam.create_role(
-            RoleName="local-step-function-role", AssumeRolePolicyDocument=_LAMBDA_TRUST
-        )["Role"]["Arn"]
+        role_arn = _service_role("local-step-function-role", "lambda.amazonaws.com")
         lambda_client = boto3.client("lambda", region_name=REGION)
         for spec in specs:
             created = lambda_client.create_function(
@@ -169,15 +157,11 @@ class EmbeddedAws:
         machines = list(self.state_machines)
         if not machines:
             return
-        iam = boto3.client("iam", region_name=REGION)
-        role_arn = iam.create_role(
-            RoleName="local-state-machine-role",
-            AssumeRolePolicyDocument=_LAMBDA_TRUST.replace("lambda.amazonaws.com", "states.amazonaws.com"),
-        )["Role"]["Arn"]
+        role_arn = _service_role("local-state-machine-role", "states.amazonaws.com")
         sfn = boto3.client("stepfunctions", region_name=REGION)
         values = self.substitutions()
         for machine in machines:
-            definition = substitute(Path(machine.path).read_text(encoding="utf-8"), values)
+            definition = substitute(machine.path.read_text(encoding="utf-8"), values)
             created = sfn.create_state_machine(name=machine.name, definition=definition, roleArn=role_arn)
             self.state_machine_arns[machine.name] = created["stateMachineArn"]
 
@@ -185,11 +169,19 @@ class EmbeddedAws:
         """The same `${...}` names the CDK app passes as definition_substitutions."""
         settings = get_settings()
         values = {f"{logical_id}Arn": arn for logical_id, arn in self.function_arns.items()}
-        values["ArtifactsBucket"] = settings.artifacts_bucket
-        values["DataBucket"] = settings.data_bucket
-        values["JobsTable"] = settings.jobs_table
-        values["EventBusName"] = settings.event_bus_name
+        for name, setting in resources.STATE_MACHINE_SUBSTITUTIONS.items():
+            values[name] = getattr(settings, setting)
         return values
+
+
+def _service_role(name: str, service: str) -> str:
+    """A role that `service` (e.g. "lambda.amazonaws.com") may assume; its ARN."""
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
+    }
+    iam = boto3.client("iam", region_name=REGION)
+    return str(iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"])
 
 
 def _placeholder_zip() -> bytes:

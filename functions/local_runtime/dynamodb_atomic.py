@@ -12,35 +12,25 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from moto.dynamodb.responses import DynamoHandler
 
+from functions.local_runtime.patching import MethodPatch
+
 _requests = threading.Lock()
-_installed = threading.Lock()
-_original: Any = None
 
 
-def install() -> None:
-    """Patch moto once per process; idempotent."""
-    global _original
-    with _installed:
-        if _original is not None:
-            return
-        original = DynamoHandler.call_action
+def _atomic(call_action: Callable[[DynamoHandler], Any]) -> Callable[[DynamoHandler], Any]:
+    @functools.wraps(call_action)
+    def atomic_call_action(self: DynamoHandler) -> Any:
+        with _requests:
+            return call_action(self)
 
-        @functools.wraps(original)
-        def call_action(self: DynamoHandler) -> Any:
-            with _requests:
-                return original(self)
-
-        _original = original
-        DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+    return atomic_call_action
 
 
-def uninstall() -> None:
-    global _original
-    with _installed:
-        if _original is not None:
-            DynamoHandler.call_action = _original  # type: ignore[method-assign]
-            _original = None
+_PATCH = MethodPatch(DynamoHandler, "call_action", _atomic)
+install = _PATCH.install
+uninstall = _PATCH.uninstall

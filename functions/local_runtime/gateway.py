@@ -56,7 +56,13 @@ def _docs_paths(app: FastAPI) -> set[str]:
 
 class Gateway:
     def __init__(self, apps: dict[str, FastAPI]) -> None:
-        self._apps = apps
+        # each app's own /docs and /openapi.json are left out: the gateway serves merged ones
+        self._routes = [
+            (app, route)
+            for app in apps.values()
+            for route in app.router.routes
+            if getattr(route, "path", None) not in _docs_paths(app)
+        ]
         self._docs = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
         spec = merged_openapi(apps)
 
@@ -74,16 +80,12 @@ class Gateway:
 
     def app_for(self, scope: Scope) -> Any:
         partial = None
-        for app in self._apps.values():
-            own_docs = _docs_paths(app)
-            for route in app.router.routes:
-                if getattr(route, "path", None) in own_docs:
-                    continue  # each app's own /docs and /openapi.json: the gateway serves merged ones
-                match, _ = route.matches(scope)
-                if match is Match.FULL:
-                    return app
-                if match is Match.PARTIAL and partial is None:
-                    partial = app  # path matches, method does not: that app answers 405
+        for app, route in self._routes:
+            match, _ = route.matches(scope)
+            if match is Match.FULL:
+                return app
+            if match is Match.PARTIAL and partial is None:
+                partial = app  # path matches, method does not: that app answers 405
         return partial or self._docs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

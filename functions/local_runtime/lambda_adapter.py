@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import threading
 import time
 import traceback
 import uuid
@@ -26,10 +25,9 @@ from typing import Any
 
 from moto.awslambda.models import LambdaFunction
 
-Handler = Callable[[Any, Any], Any]
+from functions.local_runtime.patching import MethodPatch
 
-_installed = threading.Lock()
-_original: Any = None
+Handler = Callable[[Any, Any], Any]
 
 
 @dataclass
@@ -81,18 +79,10 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     return json.dumps(result, default=str), False, ""
 
 
-def install() -> None:
-    """Patch moto once per process; idempotent."""
-    global _original
-    with _installed:
-        if _original is None:
-            _original = LambdaFunction._invoke_lambda
-            LambdaFunction._invoke_lambda = lambda self, event=None: invoke_in_process(self, event)  # type: ignore[method-assign]
+def _invoke_lambda(self: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
+    return invoke_in_process(self, event)  # looked up per call: bench/job_cost.py wraps it
 
 
-def uninstall() -> None:
-    global _original
-    with _installed:
-        if _original is not None:
-            LambdaFunction._invoke_lambda = _original  # type: ignore[method-assign]
-            _original = None
+_PATCH = MethodPatch(LambdaFunction, "_invoke_lambda", lambda _original: _invoke_lambda)
+install = _PATCH.install
+uninstall = _PATCH.uninstall

@@ -18,10 +18,17 @@ from typing import Any
 from functions.common.errors import Conflict, InvalidInput, NotFound, UpstreamError
 from functions.common.storage import BlobStore
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
-from functions.orchestrate.models import PHASE_DESCRIPTIONS, ExecuteRequest, JobStatus
-from functions.orchestrate.planning import Renderer, build_plan, connector_syntax, describe
+from functions.orchestrate.models import (
+    ARTIFACT_NAMES,
+    PHASE_DESCRIPTIONS,
+    ExecuteRequest,
+    JobStatus,
+    audit_event,
+    decision,
+    utc_now,
+)
+from functions.orchestrate.planning import CONNECTORS, Renderer, build_plan, connector_syntax, describe
 from functions.orchestrate.store import JobStore, TaskTokens, WorkflowStarter
-from functions.orchestrate.workflow import ARTIFACT_NAMES, audit_event, decision, utc_now
 
 COUNTERS = (
     "queries_total",
@@ -79,7 +86,8 @@ class JobService:
     tokens: TaskTokens | None = None
     settings: WorkflowSettings = field(default_factory=get_workflow_settings)
     render: Renderer = connector_syntax
-    connectors: tuple[str, ...] = ("arxiv", "semantic_scholar", "openalex", "crossref")
+    # Called only when a plan is built, so that reading a job never resolves the search configuration.
+    connectors: Callable[[], tuple[str, ...]] = field(default=lambda: CONNECTORS)
     artifact_link: Callable[[str], str] = field(default=lambda key: key)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
@@ -91,7 +99,7 @@ class JobService:
             request.scope_parameters,
             now=self.clock(),
             relevance_threshold=self.settings.relevance_threshold,
-            connectors=self.connectors,
+            connectors=self.connectors(),
             render=self.render,
         )
         analysis, execution_plan = describe(
@@ -374,6 +382,6 @@ def start_job(
 
     request = ExecuteRequest.model_validate({"research_goal": goal, "scope_parameters": scope or {}})
     response, _ = job_service().submit(
-        request, idempotency_key=idempotency_key, client_id=f"{source}", source=source
+        request, idempotency_key=idempotency_key, client_id=source, source=source
     )
     return str(response["job_id"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Literal
 
@@ -12,6 +13,14 @@ ImpactLevel = Literal["cutting_edge", "high_impact", "established", "baseline"]
 
 SOURCES_BY_DEPTH: dict[str, int] = {"rapid": 10, "focused": 15, "comprehensive": 30, "exhaustive": 50}
 DEFAULT_WINDOW_YEARS = 3
+
+ARTIFACT_NAMES: dict[str, str] = {
+    "report.md": "text/markdown; charset=utf-8",
+    "bibliography.bib": "application/x-bibtex; charset=utf-8",
+    "annotated_bibliography.md": "text/markdown; charset=utf-8",
+    "quote_library.json": "application/json",
+    "search_report.md": "text/markdown; charset=utf-8",
+}
 
 
 class JobStatus(StrEnum):
@@ -104,3 +113,23 @@ class ExecuteRequest(_Strict):
 
 class CheckpointDecision(_Strict):
     reason: str | None = Field(default=None, max_length=500)
+
+
+# --- entries of a job record's audit log and decisions ---------------------------------------------
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def audit_event(phase: str, event: str, detail: str) -> dict[str, str]:
+    return {"timestamp": utc_now(), "phase": phase, "event": event, "detail": detail}
+
+
+def decision(decision_type: str, reasoning: str, action_taken: str) -> dict[str, str]:
+    return {
+        "timestamp": utc_now(),
+        "decision_type": decision_type,
+        "reasoning": reasoning,
+        "action_taken": action_taken,
+    }

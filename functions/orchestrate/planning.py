@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -258,16 +258,7 @@ class PlannedQuery:
     max_results: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "query_id": self.query_id,
-            "connector": self.connector,
-            "query": self.query,
-            "upstream_query": self.upstream_query,
-            "terms": self.terms,
-            "year_start": self.year_start,
-            "year_end": self.year_end,
-            "max_results": self.max_results,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -284,18 +275,7 @@ class Policies:
     weights: tuple[float, float, float, float, float]  # relevance, citations, recency, method, access
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "year_start": self.year_start,
-            "year_end": self.year_end,
-            "impact_level": self.impact_level,
-            "min_citations": self.min_citations,
-            "min_quality_score": self.min_quality_score,
-            "relevance_threshold": self.relevance_threshold,
-            "diversity_required": self.diversity_required,
-            "max_share_per_venue": self.max_share_per_venue,
-            "min_connectors": self.min_connectors,
-            "weights": list(self.weights),
-        }
+        return {**asdict(self), "weights": list(self.weights)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Policies:
@@ -312,19 +292,9 @@ class ResearchPlan:
     policies: Policies
     target_sources: int
     focus_areas: list[str]
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "goal": self.goal,
-            "topic": self.topic,
-            "key_phrases": self.key_phrases,
-            "sub_questions": self.sub_questions,
-            "queries": [query.to_dict() for query in self.queries],
-            "policies": self.policies.to_dict(),
-            "target_sources": self.target_sources,
-            "focus_areas": self.focus_areas,
-        }
+        return {**asdict(self), "policies": self.policies.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ResearchPlan:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,6 +49,21 @@ def _from_dynamo(value: Any) -> Any:
     return value
 
 
+def _job_key(job_id: str) -> dict[str, str]:
+    return {"pk": f"JOB#{job_id}", "sk": JOB_SK}
+
+
+def _conditional_write(write: Callable[[], object]) -> bool:
+    """Run a conditional DynamoDB write; False when its condition failed."""
+    try:
+        write()
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
 class JobStore(Protocol):
     def create(self, item: dict[str, Any]) -> bool: ...
 
@@ -71,21 +87,15 @@ class DynamoDbJobStore:
         self._table = table or dynamodb_resource().Table(get_settings().jobs_table)
 
     def create(self, item: dict[str, Any]) -> bool:
-        try:
-            self._table.put_item(
-                Item=_to_dynamo({**item, "pk": f"JOB#{item['job_id']}", "sk": JOB_SK}),
+        return _conditional_write(
+            lambda: self._table.put_item(
+                Item=_to_dynamo({**item, **_job_key(item["job_id"])}),
                 ConditionExpression="attribute_not_exists(pk)",
             )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        )
 
     def get(self, job_id: str) -> dict[str, Any] | None:
-        item = self._table.get_item(Key={"pk": f"JOB#{job_id}", "sk": JOB_SK}, ConsistentRead=True).get(
-            "Item"
-        )
+        item = self._table.get_item(Key=_job_key(job_id), ConsistentRead=True).get("Item")
         if not item:
             return None
         found: dict[str, Any] = _from_dynamo(dict(item))
@@ -136,24 +146,20 @@ class DynamoDbJobStore:
             expression += " ADD " + ", ".join(adds)
         if not expression:
             return True
-        try:
-            self._table.update_item(
-                Key={"pk": f"JOB#{job_id}", "sk": JOB_SK},
+        return _conditional_write(
+            lambda: self._table.update_item(
+                Key=_job_key(job_id),
                 UpdateExpression=expression.strip(),
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        )
 
     def claim_idempotency_key(self, key: str, job_id: str, fingerprint: str) -> str | None:
         """Claim `key` for `job_id`; when it was claimed before, return that job id instead."""
-        try:
-            self._table.put_item(
+        claimed = _conditional_write(
+            lambda: self._table.put_item(
                 Item={
                     "pk": f"IDEMPOTENCY#{key}",
                     "sk": IDEMPOTENCY_SK,
@@ -163,10 +169,9 @@ class DynamoDbJobStore:
                 },
                 ConditionExpression="attribute_not_exists(pk)",
             )
+        )
+        if claimed:
             return None
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
         existing = self._table.get_item(
             Key={"pk": f"IDEMPOTENCY#{key}", "sk": IDEMPOTENCY_SK}, ConsistentRead=True
         )["Item"]

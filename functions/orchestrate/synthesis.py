@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -122,19 +122,6 @@ class Evidence:
     char_start: int
     char_end: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "evidence_id": self.evidence_id,
-            "source_id": self.source_id,
-            "quote": self.quote,
-            "page": self.page,
-            "section": self.section,
-            "kind": self.kind,
-            "relevance_score": self.relevance_score,
-            "char_start": self.char_start,
-            "char_end": self.char_end,
-        }
-
 
 @dataclass
 class Claim:
@@ -145,17 +132,6 @@ class Claim:
     confidence: float
     notes: str
     kept: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "claim_id": self.claim_id,
-            "claim_text": self.claim_text,
-            "evidence_ids": self.evidence_ids,
-            "verdict": self.verdict,
-            "confidence": self.confidence,
-            "notes": self.notes,
-            "kept": self.kept,
-        }
 
 
 @dataclass
@@ -188,24 +164,7 @@ class SynthesisResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "research_goal": self.research_goal,
-            "executive_summary": self.executive_summary,
-            "synthesis_text": self.synthesis_text,
-            "primary_themes": self.primary_themes,
-            "gaps_identified": self.gaps_identified,
-            "sources_analyzed": self.sources_analyzed,
-            "methodologies_found": self.methodologies_found,
-            "methodologies": self.methodologies,
-            "evidence": [item.to_dict() for item in self.evidence],
-            "claims": [claim.to_dict() for claim in self.claims],
-            "confidence_score": self.confidence_score,
-            "confidence_rationale": self.confidence_rationale,
-            "refusal": self.refusal,
-            "refusal_reason": self.refusal_reason,
-            "writer": self.writer,
-            "notes": self.notes,
-        }
+        return asdict(self)  # evidence and claims become dicts too
 
 
 def _normalise(text: str) -> str:
@@ -247,12 +206,14 @@ def verify_claim(claim_text: str, quotes: list[str]) -> tuple[str, float, str]:
     if not quotes:
         return UNSUPPORTED, 0.0, "cites no known evidence"
     claim = _normalise(claim_text)
-    joined = " ".join(_normalise(quote) for quote in quotes)
-    containment = max(fuzz.partial_ratio(claim, _normalise(quote)) for quote in quotes) / 100
+    normalised = [_normalise(quote) for quote in quotes]
+    joined = " ".join(normalised)
+    containment = max(fuzz.partial_ratio(claim, quote) for quote in normalised) / 100
     claim_terms = set(content_tokens(claim_text))
     quote_terms = set(content_tokens(joined))
     coverage = len(claim_terms & quote_terms) / len(claim_terms) if claim_terms else 0.0
-    missing_numbers = [n for n in _NUMBER.findall(claim) if n not in _NUMBER.findall(joined)]
+    quoted_numbers = set(_NUMBER.findall(joined))
+    missing_numbers = [n for n in _NUMBER.findall(claim) if n not in quoted_numbers]
     if missing_numbers:
         return (
             UNSUPPORTED,

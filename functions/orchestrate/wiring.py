@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from functions.common.settings import Settings, get_settings
@@ -10,7 +10,7 @@ from functions.common.storage import S3BlobStore
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.llm import provider_from_settings
-from functions.orchestrate.planning import connector_syntax
+from functions.orchestrate.planning import CONNECTORS, connector_syntax
 from functions.orchestrate.store import (
     DynamoDbJobStore,
     EventBridgePublisher,
@@ -18,12 +18,14 @@ from functions.orchestrate.store import (
     StepFunctionsTaskTokens,
     presigned_artifact_url,
 )
-from functions.orchestrate.workflow import Workflow
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY
 from functions.search.connectors.base import ConnectorContext
 from functions.search.models import PaperQuery
 from functions.search.service import SearchService
+
+if TYPE_CHECKING:
+    from functions.orchestrate.workflow import Workflow
 
 _SECRET_PARAMS = frozenset({"api_key", "mailto", "key"})
 
@@ -48,7 +50,7 @@ def configured_connectors() -> tuple[str, ...]:
         names = SearchSettings().connector_names or list(REGISTRY)
         return tuple(name for name in names if name in REGISTRY)
     except Exception:
-        return ("arxiv", "semantic_scholar", "openalex", "crossref")
+        return CONNECTORS
 
 
 def job_service() -> JobService:
@@ -61,7 +63,7 @@ def job_service() -> JobService:
         tokens=StepFunctionsTaskTokens(),
         settings=workflow_settings,
         render=upstream_query,
-        connectors=configured_connectors(),
+        connectors=configured_connectors,
         artifact_link=lambda key: presigned_artifact_url(
             settings.artifacts_bucket, key, workflow_settings.artifact_link_seconds
         ),
@@ -82,7 +84,9 @@ def shared_search_service() -> SearchService:
 
 
 def workflow() -> Workflow:
+    # Imported here: the API function (which imports this module) never runs the workflow's domain code.
     from functions.extract.service import ExtractionService
+    from functions.orchestrate.workflow import Workflow
 
     settings = get_settings()
     service = job_service()

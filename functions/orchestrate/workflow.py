@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 from functions.common.errors import (
     DomainError,
-    FetchBlocked,
     FetchError,
     FetchStatusError,
     FetchTimeout,
@@ -31,7 +30,14 @@ from functions.common.storage import BlobStore, get_json, put_json
 from functions.orchestrate import outputs
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.llm import LlmProvider
-from functions.orchestrate.models import ExecuteRequest, JobStatus
+from functions.orchestrate.models import (
+    ARTIFACT_NAMES,
+    ExecuteRequest,
+    JobStatus,
+    audit_event,
+    decision,
+    utc_now,
+)
 from functions.orchestrate.planning import (
     PlannedQuery,
     Renderer,
@@ -44,14 +50,6 @@ from functions.orchestrate.store import EventPublisher, JobStore
 from functions.orchestrate.synthesis import synthesize
 
 logger = get_logger("orchestrate")
-
-ARTIFACT_NAMES: dict[str, str] = {
-    "report.md": "text/markdown; charset=utf-8",
-    "bibliography.bib": "application/x-bibtex; charset=utf-8",
-    "annotated_bibliography.md": "text/markdown; charset=utf-8",
-    "quote_library.json": "application/json",
-    "search_report.md": "text/markdown; charset=utf-8",
-}
 
 
 class CheckpointExpired(DomainError):
@@ -73,29 +71,19 @@ class ExtractPort(Protocol):
     ) -> ExtractedPaper: ...
 
 
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def audit_event(phase: str, event: str, detail: str) -> dict[str, str]:
-    return {"timestamp": utc_now(), "phase": phase, "event": event, "detail": detail}
-
-
-def decision(decision_type: str, reasoning: str, action_taken: str) -> dict[str, str]:
-    return {
-        "timestamp": utc_now(),
-        "decision_type": decision_type,
-        "reasoning": reasoning,
-        "action_taken": action_taken,
-    }
-
-
 def artifact_prefix(job_id: str) -> str:
     return f"jobs/{job_id}/"
 
 
 def results_key(job_id: str) -> str:
-    return f"jobs/{job_id}/results.json"
+    return artifact_prefix(job_id) + "results.json"
+
+
+def _request_in(state: dict[str, Any]) -> ExecuteRequest:
+    """The request of a job started without a record (EventBridge Scheduler); a ValidationError if invalid."""
+    return ExecuteRequest.model_validate(
+        {"research_goal": state.get("research_goal"), "scope_parameters": state.get("scope_parameters") or {}}
+    )
 
 
 def _error_reason(error: dict[str, Any] | None) -> str:
@@ -136,12 +124,7 @@ class Workflow:
             raise InvalidInput("the state machine input names no job and the execution has no name")
         job = self.jobs.get(job_id)
         if job is None:  # started directly (EventBridge Scheduler): the job record is made here
-            request = ExecuteRequest.model_validate(
-                {
-                    "research_goal": state.get("research_goal"),
-                    "scope_parameters": state.get("scope_parameters") or {},
-                }
-            )
+            request = _request_in(state)
             self.jobs.create(self.new_job_record(job_id, request, str(state.get("source") or "schedule")))
             job = self.jobs.get(job_id)
             if job is None:
@@ -419,7 +402,7 @@ class Workflow:
             if getattr(exc, "transient", False):
                 self._retrying(job_id, url, exc.message)
             failure = exc.message
-        except (FetchBlocked, InvalidInput, FetchError) as exc:
+        except (InvalidInput, FetchError) as exc:  # incl. FetchBlocked and FetchTooLarge
             failure = exc.message
         except UpstreamError as exc:
             self._retrying(job_id, url, exc.message)
@@ -521,10 +504,18 @@ class Workflow:
         extractions = list(event.get("extractions") or [])
         by_source = {item["source_id"]: item for item in extractions if item.get("source_id")}
         selected = [candidates[i] for i in screening.get("selected", []) if i in candidates]
+        failed_sources = [item for item in extractions if not item.get("success")]
+        failed_connectors = sorted({name for s in searches for name in (s.get("failed_connectors") or {})})
+        if synthesis.get("refusal"):
+            status = JobStatus.REFUSED
+        elif failed_sources or failed_connectors:
+            status = JobStatus.PARTIAL
+        else:
+            status = JobStatus.COMPLETED
         bib, keys = outputs.bibtex_entries(selected)
         outputs.validate_bibtex(bib, len(selected))
         files = {
-            "report.md": outputs.report_markdown(synthesis, selected, keys, "pending"),
+            "report.md": outputs.report_markdown(synthesis, selected, keys, status.value),
             "bibliography.bib": bib,
             "annotated_bibliography.md": outputs.annotated_bibliography(
                 selected, keys, by_source, synthesis.get("evidence", [])
@@ -536,18 +527,10 @@ class Workflow:
                 job["plan"], searches, screening, extractions, list(job.get("decisions") or [])
             ),
         }
-        failed_sources = [item for item in extractions if not item.get("success")]
-        failed_connectors = sorted({name for s in searches for name in (s.get("failed_connectors") or {})})
-        if synthesis.get("refusal"):
-            status = JobStatus.REFUSED
-        elif failed_sources or failed_connectors:
-            status = JobStatus.PARTIAL
-        else:
-            status = JobStatus.COMPLETED
-        files["report.md"] = outputs.report_markdown(synthesis, selected, keys, status.value)
         prefix = artifact_prefix(job_id)
+        artifact_keys = {name: prefix + name for name in files}
         for name, body in files.items():
-            self.artifacts.put_bytes(prefix + name, body.encode("utf-8"), ARTIFACT_NAMES[name])
+            self.artifacts.put_bytes(artifact_keys[name], body.encode("utf-8"), ARTIFACT_NAMES[name])
         kept_claims = [c for c in synthesis.get("claims", []) if c.get("kept")]
         cited_ids = {i for c in kept_claims for i in c["evidence_ids"]}
         results = {
@@ -605,7 +588,7 @@ class Workflow:
             "refusal": bool(synthesis.get("refusal")),
             "refusal_reason": synthesis.get("refusal_reason"),
             "writer": synthesis.get("writer"),
-            "artifact_keys": {name: prefix + name for name in files},
+            "artifact_keys": artifact_keys,
         }
         self.artifacts.put_bytes(
             results_key(job_id), outputs.to_json(results).encode("utf-8"), "application/json"
@@ -616,7 +599,7 @@ class Workflow:
             status=status,
             set_fields={
                 "results_key": results_key(job_id),
-                "artifacts": {name: prefix + name for name in files},
+                "artifacts": artifact_keys,
                 "confidence_score": float(synthesis.get("confidence_score", 0.0)),
                 "refusal_reason": synthesis.get("refusal_reason"),
                 "finished_at": utc_now(),
@@ -634,7 +617,7 @@ class Workflow:
                     "research_goal": job.get("research_goal"),
                     "confidence_score": synthesis.get("confidence_score", 0.0),
                     "refusal": bool(synthesis.get("refusal")),
-                    "artifacts": {name: self.artifact_uri(prefix + name) for name in files},
+                    "artifacts": {name: self.artifact_uri(key) for name, key in artifact_keys.items()},
                     "results_key": results_key(job_id),
                 },
             )
@@ -653,12 +636,7 @@ class Workflow:
             reason = f"CheckpointAborted: {existing.get('checkpoint_reason') or 'aborted by the reviewer'}"
         if existing is None:
             try:
-                request = ExecuteRequest.model_validate(
-                    {
-                        "research_goal": state.get("research_goal"),
-                        "scope_parameters": state.get("scope_parameters") or {},
-                    }
-                )
+                request = _request_in(state)
                 self.jobs.create(self.new_job_record(job_id, request, str(state.get("source") or "schedule")))
             except ValueError:
                 self.jobs.create(self.new_job_record(job_id, _placeholder_request(), "schedule"))

@@ -7,7 +7,7 @@ base, shape the answer with the seed's caching headers.
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, Response
 
@@ -23,7 +23,7 @@ from functions.rag.api_models import (
 )
 from functions.rag.caching import ENTITY_MAX_AGE, SEARCH_MAX_AGE, ResponseMemo, cached_json, encode
 from functions.rag.errors import install_error_handlers
-from functions.rag.knowledge_base import SearchFilters, validate_entity_path
+from functions.rag.knowledge_base import KnowledgeBase, SearchFilters, validate_entity_path
 from functions.rag.loader import get_knowledge_base
 
 logger = get_logger("rag")
@@ -45,33 +45,31 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 def semantic_search(body: SemanticSearchRequest, request: Request) -> Response:
     kb = get_knowledge_base()
     key = "search:" + kb.version + ":" + body.model_dump_json()
-    encoded = memo.get(key)
-    if encoded is None:
-        filters = None
-        if body.filters is not None:
-            chapter = body.filters.chapter
-            filters = SearchFilters(
-                chapter=str(chapter) if chapter is not None else None,
-                section=body.filters.section,
-                page_number=body.filters.page_number,
-            )
-        types = [item.value for item in body.traverse_types] if body.traverse_types else None
-        outcome = kb.search(body.query, body.k, types, filters)
-        encoded = encode(
-            {
-                "results": outcome.results,
-                "total_count": len(outcome.results),
-                "suggestions": outcome.suggestions,
-                "metadata": {
-                    "book_id": kb.book_id,
-                    "index_version": kb.version,
-                    "retrieval": "hybrid" if kb.embedder is not None else "lexical",
-                    "corrected_terms": outcome.corrected_terms,
-                },
-            }
+    return cached_json(request, memo.encoded(key, lambda: _search_answer(kb, body)), SEARCH_MAX_AGE)
+
+
+def _search_answer(kb: KnowledgeBase, body: SemanticSearchRequest) -> dict[str, Any]:
+    filters = None
+    if body.filters is not None:
+        chapter = body.filters.chapter
+        filters = SearchFilters(
+            chapter=str(chapter) if chapter is not None else None,
+            section=body.filters.section,
+            page_number=body.filters.page_number,
         )
-        memo.put(key, encoded)
-    return cached_json(request, encoded, SEARCH_MAX_AGE)
+    types = [item.value for item in body.traverse_types] if body.traverse_types else None
+    outcome = kb.search(body.query, body.k, types, filters)
+    return {
+        "results": outcome.results,
+        "total_count": len(outcome.results),
+        "suggestions": outcome.suggestions,
+        "metadata": {
+            "book_id": kb.book_id,
+            "index_version": kb.version,
+            "retrieval": kb.retrieval,
+            "corrected_terms": outcome.corrected_terms,
+        },
+    }
 
 
 @router.post(
@@ -84,18 +82,16 @@ def expand_graph(body: ExpandGraphRequest, request: Request) -> Response:
     kb = get_knowledge_base()
     types = [item.value for item in body.traverse_types] if body.traverse_types else None
     key = "expand:" + kb.version + ":" + json.dumps([body.document_ids, types])
-    encoded = memo.get(key)
-    if encoded is None:
-        outcome = kb.expand(body.document_ids, types)
-        encoded = encode(
-            {
-                "expanded_documents": outcome.documents,
-                "relationship_count": outcome.relationship_count,
-                "metadata": outcome.metadata,
-            }
-        )
-        memo.put(key, encoded)
-    return cached_json(request, encoded, SEARCH_MAX_AGE)
+    return cached_json(request, memo.encoded(key, lambda: _expand_answer(kb, body, types)), SEARCH_MAX_AGE)
+
+
+def _expand_answer(kb: KnowledgeBase, body: ExpandGraphRequest, types: list[str] | None) -> dict[str, Any]:
+    outcome = kb.expand(body.document_ids, types)
+    return {
+        "expanded_documents": outcome.documents,
+        "relationship_count": outcome.relationship_count,
+        "metadata": outcome.metadata,
+    }
 
 
 @router.get(

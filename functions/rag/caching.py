@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
+from collections.abc import Callable
 from threading import Lock
 from typing import Any
 
@@ -47,6 +48,14 @@ class ResponseMemo:
             if found is not None:
                 self._items.move_to_end(key)
             return found
+
+    def encoded(self, key: str, answer: Callable[[], Any]) -> bytes:
+        """The encoded answer for `key`; `answer()` is computed (and kept) only on a miss."""
+        body = self.get(key)
+        if body is None:
+            body = encode(answer())
+            self.put(key, body)
+        return body
 
     def put(self, key: str, body: bytes) -> None:
         with self._lock:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from functions.rag.model import (
     CITATION_TYPE,
@@ -25,6 +25,7 @@ from functions.rag.model import (
     EntityType,
     RelationType,
     entity_id,
+    number_key,
 )
 
 _NUMBERED_MENTION = re.compile(
@@ -87,8 +88,9 @@ def build_edges(
         text = entity.content
         if not entity.is_chunk and entity.type != EntityType.SECTION.value:
             text = text.replace(_own_mention(entity), " ", 1)
+        parent = _part_of_target(entity, known)
         for target in mentioned_ids(text, known):
-            if target == entity.id or target == _part_of_target(entity, known):
+            if target in (entity.id, parent):
                 continue
             edges.add(Edge(entity.id, RelationType.REFERENCES, target))
             edges.add(Edge(target, RelationType.REFERENCED_BY, entity.id))
@@ -158,18 +160,14 @@ def _parent_section(number: str) -> str | None:
 
 
 def _part_of_target(entity: Entity, known: set[str]) -> str | None:
-    if entity.type in (EntityType.SECTION.value, EntityType.APPENDIX.value) and not entity.is_chunk:
-        parent = _parent_section(entity.number)
-        kind = EntityType.APPENDIX if entity.type == EntityType.APPENDIX.value else EntityType.SECTION
-        while parent is not None:
-            candidate = entity_id(kind, parent)
-            if candidate in known:
-                return candidate
-            parent = _parent_section(parent)
-        return None
+    """What the entity is PART_OF: the nearest known section above it (an appendix's: appendix)."""
+    kind = EntityType.SECTION
     number: str | None = entity.section
+    if entity.type in (EntityType.SECTION.value, EntityType.APPENDIX.value) and not entity.is_chunk:
+        kind = EntityType(entity.type)
+        number = _parent_section(entity.number)
     while number is not None:
-        candidate = entity_id(EntityType.SECTION, number)
+        candidate = entity_id(kind, number)
         if candidate in known:
             return candidate
         number = _parent_section(number)
@@ -200,16 +198,11 @@ def _follows(entities: list[Entity]) -> set[Edge]:
         groups.setdefault(key, []).append(entity)
     for group in groups.values():
         ordered = sorted(group, key=_reading_order)
-        for before, after in _pairs(ordered):
+        for before, after in itertools.pairwise(ordered):
             edges.add(Edge(after.id, RelationType.FOLLOWS, before.id))
     return edges
 
 
 def _reading_order(entity: Entity) -> tuple[tuple[int, ...], int]:
     sequence = int(entity.id.rsplit("_", 1)[1]) if entity.is_chunk else 0
-    parts = tuple(int(part) if part.isdigit() else ord(part) for part in entity.number.split("."))
-    return parts, sequence
-
-
-def _pairs(items: list[Entity]) -> Iterable[tuple[Entity, Entity]]:
-    return itertools.pairwise(items)
+    return number_key(entity.number), sequence

@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from functions.common.storage import BlobStore
+from functions.common.storage import BlobStore, get_json
 from functions.rag.embedding import Embedder
-from functions.rag.graph import build_edges
+from functions.rag.graph import NeighbourFinder, build_edges
 from functions.rag.knowledge_base import KnowledgeBase
 from functions.rag.lexical import LexicalIndex, book_vocabulary
 from functions.rag.minilm import MiniLmEmbedder
-from functions.rag.model import Edge, Entity, EntityType, PageText, TocEntry
+from functions.rag.model import Edge, Entity, EntityType, PageText, TocEntry, count_by_kind
 from functions.rag.pdf_pages import extract_pages
-from functions.rag.store import get_json, pointer_key, put_json, version_prefix
+from functions.rag.store import pointer_key, put_json, version_prefix
 from functions.rag.structure import (
     appendix_entities,
     chapter_of,
@@ -112,9 +112,7 @@ def build_index(
     neighbours = _neighbour_finder(entities, lexical)
     edges, citation_nodes = build_edges(entities, neighbours)
     entities.extend(citation_nodes)
-    vocabulary = book_vocabulary(
-        [entity.content for entity in entities if entity.is_chunk or entity.search_text]
-    )
+    vocabulary = book_vocabulary([entity.content for entity in entities if entity.search_text])
     embeddings = None
     if embedder is not None:
         embeddings = embedder.embed(
@@ -166,7 +164,7 @@ def _set_headings(entities: list[Entity]) -> None:
             entity.heading = f"{entity.type.capitalize()} {entity.number} {entity.title}"
 
 
-def _neighbour_finder(entities: list[Entity], lexical: LexicalIndex) -> Any:
+def _neighbour_finder(entities: list[Entity], lexical: LexicalIndex) -> NeighbourFinder:
     candidates = np.array(
         [not entity.is_chunk and entity.type != EntityType.APPENDIX.value for entity in entities], dtype=bool
     )
@@ -194,23 +192,13 @@ def write_index(store: BlobStore, built: BuiltIndex) -> bool:
         put_json(store, f"{prefix}/entities.json", [entity.to_dict() for entity in built.entities])
         put_json(store, f"{prefix}/edges.json", [edge.to_list() for edge in built.edges])
         put_json(store, f"{prefix}/vocabulary.json", built.vocabulary)
-        lexical_files = built.lexical.to_files()
-        for name, data in lexical_files.items():
-            store.put_bytes(f"{prefix}/lexical/{name}", data)
-        heading_files = built.heading_lexical.to_files()
-        for name, data in heading_files.items():
-            store.put_bytes(f"{prefix}/lexical_headings/{name}", data)
+        lexical_files = _put_files(store, f"{prefix}/lexical", built.lexical.to_files())
+        heading_files = _put_files(store, f"{prefix}/lexical_headings", built.heading_lexical.to_files())
         if built.embeddings is not None:
             buffer = io.BytesIO()
             np.save(buffer, built.embeddings.astype(np.float32), allow_pickle=False)
             store.put_bytes(f"{prefix}/embeddings.npy", buffer.getvalue())
-        embedder_files = _embedder_artifacts(built.embedder)
-        for name, data in embedder_files.items():
-            store.put_bytes(f"{prefix}/embedder/{name}", data)
-        counts: dict[str, int] = {}
-        for entity in built.entities:
-            key = "chunk" if entity.is_chunk else entity.type
-            counts[key] = counts.get(key, 0) + 1
+        embedder_files = _put_files(store, f"{prefix}/embedder", _embedder_artifacts(built.embedder))
         # The manifest goes last: its presence means the version is complete.
         put_json(
             store,
@@ -221,12 +209,12 @@ def write_index(store: BlobStore, built: BuiltIndex) -> bool:
                 "title": built.title,
                 "parser_version": PARSER_VERSION,
                 "embedder": built.embedder.name if built.embedder else None,
-                "embedder_files": sorted(embedder_files),
+                "embedder_files": embedder_files,
                 "sources": built.sources,
-                "counts": counts,
+                "counts": count_by_kind(built.entities),
                 "edges": len(built.edges),
-                "lexical_files": sorted(lexical_files),
-                "heading_lexical_files": sorted(heading_files),
+                "lexical_files": lexical_files,
+                "heading_lexical_files": heading_files,
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             },
         )
@@ -261,14 +249,15 @@ def load_knowledge_base(
     embeddings = None
     query_embedder: Embedder | None = None
     if dense and manifest.get("embedder"):
-        raw = store.get_bytes(f"{prefix}/embeddings.npy")
-        if raw is not None:
-            embeddings = np.load(io.BytesIO(raw), allow_pickle=False)
         if embedder is not None and embedder.name == manifest["embedder"]:
             query_embedder = embedder
         elif manifest.get("embedder_files"):
             files = _files(store, f"{prefix}/embedder", manifest["embedder_files"])
             query_embedder = MiniLmEmbedder.from_artifacts(files)
+        # The vectors are of no use without a model to embed the queries with.
+        raw = store.get_bytes(f"{prefix}/embeddings.npy") if query_embedder is not None else None
+        if raw is not None:
+            embeddings = np.load(io.BytesIO(raw), allow_pickle=False)
     return KnowledgeBase(
         book_id=pointer["book_id"],
         version=pointer["version"],
@@ -278,7 +267,7 @@ def load_knowledge_base(
         heading_lexical=headings,
         vocabulary=get_json(store, f"{prefix}/vocabulary.json") or [],
         embedder=query_embedder,
-        embeddings=embeddings if query_embedder is not None else None,
+        embeddings=embeddings,
     )
 
 
@@ -287,6 +276,13 @@ def _embedder_artifacts(embedder: Embedder | None) -> dict[str, bytes]:
     if isinstance(embedder, MiniLmEmbedder):
         return embedder.to_artifacts()
     return {}
+
+
+def _put_files(store: BlobStore, prefix: str, files: dict[str, bytes]) -> list[str]:
+    """Write the files under `prefix`; their names, sorted, for the manifest (`_files` reads them back)."""
+    for name, data in files.items():
+        store.put_bytes(f"{prefix}/{name}", data)
+    return sorted(files)
 
 
 def _files(store: BlobStore, prefix: str, names: list[str]) -> dict[str, bytes]:

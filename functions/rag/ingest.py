@@ -24,6 +24,7 @@ from functions.rag.config import get_rag_settings
 from functions.rag.embedding import Embedder
 from functions.rag.index import SourcePdf, build_index, write_index
 from functions.rag.minilm import MiniLmEmbedder
+from functions.rag.model import count_by_kind
 from functions.rag.store import LocalDirBlobStore
 
 logger = get_logger("rag-ingest")
@@ -35,15 +36,11 @@ def ingest(
     started = time.perf_counter()
     built = build_index(sources, book_id=book_id, embedder=embedder)
     fresh = write_index(store, built)
-    counts: dict[str, int] = {}
-    for entity in built.entities:
-        key = "chunk" if entity.is_chunk else entity.type
-        counts[key] = counts.get(key, 0) + 1
     return {
         "book_id": built.book_id,
         "version": built.version,
         "written": fresh,
-        "counts": counts,
+        "counts": count_by_kind(built.entities),
         "edges": len(built.edges),
         "embedder": embedder.name if embedder else None,
         "seconds": round(time.perf_counter() - started, 2),
@@ -94,6 +91,11 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         relative = key.removeprefix(prefix)
         if key.startswith(prefix) and key.lower().endswith(".pdf") and "/" in relative:
             books.add((bucket, relative.split("/", 1)[0]))
+    if not books:
+        return {"ingested": []}
+    # Once for all the books of the event: the model is read from disk.
+    embedder = configured_embedder()
+    index_store = S3BlobStore()
     results = []
     for bucket, book_id in sorted(books):
         source_store = S3BlobStore(bucket=bucket)
@@ -101,7 +103,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         sources = [
             SourcePdf(key.rsplit("/", 1)[-1], source_store.get_bytes(key) or b"") for key in sorted(keys)
         ]
-        summary = ingest(sources, S3BlobStore(), book_id=book_id, embedder=configured_embedder())
+        summary = ingest(sources, index_store, book_id=book_id, embedder=embedder)
         logger.info("book ingested", **summary)
         results.append(summary)
     return {"ingested": results}

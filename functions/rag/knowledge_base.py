@@ -19,6 +19,7 @@ from functions.rag.model import (
     Edge,
     Entity,
     canonical_document_id,
+    count_by_kind,
 )
 
 MAX_NEIGHBOURS = 100
@@ -86,8 +87,9 @@ class KnowledgeBase:
         self.lexical = lexical
         self.heading_lexical = heading_lexical
         self.speller = Speller(vocabulary)
+        # Hybrid only with both the vectors and the model that embeds the queries; else lexical.
         self.embedder = embedder if embeddings is not None else None
-        self.embeddings = embeddings
+        self.embeddings = embeddings if embedder is not None else None
         self.by_number = {(entity.type, entity.number): entity for entity in entities if not entity.is_chunk}
         self.outgoing: dict[str, list[Edge]] = {}
         for edge in edges:
@@ -95,6 +97,10 @@ class KnowledgeBase:
         self.edge_count = len(edges)
         self._mentionable = {ident for ident, entity in self.nodes.items() if not entity.is_chunk}
         self.prior = np.array([_prior(entity, self.nodes) for entity in self.documents], dtype=np.float32)
+
+    @property
+    def retrieval(self) -> str:
+        return "hybrid" if self.embedder is not None else "lexical"
 
     # --- search -------------------------------------------------------------------------------------
 
@@ -222,11 +228,12 @@ class KnowledgeBase:
         return {**entity_fields(found), "references": references, "cited_by": cited_by}
 
     def stats(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for entity in self.nodes.values():
-            key = "chunk" if entity.is_chunk else entity.type
-            counts[key] = counts.get(key, 0) + 1
-        return {"book_id": self.book_id, "version": self.version, "nodes": counts, "edges": self.edge_count}
+        return {
+            "book_id": self.book_id,
+            "version": self.version,
+            "nodes": count_by_kind(self.nodes.values()),
+            "edges": self.edge_count,
+        }
 
 
 def validate_entity_path(entity_type: str, number: str) -> None:

@@ -61,7 +61,7 @@ def get_knowledge_base() -> KnowledgeBase:
 
 
 def set_knowledge_base(knowledge_base: KnowledgeBase | None) -> None:
-    """Install (or drop, with None) the container's knowledge base; used by tests and the ingest handler."""
+    """Install (or drop, with None) the container's knowledge base; used by tests and the bench."""
     global _loaded
     with _lock:
         _loaded = knowledge_base

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -69,6 +70,11 @@ def canonical_document_id(raw: str) -> str | None:
     return f"{prefix}_{rest}"
 
 
+def number_key(number: str) -> tuple[int, ...]:
+    """Reading order of "4.1.2"-style numbers (appendix letters after the chapter numbers)."""
+    return tuple(int(part) if part.isdigit() else ord(part) for part in number.split("."))
+
+
 @dataclass
 class Entity:
     """A numbered item, a section, or a passage of text (`chunk_*`, typed `section`) of the book."""
@@ -92,6 +98,15 @@ class Entity:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Entity:
         return cls(**data)
+
+
+def count_by_kind(entities: Iterable[Entity]) -> dict[str, int]:
+    """How many of each type, passages counted apart as "chunk" (the manifest's and the logs' counts)."""
+    counts: dict[str, int] = {}
+    for entity in entities:
+        key = "chunk" if entity.is_chunk else entity.type
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 @dataclass(frozen=True, order=True)

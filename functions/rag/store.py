@@ -67,11 +67,7 @@ def pointer_key(book_id: str | None) -> str:
 
 
 def put_json(store: BlobStore, key: str, value: Any) -> None:
+    """Compact UTF-8 JSON (the book's text is most of the artifacts); read back with storage.get_json."""
     store.put_bytes(
         key, json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(), "application/json"
     )
-
-
-def get_json(store: BlobStore, key: str) -> Any | None:
-    data = store.get_bytes(key)
-    return None if data is None else json.loads(data)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from functions.rag.model import Entity, EntityType, PageText, TocEntry, entity_id
+from functions.rag.model import Entity, EntityType, PageText, TocEntry, entity_id, number_key
 from functions.rag.pdf_pages import footer_number
 
 CHAPTER_HEADING = re.compile(r"^Chapter\s+(\d{1,2})\s*$")
@@ -106,17 +106,13 @@ def _heading_number(
         expected = known_titles.get(number)
         # A wrapped heading line only carries the start of its title.
         return number if expected and _same_start(expected, title) else None
-    return number if _number_key(number) > _number_key(current) else None
+    return number if number_key(number) > number_key(current) else None
 
 
 def _same_start(expected: str, found: str) -> bool:
     a, b = expected.lower().rstrip("-"), found.lower().rstrip("-")
     length = min(len(a), len(b), 20)
     return a[:length] == b[:length]
-
-
-def _number_key(number: str) -> tuple[int, ...]:
-    return tuple(int(part) if part.isdigit() else ord(part) for part in number.split("."))
 
 
 def _is_boundary(line: Line) -> bool:
@@ -287,7 +283,7 @@ def section_entities(chapter: ChapterText) -> list[Entity]:
     for line in chapter.lines:
         if not line.heading:
             by_section.setdefault(line.section, []).append(line)
-    numbers = [chapter.chapter, *sorted(chapter.section_titles, key=_number_key)]
+    numbers = [chapter.chapter, *sorted(chapter.section_titles, key=number_key)]
     out: list[Entity] = []
     for number in numbers:
         own = by_section.get(number, [])

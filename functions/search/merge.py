@@ -62,10 +62,8 @@ def merge_papers(papers: Iterable[FoundPaper]) -> list[FoundPaper]:
                 assert absorbed is not None
                 members.extend(absorbed)
                 groups[other] = None
-                for key, value in list(index.items()):
-                    if value == other:
-                        index[key] = target
             members.append(paper)
+        # every key of every member (absorbed ones included) now points at the target group
         for member in groups[target] or []:
             for key in _keys(member):
                 index[key] = target

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
 from functions.common.models import Paper
 
 SourceType = Literal["academic", "technical", "news"]
+SOURCE_TYPES: tuple[SourceType, ...] = get_args(SourceType)
 
 
 class PaperQuery(BaseModel):

@@ -44,9 +44,8 @@ def build_paper(
     """None when the record cannot be a result (no title or nothing to link to)."""
     clean_title = clean_text(title)
     normalised_doi = normalise_doi(doi)
-    if not arxiv_id and normalised_doi and normalised_doi.startswith(ARXIV_DOI_PREFIX):
-        arxiv_id = arxiv_id_from(normalised_doi)
     if normalised_doi and normalised_doi.startswith(ARXIV_DOI_PREFIX):
+        arxiv_id = arxiv_id or arxiv_id_from(normalised_doi)
         normalised_doi = None  # the arXiv DataCite DOI adds nothing over the arXiv id
     url = choose_url(arxiv_id, normalised_doi, pdf_url, landing_url)
     if not clean_title or not url:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from functions.search.models import SourceType
 
 MIN_YEAR = 1900
 
@@ -18,6 +20,9 @@ def _non_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must contain at least one non-space character")
     return value
+
+
+QueryText = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_non_blank)]
 
 
 class _Strict(BaseModel):
@@ -48,19 +53,14 @@ class YearRange(_Strict):
 
 class SearchFilters(_Strict):
     year_range: YearRange | None = None
-    source_types: list[Literal["academic", "technical", "news"]] | None = None
+    source_types: list[SourceType] | None = None
     min_quality_score: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class ToolsSearchRequest(_Strict):
-    query: str = Field(min_length=1, max_length=500)
+    query: QueryText
     filters: SearchFilters | None = None
     max_results: int = Field(default=20, ge=1, le=100)
-
-    @field_validator("query")
-    @classmethod
-    def _query_not_blank(cls, value: str) -> str:
-        return _non_blank(value)
 
 
 class SearchResult(BaseModel):
@@ -94,14 +94,9 @@ class ToolsSearchResponse(BaseModel):
 
 
 class V1SearchRequest(_Strict):
-    query: str = Field(min_length=1, max_length=500)
+    query: QueryText
     top_k: int = Field(default=10, ge=1, le=50)
     connectors: list[str] | None = None
-
-    @field_validator("query")
-    @classmethod
-    def _query_not_blank(cls, value: str) -> str:
-        return _non_blank(value)
 
 
 class V1Source(BaseModel):

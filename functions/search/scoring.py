@@ -51,19 +51,23 @@ def _stems(text: str) -> list[str]:
 def _matches(term: str, vocabulary: set[str]) -> bool:
     if term in vocabulary:
         return True
+    if len(term) < 5:
+        return False
     # hyphenated and compound forms: 'self-attention' vs 'self attention', 'pretraining' vs 'pre-training'
-    return any(len(term) >= 5 and (word.replace("-", "") == term.replace("-", "")) for word in vocabulary)
+    joined = term.replace("-", "")
+    return any(word.replace("-", "") == joined for word in vocabulary)
 
 
 def lexical_match(query: str, title: str, abstract: str | None) -> float:
-    query_terms = list(dict.fromkeys(_stems(query)))
+    query_stems = _stems(query)
+    query_terms = list(dict.fromkeys(query_stems))
     if not query_terms:
         return 0.0
     title_terms = _stems(title)
     abstract_terms = _stems(abstract or "")
     title_vocab, abstract_vocab = set(title_terms), set(abstract_terms)
     title_cov = sum(_matches(t, title_vocab) for t in query_terms) / len(query_terms)
-    phrase_seq = " ".join(_stems(query))
+    phrase_seq = " ".join(query_stems)
     phrase = float(
         len(query_terms) > 1
         and (phrase_seq in " ".join(title_terms) or phrase_seq in " ".join(abstract_terms))

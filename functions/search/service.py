@@ -25,15 +25,13 @@ from functions.common.settings import Settings, get_settings
 from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache, TtlCache
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY, Connector, ConnectorContext, ConnectorFactory
-from functions.search.connectors.base import HttpConnector
 from functions.search.merge import merge_results, rrf_score
-from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SearchOutcome
+from functions.search.models import SOURCE_TYPES, ConnectorResult, FoundPaper, PaperQuery, SearchOutcome
 from functions.search.scoring import quality_score, relevance_score
 from functions.search.text import fold
 
 logger = get_logger("search")
 CACHE_VERSION = "v1"
-SOURCE_TYPES = ("academic", "technical", "news")
 
 
 class LoopLocalHttp:
@@ -122,20 +120,20 @@ class SearchService:
 
     def connector_prefix(self, name: str) -> str:
         connector = self.connectors.get(name)
-        return getattr(connector, "prefix", name[:2]) if connector else name[:2]
+        return connector.prefix if connector else name[:2]
 
-    def admit_client(self, client_id: str, per_minute: int | None = None) -> None:
+    def admit_client(self, client_id: str) -> None:
         """Our own per-client limit; raises RateLimited(retry_after) when the client must wait."""
-        limit = per_minute or self.settings.client_rate_limit_per_minute
+        limit = RateLimit.per_minute(self.settings.client_rate_limit_per_minute)
         try:
-            self.limiter.reserve(f"client:{client_id}", RateLimit.per_minute(limit), 0.0)
+            self.limiter.reserve(f"client:{client_id}", limit, 0.0)
         except RateLimited:
             raise
         except Exception:  # an unreachable bucket table must not take the API down: admit
             logger.warning("client rate-limit bucket unavailable", exc_info=True)
 
-    async def admit_client_async(self, client_id: str, per_minute: int | None = None) -> None:
-        await asyncio.to_thread(self.admit_client, client_id, per_minute)
+    async def admit_client_async(self, client_id: str) -> None:
+        await asyncio.to_thread(self.admit_client, client_id)
 
     def _validate(self, query: PaperQuery) -> list[str]:
         if not query.query.strip():
@@ -202,7 +200,7 @@ class SearchService:
             from_cache=all(
                 r.from_cache
                 for name, r in zip(selected, results, strict=True)
-                if r.ok and self._cacheable(name)
+                if r.ok and self.connectors[name].cacheable
             ),
             rrf_scores={p.canonical_id: rrf_score(p) for p in papers},
         )
@@ -212,7 +210,7 @@ class SearchService:
         networked sources) failed and the in-process ones (the team's library) found nothing either."""
         if not any(r.ok for r in results):
             return True
-        upstream = [r for name, r in zip(selected, results, strict=True) if self._cacheable(name)]
+        upstream = [r for name, r in zip(selected, results, strict=True) if self.connectors[name].cacheable]
         local_found = any(r.ok and r.papers for r in results if r not in upstream)
         return bool(upstream) and not any(r.ok for r in upstream) and not local_found
 
@@ -239,8 +237,10 @@ class SearchService:
 
     async def _run_connector(self, name: str, query: PaperQuery) -> ConnectorResult:
         limit = query.per_connector
+        if not self.connectors[name].cacheable:
+            return await self._call(name, query, limit)
         key = cache_key(name, query, limit)
-        cached = await self._cache_get(key) if self._cacheable(name) else None
+        cached = await self._cache_get(key)
         if cached is not None:
             try:
                 result = ConnectorResult.model_validate(cached)
@@ -249,23 +249,14 @@ class SearchService:
                 return result
             except ValueError:
                 logger.warning("ignoring unreadable cache entry", key=key)
-        connector = self.connectors[name]
-        if not self._cacheable(name):
-            return await self._call(name, connector, query, limit)
-        result = await self._call(name, connector, query, limit)
+        result = await self._call(name, query, limit)
         if result.ok:
             await self._cache_put(key, result)
         return result
 
-    def _cacheable(self, name: str) -> bool:
-        """Upstream APIs are cached; in-process sources (the uploaded-document library) must show new
-        documents at once, so they are cached only when they declare `cacheable = True`."""
-        connector = self.connectors[name]
-        return bool(getattr(connector, "cacheable", isinstance(connector, HttpConnector)))
-
-    async def _call(self, name: str, connector: Connector, query: PaperQuery, limit: int) -> ConnectorResult:
+    async def _call(self, name: str, query: PaperQuery, limit: int) -> ConnectorResult:
         try:
-            return await connector.search(query, limit)
+            return await self.connectors[name].search(query, limit)
         except Exception as exc:  # a connector bug must not take the other sources down
             logger.exception("connector raised", connector=name)
             return ConnectorResult(connector=name, error=f"{name} failed: {exc.__class__.__name__}")

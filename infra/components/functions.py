@@ -89,7 +89,7 @@ class Functions(Construct):
                 memory_mb=KB_INGEST.memory_mb,
                 timeout_seconds=KB_INGEST.timeout_seconds,
                 reserved=None,
-                environment={**environment, **SINGLE_THREADED_BLAS, "RAG_SOURCE_PREFIX": KB_INGEST.prefix},
+                environment={**environment, "RAG_SOURCE_PREFIX": KB_INGEST.prefix},
             )
         for step_spec in step_functions:
             self.steps[step_spec.logical_id] = self._function(
@@ -98,7 +98,7 @@ class Functions(Construct):
                 family="steps",
                 memory_mb=step_spec.memory_mb,
                 timeout_seconds=step_spec.timeout_seconds,
-                reserved=getattr(step_spec, "reserved_concurrency", None),
+                reserved=None,
                 environment=environment,
             )
 
@@ -149,7 +149,7 @@ class Functions(Construct):
             removal_policy=RemovalPolicy.DESTROY,
         )
         service = handler.split(".")[1]
-        if family == "rag":
+        if service == "rag":  # the knowledge base's API and its ingest
             environment = {**environment, **SINGLE_THREADED_BLAS}
         function = lambda_.Function(
             self,

@@ -1,9 +1,10 @@
 """State machines of the registry, loaded from `statemachine/*.asl.json` with definition substitutions.
 
-The `${...}` names are exactly those of `functions.local_runtime.aws.EmbeddedAws.substitutions`:
-`${<LogicalId>Arn}` for every step Lambda plus `${DataBucket}`, `${ArtifactsBucket}`, `${JobsTable}`
-and `${EventBusName}`. Grants are derived from the Task states: a machine may invoke only the
-functions its tasks name and call only the service actions its tasks use, on the resources they name.
+The `${...}` names are those `functions.local_runtime.aws.EmbeddedAws.substitutions` offers too:
+`${<LogicalId>Arn}` for every step Lambda plus the registry's `STATE_MACHINE_SUBSTITUTIONS`
+(`${DataBucket}`, `${ArtifactsBucket}`, `${JobsTable}`, `${EventBusName}`). Grants are derived from
+the Task states: a machine may invoke only the functions its tasks name and call only the service
+actions its tasks use, on the resources they name.
 """
 
 from __future__ import annotations
@@ -42,19 +43,13 @@ class _Targets:
     tables: Mapping[str, dynamodb.ITable]
     buses: Mapping[str, events.IEventBus]
 
-
-def substitution_values(
-    step_functions: Mapping[str, lambda_.IFunction],
-    buckets: Mapping[str, s3.IBucket],
-    tables: Mapping[str, dynamodb.ITable],
-    event_bus: events.IEventBus,
-) -> dict[str, str]:
-    values = {f"{logical_id}Arn": function.function_arn for logical_id, function in step_functions.items()}
-    values["DataBucket"] = buckets["data_bucket"].bucket_name
-    values["ArtifactsBucket"] = buckets["artifacts_bucket"].bucket_name
-    values["JobsTable"] = tables["jobs_table"].table_name
-    values["EventBusName"] = event_bus.event_bus_name
-    return values
+    def substitutions(self) -> dict[str, str]:
+        return {
+            **{name: function.function_arn for name, function in self.functions.items()},
+            **{name: bucket.bucket_name for name, bucket in self.buckets.items()},
+            **{name: table.table_name for name, table in self.tables.items()},
+            **{name: bus.event_bus_name for name, bus in self.buses.items()},
+        }
 
 
 class Workflow(Construct):
@@ -72,13 +67,14 @@ class Workflow(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.machines: dict[str, sfn.StateMachine] = {}  # by registry name
-        values = substitution_values(step_functions, buckets, tables, event_bus)
+        named = resources.STATE_MACHINE_SUBSTITUTIONS
         targets = _Targets(
             functions={f"{logical_id}Arn": function for logical_id, function in step_functions.items()},
-            buckets={"DataBucket": buckets["data_bucket"], "ArtifactsBucket": buckets["artifacts_bucket"]},
-            tables={"JobsTable": tables["jobs_table"]},
-            buses={"EventBusName": event_bus},
+            buckets={name: buckets[setting] for name, setting in named.items() if setting in buckets},
+            tables={name: tables[setting] for name, setting in named.items() if setting in tables},
+            buses={name: event_bus for name, setting in named.items() if setting == "event_bus_name"},
         )
+        values = targets.substitutions()
 
         for spec in state_machines:
             path = spec.path

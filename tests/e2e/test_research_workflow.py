@@ -19,10 +19,9 @@ from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, normalise, serve, topic_papers
 from tests.support.embedded_aws import events_queue
-from tests.support.scholarly_web import ScholarlyWeb
+from tests.support.scholarly_web import Reply, ScholarlyWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
-TERMINAL = {"COMPLETED", "PARTIAL", "FAILED", "REFUSED"}
 
 
 @pytest.fixture
@@ -63,7 +62,7 @@ def _follow(client: TestClient, job_id: str, timeout: float = 120) -> list[dict[
             seen[-1]["current_phase"]["progress_percentage"],
         ):
             seen.append(body)
-        if body["status"] in TERMINAL:
+        if JobStatus(body["status"]).terminal:
             return seen
         time.sleep(0.05)
     raise AssertionError(f"job {job_id} did not finish: {seen[-1] if seen else None}")
@@ -175,7 +174,7 @@ def test_failures_are_recorded_and_the_job_still_finishes(
     on_topic = [paper for paper in papers[:9] if paper.sample.arxiv_id]
     missing, slow, flaky = on_topic[0], on_topic[1], on_topic[2]
     web.fail(web.CROSSREF_BASE, "down")  # one connector down
-    web.set_handler(missing.pdf_path, lambda request: web_reply_404())  # one PDF 404
+    web.set_handler(missing.pdf_path, lambda request: Reply.of({"message": "gone"}, 404))  # one PDF 404
     web.set_latency(slow.pdf_path, 8.0)  # slower than the (shortened) extraction budget
     web.fail(flaky.pdf_path, "503", times=2)  # both HTTP attempts of the first step run fail
     with _runtime(web):
@@ -202,12 +201,6 @@ def test_failures_are_recorded_and_the_job_still_finishes(
     assert results["execution_summary"]["extractions_failed"] == 2
     assert "crossref" in results["execution_summary"]["failed_connectors"]
     _assert_grounded(results, papers)
-
-
-def web_reply_404() -> Any:
-    from tests.support.scholarly_web import Reply
-
-    return Reply.of({"message": "gone"}, 404)
 
 
 def test_scheduled_start_without_job_record_creates_it(web: ScholarlyWeb, client: TestClient) -> None:

@@ -35,12 +35,6 @@ PROBE_ASL = FIXTURES / "probe.asl.json"
 PROBE_TEAMS = [{"name": "genomics-lab", "tier": "standard"}, {"name": "press-office", "tier": "basic"}]
 
 
-class ProbeMachine(resources.StateMachineSpec):
-    @property
-    def path(self) -> Path:
-        return PROBE_ASL
-
-
 def probe_registry() -> Registry:
     return Registry(
         tables=resources.TABLES,
@@ -49,7 +43,7 @@ def probe_registry() -> Registry:
             resources.StepFunctionSpec("ProbeCreateStep", "tests.infra.fixtures.probe_steps.create", 256, 60),
             resources.StepFunctionSpec("ProbeWorkStep", "tests.infra.fixtures.probe_steps.work", 512, 90),
         ),
-        state_machines=(ProbeMachine("research", "probe.asl.json"),),
+        state_machines=(resources.StateMachineSpec("research", str(PROBE_ASL)),),
     )
 
 

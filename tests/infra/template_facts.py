@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ def methods(template: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 def integrated_function(method: dict[str, Any]) -> str | None:
     """Logical id of the Lambda function a proxy integration calls."""
     uri = method.get("Integration", {}).get("Uri")
-    for part in _walk(uri):
+    for part in walk(uri):
         if isinstance(part, dict) and "Fn::GetAtt" in part and part["Fn::GetAtt"][1] == "Arn":
             return str(part["Fn::GetAtt"][0])
     return None
@@ -69,15 +70,12 @@ def definition(state_machine: dict[str, Any], assembly_directory: str) -> dict[s
     return parsed
 
 
-def _walk(value: Any) -> Any:
+def walk(value: Any) -> Iterator[Any]:
+    """`value` and every dict value and list item nested in it."""
     yield value
     if isinstance(value, dict):
         for item in value.values():
-            yield from _walk(item)
+            yield from walk(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _walk(item)
-
-
-def walk(value: Any) -> Any:
-    return _walk(value)
+            yield from walk(item)

@@ -22,12 +22,6 @@ pytestmark = pytest.mark.integration
 PROBE = Path(__file__).parent / "fixtures" / "runtime_probe.asl.json"
 
 
-class _ProbeMachine(StateMachineSpec):
-    @property
-    def path(self) -> Path:
-        return PROBE
-
-
 @pytest.fixture
 def embedded() -> Iterator[EmbeddedAws]:
     runtime_handlers.reset()
@@ -41,7 +35,7 @@ def embedded() -> Iterator[EmbeddedAws]:
             ("SleepyFunction", "sleepy"),
         ]
     ]
-    with EmbeddedAws(step_functions=functions, state_machines=[_ProbeMachine("probe", "unused")]) as aws:
+    with EmbeddedAws(step_functions=functions, state_machines=[StateMachineSpec("probe", str(PROBE))]) as aws:
         yield aws
 
 

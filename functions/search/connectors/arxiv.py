@@ -7,7 +7,13 @@ from typing import Any
 
 import feedparser
 
-from functions.search.connectors.base import HttpConnector, UpstreamRequest, never_raises, status_error
+from functions.search.connectors.base import (
+    HttpConnector,
+    UpstreamRequest,
+    never_raises,
+    ranked_result,
+    status_error,
+)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
 from functions.search.normalise import build_paper
 from functions.search.text import arxiv_id_from, fold, format_author, terms
@@ -69,9 +75,8 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     total_text = feed.feed.get("opensearch_totalresults")
     if total_text is None and not entries:
         return ConnectorResult(connector=NAME, error="arXiv answered something that is not an Atom feed")
-    papers = [p for rank, e in enumerate(entries, start=1) if (p := _entry_paper(e, rank)) is not None]
-    total = int(total_text) if total_text and str(total_text).isdigit() else len(papers)
-    return ConnectorResult(connector=NAME, papers=papers, total=total)
+    total = int(total_text) if total_text and str(total_text).isdigit() else None
+    return ranked_result(NAME, entries, _entry_paper, total)
 
 
 class ArxivConnector(HttpConnector):

@@ -14,7 +14,7 @@ import functools
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,7 +25,7 @@ from functions.common.observability import get_logger
 from functions.common.rate_limit import InMemoryRateLimiter, RateLimit, RateLimiter
 from functions.common.settings import Settings, get_settings
 from functions.search.config import SearchSettings
-from functions.search.models import ConnectorResult, PaperQuery
+from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
 
 logger = get_logger("search")
 
@@ -44,6 +44,9 @@ class ConnectorContext:
 class Connector(Protocol):
     name: str
     prefix: str  # of /api/v1/search source ids, e.g. "ax" -> "ax_1a2b3c4d"
+    # Whether the service may answer a repeated request from its response cache: upstream APIs yes,
+    # in-process sources (the uploaded-document library) no, since new documents must show at once.
+    cacheable: bool
 
     async def search(self, query: PaperQuery, limit: int) -> ConnectorResult: ...
 
@@ -81,6 +84,31 @@ def error_message(body: str | bytes, limit: int = 200) -> str:
 ParseFunction = Callable[[int, str | bytes], ConnectorResult]
 
 
+class UnusableAnswer(Exception):
+    """Raised inside a parser for an answer it cannot read; the message is the result's error as is."""
+
+
+def load_json(body: str | bytes, upstream: str) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise UnusableAnswer(f"unparseable {upstream} answer: {exc}") from exc
+
+
+def ranked_result(
+    connector: str,
+    records: Iterable[Any],
+    to_paper: Callable[[Any, int], FoundPaper | None],
+    total: object = None,
+) -> ConnectorResult:
+    """Records in the upstream's order -> papers ranked from 1 (records that are no paper are skipped);
+    `total` is the upstream's own count when it gave an integer one."""
+    papers = [p for rank, record in enumerate(records, start=1) if (p := to_paper(record, rank)) is not None]
+    return ConnectorResult(
+        connector=connector, papers=papers, total=total if isinstance(total, int) else len(papers)
+    )
+
+
 def never_raises(connector: str) -> Callable[[ParseFunction], ParseFunction]:
     """Parsers turn any answer into a ConnectorResult; a shape they did not foresee is an error result."""
 
@@ -89,6 +117,8 @@ def never_raises(connector: str) -> Callable[[ParseFunction], ParseFunction]:
         def guarded(status_code: int, body: str | bytes) -> ConnectorResult:
             try:
                 return parse(status_code, body)
+            except UnusableAnswer as exc:
+                return ConnectorResult(connector=connector, error=str(exc))
             except Exception as exc:
                 return ConnectorResult(
                     connector=connector,
@@ -109,6 +139,7 @@ def status_error(connector: str, status_code: int, body: str | bytes) -> Connect
 class HttpConnector(ABC):
     name: str
     prefix: str
+    cacheable = True
 
     def __init__(self, context: ConnectorContext) -> None:
         self.context = context

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from functions.search.connectors.base import HttpConnector, UpstreamRequest, never_raises, status_error
+from functions.search.connectors.base import (
+    HttpConnector,
+    UpstreamRequest,
+    load_json,
+    never_raises,
+    ranked_result,
+    status_error,
+)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import format_author, strip_jats_abstract
@@ -74,10 +80,7 @@ def date_filter(start: int | None, end: int | None) -> str | None:
 def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     if status_code >= 400:
         return status_error(NAME, status_code, body)
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        return ConnectorResult(connector=NAME, error=f"unparseable Crossref answer: {exc}")
+    data = load_json(body, "Crossref")
     message = data.get("message") if isinstance(data, dict) else None
     kind = data.get("message-type") if isinstance(data, dict) else None
     if kind == "work-list" and isinstance(message, dict):
@@ -89,10 +92,7 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
         return ConnectorResult(
             connector=NAME, error=f"Crossref answer holds no works (message-type {kind!r})"
         )
-    papers = [p for rank, item in enumerate(items, start=1) if (p := _paper(item, rank)) is not None]
-    return ConnectorResult(
-        connector=NAME, papers=papers, total=total if isinstance(total, int) else len(papers)
-    )
+    return ranked_result(NAME, items, _paper, total)
 
 
 class CrossrefConnector(HttpConnector):

@@ -42,6 +42,7 @@ def to_paper(record: DocumentRecord, rank: int) -> FoundPaper:
 class LibraryConnector:
     name = NAME
     prefix = "lib"
+    cacheable = False
 
     def __init__(self, context: ConnectorContext, repository: DocumentRepository | None = None) -> None:
         self._context = context

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from functions.search.connectors.base import HttpConnector, UpstreamRequest, never_raises, status_error
+from functions.search.connectors.base import (
+    HttpConnector,
+    UpstreamRequest,
+    load_json,
+    never_raises,
+    ranked_result,
+    status_error,
+)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import arxiv_id_from, format_author
@@ -92,10 +98,7 @@ def _paper(work: Any, rank: int) -> FoundPaper | None:
 def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     if status_code >= 400:
         return status_error(NAME, status_code, body)
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        return ConnectorResult(connector=NAME, error=f"unparseable OpenAlex answer: {exc}")
+    data = load_json(body, "OpenAlex")
     if not isinstance(data, dict):
         return ConnectorResult(connector=NAME, error="unparseable OpenAlex answer: not a JSON object")
     if "results" in data:
@@ -105,10 +108,7 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
         works, count = [data], 1  # a single work
     else:
         return ConnectorResult(connector=NAME, error="OpenAlex answer holds no works")
-    papers = [p for rank, w in enumerate(works, start=1) if (p := _paper(w, rank)) is not None]
-    return ConnectorResult(
-        connector=NAME, papers=papers, total=count if isinstance(count, int) else len(papers)
-    )
+    return ranked_result(NAME, works, _paper, count)
 
 
 class OpenAlexConnector(HttpConnector):

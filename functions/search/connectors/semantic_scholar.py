@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from functions.search.connectors.base import HttpConnector, UpstreamRequest, never_raises, status_error
+from functions.search.connectors.base import (
+    HttpConnector,
+    UnusableAnswer,
+    UpstreamRequest,
+    load_json,
+    never_raises,
+    ranked_result,
+    status_error,
+)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import format_author
 
 NAME = "semantic_scholar"
+LABEL = "Semantic Scholar"
 FIELDS = (
     "paperId,corpusId,title,abstract,year,authors,venue,journal,externalIds,citationCount,"
     "openAccessPdf,isOpenAccess,url,publicationTypes"
@@ -36,7 +44,7 @@ def _records(data: Any) -> list[Any]:
         if rows is None:
             rows = [data] if "paperId" in data or "title" in data else []
     else:
-        raise ValueError("not a JSON object or list")
+        raise UnusableAnswer(f"unparseable {LABEL} answer: not a JSON object or list")
     records = []
     for row in rows or []:
         if isinstance(row, dict):
@@ -96,16 +104,9 @@ def _paper(record: Any, rank: int) -> FoundPaper | None:
 def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     if status_code >= 400:
         return status_error(NAME, status_code, body)
-    try:
-        data = json.loads(body)
-        records = _records(data)
-    except ValueError as exc:
-        return ConnectorResult(connector=NAME, error=f"unparseable Semantic Scholar answer: {exc}")
-    papers = [p for rank, r in enumerate(records, start=1) if (p := _paper(r, rank)) is not None]
+    data = load_json(body, LABEL)
     total = data.get("total") if isinstance(data, dict) else None
-    return ConnectorResult(
-        connector=NAME, papers=papers, total=total if isinstance(total, int) else len(papers)
-    )
+    return ranked_result(NAME, _records(data), _paper, total)
 
 
 class SemanticScholarConnector(HttpConnector):

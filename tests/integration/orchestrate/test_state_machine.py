@@ -14,16 +14,20 @@ from tests.support.embedded_aws import events_queue, wait_for_execution
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
+def _start_scheduled(aws: EmbeddedAws, name: str, goal: str) -> str:
+    """Start the research machine as EventBridge Scheduler does (no job record); the execution ARN."""
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    return sfn.start_execution(
+        stateMachineArn=aws.state_machine_arns["research"],
+        name=name,
+        input=json.dumps({"research_goal": goal, "source": "schedule"}),
+    )["executionArn"]
+
+
 def test_an_invalid_scheduled_input_ends_as_a_failed_job_with_its_reason() -> None:
     with EmbeddedAws() as aws:
         queue_url = events_queue()
-        sfn = boto3.client("stepfunctions", region_name="us-east-1")
-        arn = sfn.start_execution(
-            stateMachineArn=aws.state_machine_arns["research"],
-            name="scheduled-bad-goal",
-            input=json.dumps({"research_goal": "short", "source": "schedule"}),
-        )["executionArn"]
-        execution = wait_for_execution(arn)
+        execution = wait_for_execution(_start_scheduled(aws, "scheduled-bad-goal", "short"))
         status = job_service().status("scheduled-bad-goal")
         messages = (
             boto3.client("sqs", region_name="us-east-1")
@@ -45,13 +49,7 @@ def test_an_invalid_scheduled_input_ends_as_a_failed_job_with_its_reason() -> No
 def test_a_failed_job_is_not_moved_by_a_late_step() -> None:
     with EmbeddedAws() as aws:
         service = job_service()
-        sfn = boto3.client("stepfunctions", region_name="us-east-1")
-        arn = sfn.start_execution(
-            stateMachineArn=aws.state_machine_arns["research"],
-            name="late-step",
-            input=json.dumps({"research_goal": "x", "source": "schedule"}),
-        )["executionArn"]
-        wait_for_execution(arn)
+        wait_for_execution(_start_scheduled(aws, "late-step", "x"))
         from functions.orchestrate.steps import screen
 
         before = service.status("late-step")

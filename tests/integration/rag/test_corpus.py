@@ -11,12 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from functions.common.storage import InMemoryBlobStore
-from functions.rag.app import app, memo
 from functions.rag.index import SourcePdf, build_index, load_knowledge_base, write_index
 from functions.rag.knowledge_base import KnowledgeBase
-from functions.rag.loader import set_knowledge_base
 from functions.rag.pdf_pages import normalise_text
 from tests.conftest import CORPUS
+from tests.unit.rag.serving import serving
 
 pytestmark = pytest.mark.corpus
 TEXTBOOK = CORPUS / "textbook"
@@ -50,11 +49,8 @@ def ground_truth() -> dict[str, Any]:
 
 @pytest.fixture
 def client(textbook_kb: KnowledgeBase) -> Iterator[TestClient]:
-    set_knowledge_base(textbook_kb)
-    memo.clear()
-    with TestClient(app) as test_client:
+    with serving(textbook_kb) as test_client:
         yield test_client
-    set_knowledge_base(None)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

@@ -8,10 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from functions.common.storage import InMemoryBlobStore
-from functions.rag.app import app, memo
 from functions.rag.index import BuiltIndex, build_index, load_knowledge_base, write_index
 from functions.rag.knowledge_base import KnowledgeBase
-from functions.rag.loader import set_knowledge_base
+from tests.unit.rag.serving import serving
 from tests.unit.rag.tiny_book import tiny_book
 
 
@@ -29,9 +28,5 @@ def knowledge_base(built_index: BuiltIndex) -> KnowledgeBase:
 
 @pytest.fixture
 def client(knowledge_base: KnowledgeBase) -> Iterator[TestClient]:
-    set_knowledge_base(knowledge_base)
-    memo.clear()
-    with TestClient(app) as test_client:
+    with serving(knowledge_base) as test_client:
         yield test_client
-    set_knowledge_base(None)
-    memo.clear()

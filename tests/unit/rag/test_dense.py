@@ -6,14 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fastapi.testclient import TestClient
 
 from functions.common.storage import InMemoryBlobStore
-from functions.rag.app import app, memo
 from functions.rag.embedding import fuse_scores
 from functions.rag.index import build_index, load_knowledge_base, write_index
-from functions.rag.loader import set_knowledge_base
 from functions.rag.minilm import MiniLmEmbedder, WordPieceTokenizer, read_safetensors
+from tests.unit.rag.serving import serving
 from tests.unit.rag.tiny_bert import VOCAB, write_tiny_bert
 from tests.unit.rag.tiny_book import tiny_book
 
@@ -82,15 +80,9 @@ def test_an_index_built_with_embeddings_is_served_hybrid(embedder: MiniLmEmbedde
     lexical = load_knowledge_base(store, dense=False)
     assert lexical.embedder is None
 
-    set_knowledge_base(hybrid)
-    memo.clear()
-    try:
-        with TestClient(app) as client:
-            body = client.post("/search/semantic", json={"query": "inventory policy reorder point"}).json()
-        assert body["metadata"]["retrieval"] == "hybrid"
-        scores = [result["score"] for result in body["results"]]
-        assert body["results"] and scores == sorted(scores, reverse=True)
-        assert {result["id"] for result in body["results"]} & {"algo_2_1", "section_2_2", "chunk_2_2_1"}
-    finally:
-        set_knowledge_base(None)
-        memo.clear()
+    with serving(hybrid) as client:
+        body = client.post("/search/semantic", json={"query": "inventory policy reorder point"}).json()
+    assert body["metadata"]["retrieval"] == "hybrid"
+    scores = [result["score"] for result in body["results"]]
+    assert body["results"] and scores == sorted(scores, reverse=True)
+    assert {result["id"] for result in body["results"]} & {"algo_2_1", "section_2_2", "chunk_2_2_1"}

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from functions.common.storage import InMemoryBlobStore
+from functions.common.storage import InMemoryBlobStore, get_json
 from functions.rag.index import BuiltIndex, IndexNotFound, load_knowledge_base, write_index
 from functions.rag.ingest import main as ingest_main
-from functions.rag.store import LocalDirBlobStore, get_json
+from functions.rag.store import LocalDirBlobStore
 from tests.unit.rag.tiny_book import tiny_book
 
 

@@ -7,43 +7,19 @@ references between them, footers with printed page numbers and running headers.
 from __future__ import annotations
 
 from functions.rag.index import SourcePdf
+from tests.support.pdfgen import PAGE_HEIGHT, TextRun, build_pdf
 
-PAGE_HEIGHT = 792
+LINE_HEIGHT = 14
 
 
 def make_pdf(pages: list[list[str]]) -> bytes:
-    """A minimal PDF 1.4 whose pages show the given lines from the top, one per text line."""
-    objects: list[bytes] = []
-    kids = " ".join(f"{4 + 2 * index} 0 R" for index in range(len(pages)))
-    objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
-    objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>".encode())
-    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
-    for index, lines in enumerate(pages):
-        content_id = 5 + 2 * index
-        objects.append(
-            (
-                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-                f"/Resources << /Font << /F1 3 0 R >> >> /Contents {content_id} 0 R >>"
-            ).encode()
-        )
-        body = ["BT", "/F1 10 Tf", "14 TL", f"50 {PAGE_HEIGHT - 50} Td"]
-        for line in lines:
-            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            body.append(f"({escaped}) Tj T*")
-        body.append("ET")
-        stream = "\n".join(body).encode("cp1252")
-        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, obj in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + obj + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    for offset in offsets:
-        out += f"{offset:010d} 00000 n \n".encode()
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    """Pages showing the given lines from the top, one per text line."""
+    return build_pdf(
+        [
+            [TextRun(50, PAGE_HEIGHT - 50 - LINE_HEIGHT * row, 10, line) for row, line in enumerate(lines)]
+            for lines in pages
+        ]
+    )
 
 
 TOC_PAGES = [
