@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
@@ -98,6 +99,17 @@ class InMemoryBlobStore:
     def list_keys(self, prefix: str) -> list[str]:
         with self._lock:
             return sorted(k for k in self._blobs if k.startswith(prefix))
+
+
+def from_dynamo(value: Any) -> Any:
+    """A DynamoDB item (numbers come back as Decimal) as plain JSON-like Python values."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_dynamo(v) for v in value]
+    return value
 
 
 class TtlCache(Protocol):

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from functions.common.aws import dynamodb_resource
 from functions.common.settings import Settings, get_settings
+from functions.common.storage import from_dynamo
 from functions.extract.errors import DocumentTooLarge, UnprocessableDocument
 from functions.extract.resolve import LIBRARY_SCHEME
 
@@ -95,28 +96,18 @@ class DynamoDocumentRepository:
 
     def get(self, document_id: str) -> DocumentRecord | None:
         item = self._table.get_item(Key={"document_id": document_id}).get("Item")
-        return None if item is None else DocumentRecord.model_validate(_plain(item))
+        return None if item is None else DocumentRecord.model_validate(from_dynamo(item))
 
     def all(self, limit: int = 1000) -> list[DocumentRecord]:
         records: list[DocumentRecord] = []
         kwargs: dict[str, Any] = {}
         while len(records) < limit:
             page = self._table.scan(**kwargs)
-            records.extend(DocumentRecord.model_validate(_plain(item)) for item in page.get("Items", []))
+            records.extend(DocumentRecord.model_validate(from_dynamo(item)) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return records[:limit]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 class InMemoryDocumentRepository:

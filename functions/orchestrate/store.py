@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 from functions.common.aws import dynamodb_resource, events_client, s3_client, sfn_client
 from functions.common.errors import Conflict
 from functions.common.settings import get_settings
+from functions.common.storage import from_dynamo
 from functions.orchestrate.models import TERMINAL_RANK, JobStatus
 
 if TYPE_CHECKING:
@@ -36,16 +37,6 @@ def _to_dynamo(value: Any) -> Any:
         return {k: _to_dynamo(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_to_dynamo(v) for v in value]
-    return value
-
-
-def _from_dynamo(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _from_dynamo(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_from_dynamo(v) for v in value]
     return value
 
 
@@ -98,7 +89,7 @@ class DynamoDbJobStore:
         item = self._table.get_item(Key=_job_key(job_id), ConsistentRead=True).get("Item")
         if not item:
             return None
-        found: dict[str, Any] = _from_dynamo(dict(item))
+        found: dict[str, Any] = from_dynamo(dict(item))
         return found
 
     def update(
