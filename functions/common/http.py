@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import ipaddress
+import math
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 from urllib.parse import urljoin
 
@@ -155,17 +157,22 @@ class _TransientStatus(Exception):
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Parse Retry-After (seconds or HTTP date)."""
+    """Parse Retry-After (seconds or HTTP date); None when absent or not a usable value, since an
+    upstream's malformed header must not break the retry or open a breaker for ever."""
     value = headers.get("retry-after")
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
             return None
-        return max(0.0, parsed.timestamp() - (now if now is not None else time.time()))
+        if parsed.tzinfo is None:  # "-0000" means UTC with no zone information
+            parsed = parsed.replace(tzinfo=UTC)
+        seconds = parsed.timestamp() - (now if now is not None else time.time())
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 class HttpClient:

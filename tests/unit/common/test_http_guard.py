@@ -91,3 +91,13 @@ def test_retry_after_seconds_and_http_date() -> None:
     when = retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470.0)
     assert when == pytest.approx(10.0)
     assert retry_after_seconds({}) is None
+
+
+@pytest.mark.parametrize("value", ["soon", "inf", "nan", "Wed, 99 Foo 2015"])
+def test_unusable_retry_after_is_ignored_not_raised(value: str) -> None:
+    assert retry_after_seconds({"retry-after": value}) is None
+
+
+def test_retry_after_date_without_zone_is_utc() -> None:
+    when = retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 -0000"}, now=1445412470.0)
+    assert when == pytest.approx(10.0)
