@@ -23,7 +23,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from functions.common.resources import STEP_FUNCTIONS
 from functions.local_runtime.aws import EmbeddedAws
+from functions.local_runtime.lambda_adapter import resolve_handler
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import ExecuteRequest, JobStatus
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, serve, topic_papers
@@ -64,6 +66,10 @@ def simulated_web(papers: list[TopicPaper], seed: int) -> ScholarlyWeb:
 def run_workflow(web: ScholarlyWeb, concurrency: int) -> dict[str, Any]:
     from functions.orchestrate.app import app
 
+    # On AWS the step Lambdas are functions of their own; here they share this process, and the Plan
+    # step's first import would otherwise compete with the API answer that `answered` measures.
+    for step in STEP_FUNCTIONS:
+        resolve_handler(step.handler)
     reset_workflow_settings_cache()
     env = environment(web, RESEARCH_EXTRACT_MAX_CONCURRENCY=str(concurrency))
     with EmbeddedAws(extra_environment=env), TestClient(app) as client:
