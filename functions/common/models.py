@@ -90,3 +90,9 @@ class ExtractedPaper(BaseModel):
     confidence_score: float = 0.0
     pdf_sha256: str | None = None
     extracted_at: datetime | None = None
+    # Bibliographic fields, from a scholarly registry when the paper's identifier led to one.
+    year: int | None = None
+    venue: str | None = None
+    identifiers: dict[str, str] = Field(default_factory=dict)  # "doi", "arxiv_id"
+    # Where each of title/authors/abstract/year/venue came from: "layout" or a registry's name.
+    metadata_sources: dict[str, str] = Field(default_factory=dict)

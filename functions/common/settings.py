@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     upload_max_bytes: int = 25 * 1024 * 1024
     # Total time one extraction may take (inside the 45 s API/step limit).
     extract_budget_seconds: float = 40.0
+    # Part of that budget for authoritative metadata lookups (Crossref, OpenAlex, arXiv, S2).
+    extract_metadata_budget_seconds: float = 4.0
 
     # LLM provider (optional).
     llm_provider: Literal["none", "bedrock", "openai"] = "none"

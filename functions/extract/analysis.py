@@ -12,6 +12,14 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from functions.common.models import EvidenceQuote
+from functions.extract.frontmatter import (
+    clean_abstract,
+    is_cover_page,
+    is_repository_name,
+    is_type_label,
+    strip_type_label,
+)
+from functions.extract.identifiers import XMP_TITLE
 from functions.extract.layout import Line, Section, document_lines, find_sections, inherited_kinds
 from functions.extract.pdf import PageText, SizedLine
 from functions.extract.references import format_reference, join_hyphenated, split_references
@@ -109,6 +117,8 @@ _AFFILIATION = re.compile(
     r"research|inc\.|corporation|hospital|faculty|academy|e-?mail",
     re.IGNORECASE,
 )
+# Never in a title line, not even next to one.
+_STRONG_TITLE_JUNK = re.compile(r"arxiv:|https?:|www\.|©|\bissn\b|\bdoi\s*:|@|\bvol\.|\bpp\.", re.I)
 _BAD_META_TITLE = re.compile(r"untitled|microsoft word|\.dvi|\.tex|\.pdf|\.doc|^\d+$|^paper\b", re.I)
 
 KIND_WEIGHT = {
@@ -173,6 +183,7 @@ def analyse(
     pages: list[PageText],
     *,
     first_page_lines: list[SizedLine] | None = None,
+    second_page_lines: list[SizedLine] | None = None,
     metadata: dict[str, str] | None = None,
     focus_areas: list[str] | None = None,
 ) -> Analysis:
@@ -182,14 +193,15 @@ def analyse(
     sections = find_sections(lines)
     kinds = inherited_kinds(sections)
     result = Analysis()
-    result.title = _title(first_page_lines or [], lines, metadata)
-    result.authors = _authors(first_page_lines or [], result.title, metadata)
-    abstract_span = _abstract_span(lines, sections, first_page_lines or [])
+    front_page, sized = _front_page(usable, first_page_lines or [], second_page_lines or [])
+    result.title = _title(sized, lines, metadata, front_page)
+    result.authors = _authors(sized, result.title, metadata)
+    abstract_span = _abstract_span(lines, sections, sized, front_page)
     if abstract_span:
         result.abstract = " ".join(lines[i].text for i in range(*abstract_span)).strip()
     elif metadata.get("abstract"):
         result.abstract = metadata["abstract"].strip()
-    result.abstract = join_hyphenated(result.abstract)
+    result.abstract = clean_abstract(join_hyphenated(result.abstract))
     result.sections = [s.title for s in sections if s.kind != "abstract"]
     references = _reference_entries(lines, sections)
     result.citations = [c for c in (format_reference(r) for r in references) if c]
@@ -215,56 +227,101 @@ def analyse(
 # --- title, authors, abstract ---------------------------------------------------------------------
 
 
-def _title(sized: list[SizedLine], lines: list[Line], metadata: dict[str, str]) -> str:
-    meta_title = " ".join(metadata.get("Title", metadata.get("title", "")).split())
-    if _TITLE_JUNK.search(meta_title) or _BAD_META_TITLE.search(meta_title):
-        meta_title = ""
-    first_page_text = " ".join(line.text for line in lines if line.page == lines[0].page) if lines else ""
-    if (
-        meta_title
-        and len(meta_title.split()) >= 3
-        and (not first_page_text or fuzz.partial_ratio(meta_title.lower(), first_page_text.lower()) >= 90)
-    ):
-        return meta_title
+def _front_page(
+    pages: list[PageText], first: list[SizedLine], second: list[SizedLine]
+) -> tuple[int, list[SizedLine]]:
+    """The page where the article starts (2 behind a repository cover sheet) and its sized lines."""
+    on_page_two = len(pages) >= 2 and pages[0].number == 1 and pages[1].number == 2
+    if on_page_two and second and is_cover_page(pages[0].text, first, pages[1].text):
+        return 2, second
+    return (pages[0].number if pages else 1), first
+
+
+def _usable_meta_title(value: str) -> str:
+    title = strip_type_label(" ".join(value.split()))
+    if _TITLE_JUNK.search(title) or _BAD_META_TITLE.search(title) or is_repository_name(title):
+        return ""
+    return title
+
+
+def _title(sized: list[SizedLine], lines: list[Line], metadata: dict[str, str], front_page: int) -> str:
+    front_text = " ".join(line.text for line in lines if line.page == front_page)
+    # Embedded titles are often junk ("Microsoft Word - paper.docx"): used only when the page shows them.
+    for key in (XMP_TITLE, "Title", "title"):
+        meta_title = _usable_meta_title(metadata.get(key, ""))
+        if (
+            meta_title
+            and len(meta_title.split()) >= 3
+            and (not front_text or fuzz.partial_ratio(meta_title.lower(), front_text.lower()) >= 90)
+        ):
+            return meta_title
     from_fonts = _title_from_fonts(sized)
     if from_fonts:
         return from_fonts
+    meta_title = _usable_meta_title(metadata.get("Title", metadata.get("title", "")))
     if meta_title and len(meta_title.split()) >= 2:
         return meta_title
-    for line in lines[:15]:
-        words = line.text.split()
-        if 3 <= len(words) <= 25 and not _TITLE_JUNK.search(line.text) and not _AFFILIATION.search(line.text):
-            return line.text
+    for line in [line for line in lines if line.page >= front_page][:15]:
+        text = strip_type_label(line.text)
+        words = text.split()
+        if (
+            3 <= len(words) <= 25
+            and not _TITLE_JUNK.search(text)
+            and not _AFFILIATION.search(text)
+            and not is_repository_name(text)
+        ):
+            return text
     return ""
 
 
+def _title_line(line: SizedLine, *, seed: bool) -> bool:
+    """Can this line be part of a title? A seed must be free of venue words too ("Journal", "Letters");
+    a neighbour of a seed in the same type size may contain them ("... for Physical Review Letters")."""
+    text = line.text
+    if (
+        line.top >= 500
+        or sum(ch.isalpha() for ch in text) < (4 if seed else 2)
+        or _ABSTRACT_LABEL.match(text)
+        or is_type_label(text)
+        or is_repository_name(text)
+        or _STRONG_TITLE_JUNK.search(text)
+    ):
+        return False
+    return not (seed and (line.top >= 450 or _TITLE_JUNK.search(text)))
+
+
 def _title_from_fonts(sized: list[SizedLine]) -> str:
-    candidates = [
-        line
-        for line in sized
-        if line.top < 450
-        and sum(ch.isalpha() for ch in line.text) >= 4
-        and not _TITLE_JUNK.search(line.text)
-        and not _ABSTRACT_LABEL.match(line.text)
-    ]
-    if not candidates:
+    seeds = [index for index, line in enumerate(sized) if _title_line(line, seed=True)]
+    if not seeds:
         return ""
     body = statistics.median(line.height for line in sized)
-    biggest = max(line.height for line in candidates)
+    biggest = max(sized[index].height for index in seeds)
     if biggest < body * 1.1:
         return ""
-    title_lines: list[SizedLine] = []
-    for line in sized:
-        if line not in candidates and title_lines:
-            break
-        if line in candidates and abs(line.height - biggest) <= 0.08 * biggest:
-            if title_lines and line.top - title_lines[-1].top > 3.0 * biggest:
-                break
-            title_lines.append(line)
-        elif title_lines:
-            break
-    title = " ".join(line.text for line in title_lines)
+
+    def same_size(line: SizedLine) -> bool:
+        return abs(line.height - biggest) <= 0.08 * biggest
+
+    seed = next(index for index in seeds if same_size(sized[index]))
+    first = last = seed
+    # A title may run over several lines of the same size, above and below the seed line.
+    while (
+        first > 0
+        and same_size(sized[first - 1])
+        and _title_line(sized[first - 1], seed=False)
+        and 0 <= sized[first].top - sized[first - 1].top <= 3.0 * biggest
+    ):
+        first -= 1
+    while (
+        last + 1 < len(sized)
+        and same_size(sized[last + 1])
+        and _title_line(sized[last + 1], seed=False)
+        and 0 <= sized[last + 1].top - sized[last].top <= 3.0 * biggest
+    ):
+        last += 1
+    title = " ".join(line.text for line in sized[first : last + 1])
     title = join_hyphenated(re.sub(r"\s+", " ", title)).strip(" .*\u2020\u2021\u2217")
+    title = strip_type_label(title)
     if title.isupper():
         title = title.title()
     return title if len(title.split()) >= 2 else ""
@@ -300,15 +357,17 @@ def _authors(sized: list[SizedLine], title: str, metadata: dict[str, str]) -> li
 
 
 def _abstract_span(
-    lines: list[Line], sections: list[Section], sized: list[SizedLine]
+    lines: list[Line], sections: list[Section], sized: list[SizedLine], front_page: int
 ) -> tuple[int, int] | None:
     """Line range [start, end) of the abstract's text: after an "Abstract" label, else the first
-    run of long first-page lines in one font size, else the block just before the first heading."""
+    run of long front-page lines in one font size, else the block just before the first heading."""
     limit = min(len(lines), 400)
     start: int | None = None
     for index in range(limit):
+        if lines[index].page < front_page:
+            continue
         match = _ABSTRACT_LABEL.match(lines[index].text)
-        if match and lines[index].page <= 2:
+        if match and lines[index].page <= front_page + 1:
             rest = match.group("rest")
             if rest and not rest[0].isupper() and not rest[0].isdigit() and not rest.startswith("("):
                 continue  # "Summary statistics are ...": a sentence, not the label
@@ -324,7 +383,7 @@ def _abstract_span(
         None,
     )
     if start is None:
-        from_sizes = _abstract_from_sizes(lines, sized, first_body)
+        from_sizes = _abstract_from_sizes(lines, sized, first_body, front_page)
         if from_sizes or first_body is None:
             return from_sizes
         # No label: the block of long lines just before the first section heading.
@@ -352,7 +411,7 @@ def _abstract_span(
 
 
 def _abstract_from_sizes(
-    lines: list[Line], sized: list[SizedLine], first_body: int | None
+    lines: list[Line], sized: list[SizedLine], first_body: int | None, front_page: int
 ) -> tuple[int, int] | None:
     runs: list[list[SizedLine]] = []
     for line in sized:
@@ -370,16 +429,18 @@ def _abstract_from_sizes(
             runs.append([line])
         else:
             runs.append([])
-    run = next((r for r in runs if len(r) >= 3), None)
+    # Licence and correspondence blocks are runs of long small-type lines too: not the abstract.
+    run = next((r for r in runs if len(r) >= 3 and clean_abstract(" ".join(x.text for x in r))), None)
     if run is None:
         return None
     body = statistics.median(line.height for line in sized)
     if abs(run[0].height - body) <= 0.15 and len(run) > 25:
         return None  # the run is ordinary body text, not a set-off abstract
-    first_page = lines[0].page if lines else 1
     head = run[0].text[:25]
     for index, doc_line in enumerate(lines):
-        if doc_line.page != first_page:
+        if doc_line.page < front_page:
+            continue
+        if doc_line.page != front_page:
             break
         if doc_line.text.startswith(head):
             end = min(index + len(run), first_body if first_body and first_body > index else len(lines))

@@ -15,11 +15,14 @@ from pydantic import BaseModel, Field, field_validator
 from functions.common.errors import InvalidInput, NotFound
 from functions.common.http import HttpClient
 from functions.common.models import ExtractedPaper
+from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimiter
 from functions.common.settings import get_settings
-from functions.common.storage import BlobStore, S3BlobStore
+from functions.common.storage import BlobStore, DynamoDbTtlCache, InMemoryTtlCache, S3BlobStore, TtlCache
 from functions.extract.documents import DocumentRepository, DynamoDocumentRepository
 from functions.extract.errors import DocumentTooLarge
+from functions.extract.metadata_connectors import ConnectorMetadata
 from functions.extract.service import ExtractionService
+from functions.search.config import SearchSettings
 
 ELEMENTS = ("title", "abstract", "key_findings", "methodology", "conclusions", "citations", "evidence")
 UPLOAD_CHUNK = 1024 * 1024
@@ -56,12 +59,30 @@ def _documents() -> DocumentRepository:
     return DynamoDocumentRepository()
 
 
+@lru_cache(maxsize=1)
+def _lookup_cache() -> TtlCache:
+    return InMemoryTtlCache() if SearchSettings().state_backend == "memory" else DynamoDbTtlCache()
+
+
+@lru_cache(maxsize=1)
+def _lookup_limiter() -> RateLimiter:
+    return InMemoryRateLimiter() if SearchSettings().state_backend == "memory" else DynamoDbRateLimiter()
+
+
 async def get_service() -> AsyncIterator[ExtractionService]:
     """One HTTP client per request (clients are bound to an event loop); storage adapters are shared."""
     settings = get_settings()
     http = HttpClient(settings)
     try:
-        yield ExtractionService(http=http, blobs=_blobs(), documents=_documents(), settings=settings)
+        yield ExtractionService(
+            http=http,
+            blobs=_blobs(),
+            documents=_documents(),
+            settings=settings,
+            metadata=ConnectorMetadata.from_settings(
+                settings, http, cache=_lookup_cache(), limiter=_lookup_limiter()
+            ),
+        )
     finally:
         await http.aclose()
 
@@ -91,6 +112,10 @@ def extraction_response(
     if paper.success:
         content["authors"] = paper.authors
         content["sections"] = paper.sections
+        if paper.year is not None:
+            content["year"] = paper.year
+        if paper.venue:
+            content["venue"] = paper.venue
     # Additive: page-located quotes (always returned; a later synthesis cites them).
     content["evidence"] = [q.model_dump() for q in paper.evidence]
     metadata: dict[str, Any] = {
@@ -99,6 +124,9 @@ def extraction_response(
         "extraction_timestamp": _utc_seconds(datetime.now(UTC)),
         "canonical_id": paper.canonical_id,
         "page_count": paper.page_count,
+        # Additive: identifiers found, and which source (a registry or the layout) gave each field.
+        "identifiers": paper.identifiers,
+        "metadata_sources": paper.metadata_sources,
     }
     if not paper.success:
         metadata["failure_reason"] = paper.failure_reason or "extraction failed"

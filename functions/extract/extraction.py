@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 from functions.common.models import ExtractedPaper
 from functions.extract.analysis import analyse
+from functions.extract.identifiers import DocumentIdentifiers
+from functions.extract.metadata import ResolvedMetadata
 from functions.extract.pdf import ParsedPdf, PdfParseError, parse_pdf
 
 NO_TEXT_LAYER = "no text layer: the PDF contains only images (a scan); OCR is not supported"
@@ -48,6 +50,7 @@ def from_parsed(
     analysis = analyse(
         parsed.pages,
         first_page_lines=parsed.first_page_lines,
+        second_page_lines=parsed.second_page_lines,
         metadata=parsed.metadata,
         focus_areas=focus_areas,
     )
@@ -78,3 +81,40 @@ def from_parsed(
         pdf_sha256=pdf_sha256,
         extracted_at=datetime.now(UTC),
     )
+
+
+def with_metadata(
+    paper: ExtractedPaper,
+    found: DocumentIdentifiers,
+    resolved: ResolvedMetadata | None,
+    *,
+    doi: str | None = None,
+    arxiv_id: str | None = None,
+) -> ExtractedPaper:
+    """The paper with the registries' fields where they answered, the layout's elsewhere, and the
+    source of every field. `doi`/`arxiv_id`: identifiers of the requested source itself."""
+    resolved = resolved or ResolvedMetadata()
+    sources = dict(resolved.sources)
+    if resolved.title:
+        paper.title = resolved.title
+    if resolved.authors:
+        paper.authors = resolved.authors
+    if resolved.abstract:
+        paper.abstract = resolved.abstract
+    paper.year = resolved.year or found.year
+    paper.venue = resolved.venue
+    for name, present in (
+        ("title", paper.title),
+        ("authors", paper.authors),
+        ("abstract", paper.abstract),
+        ("year", paper.year),
+    ):
+        if present and name not in sources:
+            sources[name] = "layout"
+    paper.metadata_sources = sources
+    identifiers = {
+        "doi": doi or resolved.doi or found.doi,
+        "arxiv_id": arxiv_id or resolved.arxiv_id or found.arxiv_id,
+    }
+    paper.identifiers = {name: value for name, value in identifiers.items() if value}
+    return paper

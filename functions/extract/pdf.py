@@ -24,6 +24,8 @@ from typing import Any
 import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
+from functions.extract.identifiers import embedded_hints
+
 DEFAULT_MAX_PAGES = 300
 DEFAULT_TIME_BUDGET_SECONDS = 12.0
 
@@ -69,6 +71,8 @@ class ParsedPdf:
     first_page_lines: list[SizedLine]
     parser: str  # "pypdfium2" or "pypdf"
     truncated: bool = False
+    # The second page's lines: where the title is when the first page is a repository cover sheet.
+    second_page_lines: list[SizedLine] = field(default_factory=list)
 
     @property
     def text_pages(self) -> list[PageText]:
@@ -82,6 +86,7 @@ class ParsedPdf:
             "first_page_lines": [[ln.text, ln.height, ln.top] for ln in self.first_page_lines],
             "parser": self.parser,
             "truncated": self.truncated,
+            "second_page_lines": [[ln.text, ln.height, ln.top] for ln in self.second_page_lines],
         }
 
     @classmethod
@@ -93,6 +98,9 @@ class ParsedPdf:
             first_page_lines=[SizedLine(t, float(h), float(y)) for t, h, y in data["first_page_lines"]],
             parser=str(data["parser"]),
             truncated=bool(data.get("truncated", False)),
+            second_page_lines=[
+                SizedLine(t, float(h), float(y)) for t, h, y in data.get("second_page_lines") or []
+            ],
         )
 
 
@@ -139,14 +147,15 @@ def parse_pdf(
         if "password" in exc.reason:
             raise
         parsed = _parse_with_pypdf(data, max_pages, time_budget_seconds, exc.reason)
-    if parsed.text_pages or parsed.parser == "pypdf":
-        return parsed
-    # pdfium found no text at all; pypdf occasionally reads text layers pdfium does not.
-    try:
-        fallback = _parse_with_pypdf(data, max_pages, time_budget_seconds, "")
-    except PdfParseError:
-        return parsed
-    return fallback if fallback.text_pages else parsed
+    if not parsed.text_pages and parsed.parser != "pypdf":
+        # pdfium found no text at all; pypdf occasionally reads text layers pdfium does not.
+        try:
+            fallback = _parse_with_pypdf(data, max_pages, time_budget_seconds, "")
+        except PdfParseError:
+            fallback = parsed
+        parsed = fallback if fallback.text_pages else parsed
+    parsed.metadata.update(embedded_hints(data))
+    return parsed
 
 
 def _parse_with_pdfium(data: bytes, max_pages: int, budget: float) -> ParsedPdf:
@@ -166,17 +175,17 @@ def _parse_with_pdfium_locked(data: bytes, max_pages: int, budget: float) -> Par
     try:
         total = len(document)
         metadata = {k: str(v) for k, v in document.get_metadata_dict(skip_empty=True).items()}
-        first_lines: list[SizedLine] = []
+        sized: tuple[list[SizedLine], list[SizedLine]] = ([], [])
 
         def read_page(index: int) -> str:
             with closing(document[index]) as page, closing(page.get_textpage()) as textpage:
                 raw: str = textpage.get_text_range()
-                if index == 0:
-                    first_lines.extend(_sized_lines(textpage, page.get_height()))
+                if index < len(sized):
+                    sized[index].extend(_sized_lines(textpage, page.get_height()))
                 return raw
 
         pages, truncated = _read_pages(total, read_page, max_pages, budget, started)
-        return ParsedPdf(pages, total, metadata, first_lines, "pypdfium2", truncated)
+        return ParsedPdf(pages, total, metadata, sized[0], "pypdfium2", truncated, sized[1])
     finally:
         document.close()
 

@@ -34,8 +34,11 @@ from functions.extract.documents import (
     validate_upload,
 )
 from functions.extract.errors import SourceUnavailable, UnprocessableDocument
-from functions.extract.extraction import failed, from_parsed, parse_or_failure
+from functions.extract.extraction import failed, from_parsed, parse_or_failure, with_metadata
 from functions.extract.html import HtmlDocument, parse_html
+from functions.extract.identifiers import FRONT_PAGES, find_identifiers
+from functions.extract.metadata import LayoutFacts, MetadataResolver, ResolvedMetadata, ScholarlyMetadata
+from functions.extract.metadata_connectors import ConnectorMetadata
 from functions.extract.pdf import ParsedPdf, is_pdf
 from functions.extract.resolve import LIBRARY_SCHEME, Target, classify, library_target
 
@@ -94,21 +97,26 @@ class ExtractionService:
         blobs: BlobStore,
         documents: DocumentRepository | None = None,
         settings: Settings | None = None,
+        metadata: ScholarlyMetadata | None = None,
     ) -> None:
+        """`metadata`: where authoritative title/authors/abstract come from; None = layout only."""
         self._http = http
         self._blobs = blobs
         self._documents = documents
         self._settings = settings or get_settings()
+        self._metadata = metadata
         self.stats = ServiceStats()
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> ExtractionService:
         settings = settings or get_settings()
+        http = HttpClient(settings)
         return cls(
-            http=HttpClient(settings),
+            http=http,
             blobs=S3BlobStore(settings.data_bucket),
             documents=DynamoDocumentRepository(),
             settings=settings,
+            metadata=ConnectorMetadata.from_settings(settings, http),
         )
 
     async def aclose(self) -> None:
@@ -143,7 +151,7 @@ class ExtractionService:
     async def _extract(
         self, target: Target, source_url: str, focus: list[str], deadline: _Deadline
     ) -> ExtractedPaper:
-        cached = await self._from_cache(target, source_url, focus)
+        cached = await self._from_cache(target, source_url, focus, deadline)
         if cached is not None:
             return cached
         try:
@@ -175,16 +183,30 @@ class ExtractionService:
             parsed = ParsedPdf(fetched.html.pages, 1, fetched.html.metadata, [], "html")
             extra_citations = fetched.html.citations
         await self._store_pages(target.canonical_id, parsed, sha256, extra_citations)
-        return await self._analyse_and_store(parsed, target, source_url, focus, sha256, extra_citations)
+        return await self._analyse_and_store(
+            parsed, target, source_url, focus, sha256, extra_citations, deadline=deadline
+        )
 
     async def _store_pdf(self, sha256: str, data: bytes) -> None:
         await asyncio.to_thread(self._blobs.put_bytes, pdf_key(sha256), data, "application/pdf")
 
     async def _store_pages(
-        self, canonical_id: str, parsed: ParsedPdf, sha256: str | None, extra_citations: list[str]
+        self,
+        canonical_id: str,
+        parsed: ParsedPdf,
+        sha256: str | None,
+        extra_citations: list[str],
+        resolved: ResolvedMetadata | None = None,
     ) -> None:
-        """The normalised pages that `_from_cache` re-analyses instead of fetching and parsing again."""
-        stored = {"parsed": parsed.to_json(), "pdf_sha256": sha256, "extra_citations": extra_citations}
+        """The normalised pages that `_from_cache` re-analyses instead of fetching and parsing again
+        (with the registries' metadata once it was found, so that a repeat asks no registry)."""
+        stored: dict[str, Any] = {
+            "parsed": parsed.to_json(),
+            "pdf_sha256": sha256,
+            "extra_citations": extra_citations,
+        }
+        if resolved is not None and resolved.found:
+            stored["authoritative"] = resolved.to_json()
         await asyncio.to_thread(put_json, self._blobs, pages_key(canonical_id), stored)
 
     async def _analyse_and_store(
@@ -195,7 +217,11 @@ class ExtractionService:
         focus: list[str],
         sha256: str | None,
         extra_citations: list[str],
+        *,
+        resolved: ResolvedMetadata | None = None,
+        deadline: _Deadline | None = None,
     ) -> ExtractedPaper:
+        """`resolved`: registry metadata found earlier (kept with the pages); else it is looked up."""
         paper = await asyncio.to_thread(
             lambda: from_parsed(
                 parsed,
@@ -206,6 +232,26 @@ class ExtractionService:
                 extra_citations=extra_citations,
             )
         )
+        if paper.success:
+            front = [page.text for page in parsed.pages[:FRONT_PAGES]]
+            found = find_identifiers(front, parsed.metadata)
+            trusted_doi = target.value if target.kind == "doi" else None
+            trusted_arxiv = re.sub(r"v\d+$", "", target.value) if target.kind == "arxiv" else None
+            if resolved is None and self._metadata is not None:
+                layout = LayoutFacts(paper.title, paper.authors, "\n".join(front), found.year)
+                budget = self._settings.extract_metadata_budget_seconds
+                if deadline is not None:
+                    budget = min(budget, deadline.ends_at - time.monotonic() - 1.0)
+                if budget > 0.2:
+                    resolved = await MetadataResolver(self._metadata, budget).resolve(
+                        found, layout, trusted_doi=trusted_doi, trusted_arxiv_id=trusted_arxiv
+                    )
+                    record_metric("extract", "AuthoritativeMetadataFound", int(resolved.found))
+                    if resolved.found:
+                        await self._store_pages(
+                            target.canonical_id, parsed, sha256, extra_citations, resolved
+                        )
+            paper = with_metadata(paper, found, resolved, doi=trusted_doi, arxiv_id=trusted_arxiv)
         await self._store_paper(paper)
         return paper
 
@@ -214,11 +260,14 @@ class ExtractionService:
             put_json, self._blobs, parsed_key(paper.canonical_id), paper.model_dump(mode="json")
         )
 
-    async def _from_cache(self, target: Target, source_url: str, focus: list[str]) -> ExtractedPaper | None:
+    async def _from_cache(
+        self, target: Target, source_url: str, focus: list[str], deadline: _Deadline | None = None
+    ) -> ExtractedPaper | None:
         stored = await asyncio.to_thread(get_json, self._blobs, pages_key(target.canonical_id))
         if stored is not None:
             self.stats.cache_hits += 1
             parsed = ParsedPdf.from_json(stored["parsed"])
+            authoritative = stored.get("authoritative")
             return await self._analyse_and_store(
                 parsed,
                 target,
@@ -226,6 +275,8 @@ class ExtractionService:
                 focus,
                 stored.get("pdf_sha256"),
                 stored.get("extra_citations") or [],
+                resolved=ResolvedMetadata.from_json(authoritative) if authoritative else None,
+                deadline=deadline,
             )
         if target.kind == "library":
             return None  # uploads are parsed at upload time; a missing text file means re-parse

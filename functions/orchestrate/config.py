@@ -16,11 +16,15 @@ class WorkflowSettings(BaseSettings):
     # Extract Map's MaxConcurrency (passed to the state machine through MaxConcurrencyPath).
     extract_max_concurrency: int = 16
     search_max_concurrency: int = 20
-    relevance_threshold: float = 0.6
+    # Relevance is a calibrated probability that a candidate answers the goal or one of its concepts
+    # (functions/research/relevance.py); 0.5 is the calibrated decision boundary.
+    relevance_threshold: float = 0.5
     # How long a human checkpoint may wait for approve/abort before the job fails.
     checkpoint_window_seconds: int = 24 * 3600
-    # Minimum sources that must yield evidence before a synthesis is written (else REFUSED).
-    min_sources_for_synthesis: int = 2
+    # Minimum relevant sources with verified evidence before a synthesis is written (else REFUSED);
+    # a caller may demand more with `scope_parameters.min_sources`. One source gives a synthesis with
+    # capped confidence and a single-source caveat.
+    min_sources_for_synthesis: int = 1
     # Job records (and their results) expire from the jobs table after this many days (DynamoDB TTL);
     # idempotency keys after one day.
     job_retention_days: int = 30

@@ -27,8 +27,8 @@ from functions.orchestrate.models import (
     decision,
     utc_now,
 )
-from functions.orchestrate.planning import CONNECTORS, Renderer, build_plan, connector_syntax, describe
 from functions.orchestrate.store import JobStore, TaskTokens, WorkflowStarter
+from functions.research.planning import CONNECTORS, Renderer, build_plan, connector_syntax, describe
 
 COUNTERS = (
     "queries_total",
@@ -99,6 +99,7 @@ class JobService:
             request.scope_parameters,
             now=self.clock(),
             relevance_threshold=self.settings.relevance_threshold,
+            min_sources=self.settings.min_sources_for_synthesis,
             connectors=self.connectors(),
             render=self.render,
         )

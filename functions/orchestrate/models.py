@@ -92,6 +92,9 @@ class ScopeParameters(_Strict):
     source_diversity_requirement: bool = True
     # Extension: pause for a human approve/abort after screening (waitForTaskToken).
     human_checkpoints: bool = False
+    # Extension: relevant sources with verified evidence the synthesis needs (else REFUSED); unset, the
+    # deployment's default (one source, with confidence capped and a single-source caveat).
+    min_sources: int | None = Field(default=None, ge=1, le=50)
 
     @property
     def target_sources(self) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 
 from bibtexparser.entrypoint import parse_string
 
-from functions.orchestrate.screening import Candidate
+from functions.research.screening import Candidate
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",

@@ -16,8 +16,8 @@ from rapidfuzz import fuzz
 
 from functions.common.models import ExtractedPaper, short_hash
 from functions.orchestrate.llm import LlmProvider
-from functions.orchestrate.planning import ResearchPlan, content_tokens
-from functions.orchestrate.screening import Candidate
+from functions.research.planning import ResearchPlan, content_tokens
+from functions.research.screening import Candidate
 
 _GAP_SIGNAL = re.compile(
     r"\b(limitation\w*|future (work|research|studies)|remains? (unclear|open|unknown|challenging)|"
@@ -165,6 +165,10 @@ class SynthesisResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # evidence and claims become dicts too
+
+
+# A synthesis that rests on one source cannot show agreement between sources.
+SINGLE_SOURCE_CONFIDENCE_CAP = 0.5
 
 
 def _normalise(text: str) -> str:
@@ -389,8 +393,11 @@ def synthesize(
     sources: list[tuple[Candidate, ExtractedPaper]],
     *,
     provider: LlmProvider | None = None,
-    min_sources: int = 2,
+    min_sources: int = 1,
 ) -> SynthesisResult:
+    """A cited synthesis of the screened (relevant) sources' evidence, or a refusal: refused when fewer
+    than `min_sources` sources back a verified claim. A synthesis that rests on one source keeps its
+    confidence at or below SINGLE_SOURCE_CONFIDENCE_CAP and says so."""
     evidence = build_evidence(sources)
     by_id = {item.evidence_id: item for item in evidence}
     sources_with_evidence = {item.source_id for item in evidence}
@@ -451,6 +458,9 @@ def synthesize(
     confidence = round(
         min(0.95, 0.35 * strength + 0.25 * coverage + 0.25 * agreement + 0.15 * cited_share), 3
     )
+    single_source = len(cited_sources) == 1
+    if single_source:
+        confidence = min(confidence, SINGLE_SOURCE_CONFIDENCE_CAP)
     rationale = (
         f"{len(sources_with_evidence)} source(s) with evidence, {len(cited_sources)} cited; "
         f"{len(supported)}/{len(claims)} claim(s) verified; "
@@ -458,16 +468,23 @@ def synthesize(
     )
 
     refusal_reason: str | None = None
-    if len(sources_with_evidence) < min_sources:
-        refusal_reason = (
-            f"Only {len(sources_with_evidence)} source(s) yielded usable evidence; at least {min_sources} "
-            "are needed for a grounded synthesis"
-        )
+    if not sources_with_evidence:
+        refusal_reason = "No relevant source yielded usable evidence"
     elif not supported:
         refusal_reason = "No claim could be verified against the extracted evidence"
+    elif len(cited_sources) < min_sources:
+        refusal_reason = (
+            f"Only {len(cited_sources)} source(s) back a verified claim; at least {min_sources} "
+            "were required for this synthesis"
+        )
     elif confidence < 0.3:
         refusal_reason = f"Confidence {confidence:.2f} is below 0.30: {rationale}"
 
+    if single_source and refusal_reason is None:
+        notes.append(
+            f"single-source synthesis: confidence capped at {SINGLE_SOURCE_CONFIDENCE_CAP:.2f}; "
+            "set scope_parameters.min_sources to require more"
+        )
     methodologies = count_methodologies(sources, evidence)
     years = sorted(c.paper.year for c, _ in sources if c.paper.year)
     span = f"{years[0]}-{years[-1]}" if years else "unknown years"
@@ -478,9 +495,20 @@ def synthesize(
         themes, gaps = [], []
     else:
         theme_names = ", ".join(name for name, _ in themes)
+        caveat = (
+            [
+                f"> Single-source caveat: every verified claim below rests on one source; "
+                f"confidence is capped at {SINGLE_SOURCE_CONFIDENCE_CAP:.2f} and the findings await "
+                "independent confirmation.",
+                "",
+            ]
+            if single_source
+            else []
+        )
         executive_lines = [
             f"## Meta-Analysis: {title}",
             "",
+            *caveat,
             f"Across {len(sources)} analysed source(s) published {span}, the evidence groups into "
             f"{len(themes)} theme(s): {theme_names}.",
             "",

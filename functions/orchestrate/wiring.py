@@ -10,7 +10,6 @@ from functions.common.storage import S3BlobStore
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.llm import provider_from_settings
-from functions.orchestrate.planning import CONNECTORS, connector_syntax
 from functions.orchestrate.store import (
     DynamoDbJobStore,
     EventBridgePublisher,
@@ -18,6 +17,7 @@ from functions.orchestrate.store import (
     StepFunctionsTaskTokens,
     presigned_artifact_url,
 )
+from functions.research.planning import CONNECTORS, connector_syntax
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY
 from functions.search.connectors.base import ConnectorContext
@@ -31,18 +31,30 @@ _SECRET_PARAMS = frozenset({"api_key", "mailto", "key"})
 
 
 def upstream_query(
-    connector: str, query: str, year_start: int | None, year_end: int | None, limit: int
+    connector: str,
+    query: str,
+    concepts: list[list[str]],
+    year_start: int | None,
+    year_end: int | None,
+    limit: int,
 ) -> str:
     """The request a search connector sends for this query, in its upstream syntax."""
     try:
         instance: Any = REGISTRY[connector](ConnectorContext())
         request = instance.build_request(
-            PaperQuery(query=query, year_start=year_start, year_end=year_end, max_results=limit), limit
+            PaperQuery(
+                query=query,
+                concepts=concepts or None,
+                year_start=year_start,
+                year_end=year_end,
+                max_results=limit,
+            ),
+            limit,
         )
         params = {k: v for k, v in dict(request.params).items() if k not in _SECRET_PARAMS and k != "fields"}
         return f"{request.url}?{urlencode(params)}"
     except Exception:  # a connector without a request builder: show our own rendering
-        return connector_syntax(connector, query, year_start, year_end, limit)
+        return connector_syntax(connector, query, concepts, year_start, year_end, limit)
 
 
 def configured_connectors() -> tuple[str, ...]:
@@ -85,8 +97,10 @@ def shared_search_service() -> SearchService:
 
 def workflow() -> Workflow:
     # Imported here: the API function (which imports this module) never runs the workflow's domain code.
+    from functions.common.embedder import default_embedder
     from functions.extract.service import ExtractionService
     from functions.orchestrate.workflow import Workflow
+    from functions.research.relevance import RelevanceScorer
 
     settings = get_settings()
     service = job_service()
@@ -101,5 +115,6 @@ def workflow() -> Workflow:
         new_job_record=service.new_record,
         render=upstream_query,
         llm=provider_from_settings,
+        relevance_scorer=lambda: RelevanceScorer(default_embedder()),
         artifact_uri=lambda key: f"s3://{settings.artifacts_bucket}/{key}",
     )

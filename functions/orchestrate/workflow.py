@@ -38,16 +38,17 @@ from functions.orchestrate.models import (
     decision,
     utc_now,
 )
-from functions.orchestrate.planning import (
+from functions.orchestrate.store import EventPublisher, JobStore
+from functions.orchestrate.synthesis import synthesize
+from functions.research.planning import (
     PlannedQuery,
     Renderer,
     ResearchPlan,
     connector_syntax,
     refined_queries,
 )
-from functions.orchestrate.screening import Candidate, screen
-from functions.orchestrate.store import EventPublisher, JobStore
-from functions.orchestrate.synthesis import synthesize
+from functions.research.relevance import RelevanceScorer
+from functions.research.screening import Candidate, screen
 
 logger = get_logger("orchestrate")
 
@@ -112,6 +113,7 @@ class Workflow:
     new_job_record: Callable[[str, ExecuteRequest, str], dict[str, Any]]
     render: Renderer = connector_syntax
     llm: Callable[[], LlmProvider | None] = field(default=lambda: None)
+    relevance_scorer: Callable[[], RelevanceScorer] = field(default=lambda: RelevanceScorer(None))
     run: Callable[[Coroutine[Any, Any, Any]], Any] = field(default=asyncio.run)
     artifact_uri: Callable[[str], str] = field(default=lambda key: key)
 
@@ -178,6 +180,7 @@ class Workflow:
         }
         request = PaperQuery(
             query=query.query,
+            concepts=query.concepts or None,
             year_start=query.year_start,
             year_end=query.year_end,
             max_results=query.max_results,
@@ -231,11 +234,13 @@ class Workflow:
         searches = list(event.get("search_results") or []) + list(event.get("refine_results") or [])
         refined_already = bool(event.get("refine_results")) or bool(job.get("refined"))
         self.jobs.update(job_id, status=JobStatus.VALIDATING)
+        scorer = self.relevance_scorer()
         result = screen(
             self._hits(searches),
             plan,
             current_year=datetime.now(UTC).year,
             allow_refinement=not refined_already,
+            scorer=scorer,
         )
         if result.needs_refinement:
             queries = refined_queries(
@@ -318,7 +323,9 @@ class Workflow:
                     audit_event(
                         "VALIDATING",
                         "SCREENING_COMPLETED",
-                        f"{result.passed} passed policies; rejected: {json.dumps(result.rejection_counts)}",
+                        f"{result.passed} passed policies; rejected: {json.dumps(result.rejection_counts)}; "
+                        f"relevance: {scorer.method}, calibrated probability threshold "
+                        f"{plan.policies.relevance_threshold:.2f}",
                     )
                 ],
             },
@@ -381,6 +388,7 @@ class Workflow:
         base = {"source_id": source_id, "url": url, "parsed_key": None, "evidence_count": 0}
         failure: str | None = None
         event_name = "EXTRACTION_FAILED"
+        no_open_full_text = False  # the source exists but offers no full text to us: retrying won't help
         paper: ExtractedPaper | None = None
         try:
             paper = self.run(
@@ -397,11 +405,11 @@ class Workflow:
         except FetchStatusError as exc:
             if exc.status_code >= 500 or exc.status_code == 429:
                 self._retrying(job_id, url, exc.message)
-            failure = exc.message
+            failure, no_open_full_text = exc.message, exc.status_code in (401, 402, 403, 404, 410, 451)
         except NotFound as exc:  # includes the extract service's SourceUnavailable
             if getattr(exc, "transient", False):
                 self._retrying(job_id, url, exc.message)
-            failure = exc.message
+            failure, no_open_full_text = exc.message, True
         except (InvalidInput, FetchError) as exc:  # incl. FetchBlocked and FetchTooLarge
             failure = exc.message
         except UpstreamError as exc:
@@ -415,7 +423,7 @@ class Workflow:
                 add_counters={"extract_done": 1, "extract_failed": 1},
                 append={"audit": [audit_event("EXTRACTING", event_name, f"{url}: {reason}")]},
             )
-            return {**base, "success": False, "failure_reason": reason}
+            return {**base, "success": False, "failure_reason": reason, "unavailable": no_open_full_text}
         key = f"payloads/{job_id}/extracted/{source_id}.json"
         put_json(self.data, key, paper.model_dump(mode="json"))
         self.jobs.update(job_id, add_counters={"extract_done": 1, "extract_ok": 1})
@@ -467,9 +475,7 @@ class Workflow:
                         "EXTRACTING", "SOURCE_STEP_FAILED", f"{item.get('url')}: {item.get('failure_reason')}"
                     )
                 )
-        result = synthesize(
-            plan, sources, provider=self.llm(), min_sources=self.settings.min_sources_for_synthesis
-        )
+        result = synthesize(plan, sources, provider=self.llm(), min_sources=plan.policies.min_sources)
         key = f"payloads/{job_id}/synthesis.json"
         put_json(self.data, key, result.to_dict())
         kept = sum(1 for claim in result.claims if claim.kept)
@@ -506,9 +512,12 @@ class Workflow:
         selected = [candidates[i] for i in screening.get("selected", []) if i in candidates]
         failed_sources = [item for item in extractions if not item.get("success")]
         failed_connectors = sorted({name for s in searches for name in (s.get("failed_connectors") or {})})
+        # PARTIAL: something failed that a retry might mend (a connector, a timeout, a server error).
+        # A source with no open full text (paywalled, gone) is reported per source, not as a failure.
+        interrupted = [item for item in failed_sources if not item.get("unavailable")]
         if synthesis.get("refusal"):
             status = JobStatus.REFUSED
-        elif failed_sources or failed_connectors:
+        elif interrupted or failed_connectors:
             status = JobStatus.PARTIAL
         else:
             status = JobStatus.COMPLETED

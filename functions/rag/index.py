@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from functions.common.minilm import MiniLmEmbedder
 from functions.common.storage import BlobStore, get_json
 from functions.rag.embedding import Embedder
 from functions.rag.graph import NeighbourFinder, build_edges
 from functions.rag.knowledge_base import KnowledgeBase
 from functions.rag.lexical import LexicalIndex, book_vocabulary
-from functions.rag.minilm import MiniLmEmbedder
 from functions.rag.model import Edge, Entity, EntityType, PageText, TocEntry, count_by_kind
 from functions.rag.pdf_pages import extract_pages
 from functions.rag.store import pointer_key, put_json, version_prefix
@@ -31,7 +31,7 @@ from functions.rag.structure import (
 from functions.rag.toc import looks_like_toc, parse_toc
 
 # Bump when parsing or graph rules change: it is part of the version, so a new parser re-indexes.
-PARSER_VERSION = "rag-parser-2"
+PARSER_VERSION = "rag-parser-3"
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
@@ -54,6 +54,7 @@ class BuiltIndex:
     edges: list[Edge]
     lexical: LexicalIndex
     heading_lexical: LexicalIndex
+    context_lexical: LexicalIndex | None  # None when no item has a context (a book without numbered items)
     vocabulary: list[str]
     sources: list[dict[str, str]]
     embeddings: np.ndarray[Any, np.dtype[np.float32]] | None = None
@@ -91,6 +92,8 @@ def build_index(
             raise ValueError(
                 f"{source.name}: neither a chapter (first page 'Chapter N') nor a table of contents"
             )
+    if not chapters:
+        raise ValueError("no chapter found in the given PDFs")
     starts = {entry.number: entry.printed_page for entry in toc if entry.level == 1}
 
     entities: list[Entity] = []
@@ -104,11 +107,13 @@ def build_index(
         entities.extend(chunk_entities(text))
     entities.extend(appendix_entities(toc))
     if not entities:
-        raise ValueError("no chapter found in the given PDFs")
+        raise ValueError("no text found in the chapter PDFs")
 
     _set_headings(entities)
     lexical = LexicalIndex.build([entity.search_text for entity in entities])
     heading_lexical = LexicalIndex.build([entity.heading for entity in entities])
+    contexts = [entity.context for entity in entities]
+    context_lexical = LexicalIndex.build(contexts) if any(contexts) else None
     neighbours = _neighbour_finder(entities, lexical)
     edges, citation_nodes = build_edges(entities, neighbours)
     entities.extend(citation_nodes)
@@ -126,6 +131,7 @@ def build_index(
         edges=edges,
         lexical=lexical,
         heading_lexical=heading_lexical,
+        context_lexical=context_lexical,
         vocabulary=vocabulary,
         sources=[{"name": source.name, "sha256": source.sha256} for source in sources],
         embeddings=embeddings,
@@ -194,6 +200,11 @@ def write_index(store: BlobStore, built: BuiltIndex) -> bool:
         put_json(store, f"{prefix}/vocabulary.json", built.vocabulary)
         lexical_files = _put_files(store, f"{prefix}/lexical", built.lexical.to_files())
         heading_files = _put_files(store, f"{prefix}/lexical_headings", built.heading_lexical.to_files())
+        context_files = (
+            _put_files(store, f"{prefix}/lexical_context", built.context_lexical.to_files())
+            if built.context_lexical is not None
+            else []
+        )
         if built.embeddings is not None:
             buffer = io.BytesIO()
             np.save(buffer, built.embeddings.astype(np.float32), allow_pickle=False)
@@ -215,6 +226,7 @@ def write_index(store: BlobStore, built: BuiltIndex) -> bool:
                 "edges": len(built.edges),
                 "lexical_files": lexical_files,
                 "heading_lexical_files": heading_files,
+                "context_lexical_files": context_files,
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             },
         )
@@ -246,6 +258,12 @@ def load_knowledge_base(
     headings = LexicalIndex.from_files(
         _files(store, f"{prefix}/lexical_headings", manifest.get("heading_lexical_files", []))
     )
+    # Indexes written before the context field existed are served without it.
+    context = (
+        LexicalIndex.from_files(_files(store, f"{prefix}/lexical_context", manifest["context_lexical_files"]))
+        if manifest.get("context_lexical_files")
+        else None
+    )
     embeddings = None
     query_embedder: Embedder | None = None
     if dense and manifest.get("embedder"):
@@ -265,6 +283,7 @@ def load_knowledge_base(
         edges=[Edge(*item) for item in edges_raw],
         lexical=lexical,
         heading_lexical=headings,
+        context_lexical=context,
         vocabulary=get_json(store, f"{prefix}/vocabulary.json") or [],
         embedder=query_embedder,
         embeddings=embeddings,

@@ -21,10 +21,15 @@ from functions.rag.model import (
     canonical_document_id,
     count_by_kind,
 )
+from functions.rag.query_intent import query_intent
 
 MAX_NEIGHBOURS = 100
 # Weight of the title field (label, caption, section path) added to the body's BM25 score.
 HEADING_WEIGHT = 1.0
+# Entity-seeking questions ("which equation ...", see query_intent.py): weight of the items' context
+# field (defining and citing sentences, surrounding prose), and the factor on items of a named type.
+CONTEXT_WEIGHT = 1.0
+TYPE_BOOST = 2.0
 _QUERY_WORD = re.compile(r"[A-Za-z][A-Za-z']+")
 
 
@@ -74,6 +79,7 @@ class KnowledgeBase:
         lexical: LexicalIndex,
         heading_lexical: LexicalIndex,
         vocabulary: list[str],
+        context_lexical: LexicalIndex | None = None,
         embedder: Embedder | None = None,
         embeddings: NDArray[np.float32] | None = None,
     ) -> None:
@@ -82,10 +88,14 @@ class KnowledgeBase:
         self.nodes = {entity.id: entity for entity in entities}
         # Lexical document i is documents[i]: every entity and passage except citation nodes.
         self.documents = [entity for entity in entities if entity.search_text]
-        if lexical.size != len(self.documents) or heading_lexical.size != len(self.documents):
+        fields = [lexical, heading_lexical, *([context_lexical] if context_lexical else [])]
+        if any(field.size != len(self.documents) for field in fields):
             raise ValueError("lexical index does not match the stored documents")
         self.lexical = lexical
         self.heading_lexical = heading_lexical
+        # None for an index written before items had a context field: ranked as before.
+        self.context_lexical = context_lexical
+        self.document_types = np.array([entity.type for entity in self.documents])
         self.speller = Speller(vocabulary)
         # Hybrid only with both the vectors and the model that embeds the queries; else lexical.
         self.embedder = embedder if embeddings is not None else None
@@ -119,12 +129,17 @@ class KnowledgeBase:
             tokens.extend(self.lexical.tokens(suggestion))
         suggestions = [_apply_corrections(query, corrections)] if corrections else []
 
-        scores = (
-            self.lexical.scores(tokens) + HEADING_WEIGHT * self.heading_lexical.scores(tokens)
-        ) * self.prior
+        intent = query_intent(query)
+        lexical = self.lexical.scores(tokens) + HEADING_WEIGHT * self.heading_lexical.scores(tokens)
+        if intent.entity_seeking and self.context_lexical is not None:
+            lexical = lexical + CONTEXT_WEIGHT * self.context_lexical.scores(tokens)
+        scores = lexical * self.prior
         if self.embedder is not None and self.embeddings is not None:
             query_vector = self.embedder.embed([suggestions[0] if suggestions else query])[0]
             scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior)
+        if intent.entity_seeking:
+            named_type = np.isin(self.document_types, list(intent.wanted_types))
+            scores = np.where(named_type, scores * TYPE_BOOST, scores).astype(np.float32)
         wanted_types = set(types) if types else None
         active = filters or SearchFilters()
 

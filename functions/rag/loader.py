@@ -7,12 +7,10 @@ import time
 
 from functions.common.errors import DomainError
 from functions.common.observability import get_logger
-from functions.common.resources import REPO_ROOT
-from functions.common.storage import BlobStore, S3BlobStore
 from functions.rag.config import get_rag_settings
 from functions.rag.index import IndexNotFound, load_knowledge_base
 from functions.rag.knowledge_base import KnowledgeBase
-from functions.rag.store import LocalDirBlobStore
+from functions.rag.location import missing_index_advice, serving_store
 
 logger = get_logger("rag")
 _lock = threading.Lock()
@@ -21,20 +19,6 @@ _loaded: KnowledgeBase | None = None
 
 class KnowledgeBaseUnavailable(DomainError):
     code = "SERVICE_UNAVAILABLE"
-
-
-# Where `make ingest-textbook` writes; the local server serves it when RAG_INDEX_PATH is not set.
-LOCAL_INDEX_DIR = REPO_ROOT / ".rag-index"
-
-
-def default_store() -> BlobStore:
-    """RAG_INDEX_PATH if set; else the repository's `.rag-index/` when an ingest wrote one; else S3."""
-    settings = get_rag_settings()
-    if settings.index_path:
-        return LocalDirBlobStore(settings.index_path)
-    if (LOCAL_INDEX_DIR / "kb" / "LATEST").is_file():
-        return LocalDirBlobStore(LOCAL_INDEX_DIR)
-    return S3BlobStore()
 
 
 def get_knowledge_base() -> KnowledgeBase:
@@ -46,12 +30,10 @@ def get_knowledge_base() -> KnowledgeBase:
             started = time.perf_counter()
             try:
                 settings = get_rag_settings()
-                _loaded = load_knowledge_base(default_store(), settings.book_id, dense=settings.dense)
+                _loaded = load_knowledge_base(serving_store(), settings.book_id, dense=settings.dense)
             except IndexNotFound as exc:
                 # Not cached: the next request looks again, so an ingest is picked up without a restart.
-                raise KnowledgeBaseUnavailable(
-                    "knowledge base is not loaded: ingest the book first (python -m functions.rag.ingest)"
-                ) from exc
+                raise KnowledgeBaseUnavailable(missing_index_advice()) from exc
             logger.info(
                 "knowledge base loaded",
                 load_ms=round((time.perf_counter() - started) * 1000, 1),

@@ -91,6 +91,9 @@ class Entity:
     is_chunk: bool = False
     search_text: str = ""  # what the lexical index sees (content plus title and context)
     heading: str = ""  # the title field: label, title and section path (a second, short BM25 field)
+    # Numbered items only: label, caption, defining and citing sentences, surrounding prose (a third
+    # BM25 field, weighed for entity-seeking questions; see item_context.py)
+    context: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

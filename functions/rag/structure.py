@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from functions.rag.item_context import ContextReader, ItemContext, citing_sentences
 from functions.rag.model import Entity, EntityType, PageText, TocEntry, entity_id, number_key
 from functions.rag.pdf_pages import footer_number
 
@@ -131,6 +132,11 @@ class _Builder:
         self.chapter = chapter
         self.lines = chapter.lines
         self.entities: dict[str, Entity] = {}
+        self.texts = [line.text for line in self.lines]
+        # Context never crosses a heading or another item's caption.
+        self.barrier = [line.heading or bool(_CAPTION.match(line.text)) for line in self.lines]
+        self.reader = ContextReader(self.texts, self.barrier)
+        self.item_contexts: dict[str, ItemContext] = {}
 
     def add(
         self,
@@ -140,10 +146,13 @@ class _Builder:
         content: str,
         at: int,
         search_extra: str = "",
+        context: ItemContext | None = None,
     ) -> None:
         ident = entity_id(kind, number)
         if ident in self.entities:  # the first occurrence is the definition; later ones repeat it
             return
+        if context is not None:
+            self.item_contexts[ident] = context
         line = self.lines[at]
         label = f"{kind.value.capitalize()} {number}"
         self.entities[ident] = Entity(
@@ -208,7 +217,12 @@ class _Builder:
             if example:
                 body = self.following(index, 20)
                 self.add(
-                    EntityType.EXAMPLE, example.group(1), _title_of(example.group(2)), "\n".join(body), index
+                    EntityType.EXAMPLE,
+                    example.group(1),
+                    _title_of(example.group(2)),
+                    "\n".join(body),
+                    index,
+                    context=self.reader.of_block(index, index + len(body) - 1),
                 )
                 continue
             question = _QUESTION.match(text)
@@ -221,25 +235,38 @@ class _Builder:
             label = _EQUATION_LABEL.search(text)
             if label and not line.heading and label.group(1).split(".")[0] == self.chapter.chapter:
                 self._formula(index, label.group(1))
+        self._add_contexts()
         return list(self.entities.values())
+
+    def _add_contexts(self) -> None:
+        citing = citing_sentences(self.texts, self.barrier, set(self.entities))
+        for ident, context in self.item_contexts.items():
+            entity = self.entities[ident]
+            context.citing = citing.get(ident, [])
+            label = f"{entity.type.capitalize()} {entity.number}"
+            entity.context = f"{label} {entity.title}\n{context.text()}".strip()
 
     def _caption(self, index: int, kind_name: str, number: str, caption: str) -> None:
         kind = EntityType(kind_name.lower())
-        if kind is EntityType.ALGORITHM:
-            body = self.following(index, 40)
-            self.add(kind, number, caption, "\n".join(body), index)
-        elif kind is EntityType.BOX:
-            body = self.following(index, 60, stop_at_boundary=False)
-            self.add(kind, number, caption, "\n".join(body), index)
+        if kind is EntityType.ALGORITHM or kind is EntityType.BOX:
+            body = (
+                self.following(index, 40)
+                if kind is EntityType.ALGORITHM
+                else self.following(index, 60, stop_at_boundary=False)
+            )
+            context = self.reader.of_block(index, index + len(body) - 1)
+            self.add(kind, number, caption, "\n".join(body), index, context=context)
         elif kind is EntityType.TABLE:
             cells = self.preceding(index, 14)
             full = self.caption_continuation(index)
-            self.add(
-                kind, number, " ".join(full)[len(f"Table {number}: ") :], "\n".join([*full, *cells]), index
-            )
+            context = self.reader.of_block(index - len(cells), index + len(full) - 1)
+            title = " ".join(full)[len(f"Table {number}: ") :]
+            self.add(kind, number, title, "\n".join([*full, *cells]), index, context=context)
         else:
             full = self.caption_continuation(index)
-            self.add(kind, number, " ".join(full)[len(f"Figure {number}: ") :], "\n".join(full), index)
+            context = self.reader.of_block(index, index + len(full) - 1)
+            title = " ".join(full)[len(f"Figure {number}: ") :]
+            self.add(kind, number, title, "\n".join(full), index, context=context)
 
     def _formula(self, index: int, number: str) -> None:
         start = max(0, index - FORMULA_CONTEXT_BEFORE)
@@ -254,6 +281,7 @@ class _Builder:
             "\n".join(context),
             index,
             search_extra=section_title,
+            context=self.reader.of_display(index),
         )
 
 

@@ -22,6 +22,9 @@ class PaperQuery(BaseModel):
     min_quality_score: float | None = None
     source_types: list[str] | None = None
     require_year: bool = False  # drop works without a publication year (API 1 requires one)
+    # Optional structure behind `query` for engines with boolean syntax: every group must match, any
+    # phrase of a group may (concepts AND-ed, synonyms OR-ed). Engines without it search `query`.
+    concepts: list[list[str]] | None = None
 
 
 class FoundPaper(Paper):

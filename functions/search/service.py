@@ -59,6 +59,7 @@ def cache_key(connector: str, query: PaperQuery, limit: int) -> str:
         "from": query.year_start,
         "to": query.year_end,
         "n": limit,
+        "concepts": query.concepts,
     }
     digest = hashlib.sha256(json.dumps(normalised, sort_keys=True).encode()).hexdigest()[:32]
     return f"search:{CACHE_VERSION}:{connector}:{digest}"

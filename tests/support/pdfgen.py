@@ -98,16 +98,24 @@ class _Flow:
         self.y -= 4
 
 
-def paper_pdf(
+def paper_pages(
     *,
     title: str,
     authors: str,
     abstract: str,
     sections: list[tuple[str, list[str]]],
     references: list[str],
-) -> bytes:
+    title_continuation: list[str] | None = None,
+    type_label: str | None = None,
+) -> list[list[TextRun]]:
+    """The pages of `paper_pdf`. `title_continuation`: further title lines in the title's size;
+    `type_label`: an article-type label ("Research Article") above the title, in the same size."""
     flow = _Flow(top=640)
-    header = [TextRun(72, 730, 17, title), TextRun(72, 700, 11, authors)]
+    title_lines = [title, *(title_continuation or [])]
+    header = [TextRun(72, 730 - 21 * i, 17, line) for i, line in enumerate(title_lines)]
+    if type_label:
+        header.insert(0, TextRun(72, 756, 17, type_label))
+    header.append(TextRun(72, 700 - 21 * (len(title_lines) - 1), 11, authors))
     flow.pages[0].extend(header)
     flow.line("Abstract", size=12, gap=15)
     flow.paragraph(abstract)
@@ -120,7 +128,38 @@ def paper_pdf(
     flow.line("References", size=12, gap=15)
     for reference in references:
         flow.paragraph(reference)
-    return build_pdf(flow.pages, title=None)
+    return flow.pages
+
+
+def paper_pdf(
+    *,
+    title: str,
+    authors: str,
+    abstract: str,
+    sections: list[tuple[str, list[str]]],
+    references: list[str],
+    title_continuation: list[str] | None = None,
+    type_label: str | None = None,
+) -> bytes:
+    return build_pdf(
+        paper_pages(
+            title=title,
+            authors=authors,
+            abstract=abstract,
+            sections=sections,
+            references=references,
+            title_continuation=title_continuation,
+            type_label=type_label,
+        ),
+        title=None,
+    )
+
+
+def cover_page(repository: str, lines: list[str]) -> list[TextRun]:
+    """A repository cover sheet: the archive's name in large type, then its boilerplate lines."""
+    runs = [TextRun(72, 740, 28, repository)]
+    runs += [TextRun(72, 690 - 18 * i, 11, line) for i, line in enumerate(lines)]
+    return runs
 
 
 SAMPLE_TITLE = "Sparse Attention Routing for Efficient Long Document Transformers"

@@ -7,31 +7,59 @@ from typing import Any
 
 import feedparser
 
+from functions.common.settings import Settings
 from functions.search.connectors.base import (
     HttpConnector,
+    LookedUpWork,
+    LookupKind,
+    LookupResult,
     UpstreamRequest,
+    lookup_guard,
     never_raises,
     ranked_result,
     status_error,
 )
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
 from functions.search.normalise import build_paper
-from functions.search.text import arxiv_id_from, fold, format_author, terms
+from functions.search.text import arxiv_id_from, clean_text, fold, format_author, terms
 
 NAME = "arxiv"
 MAX_TERMS = 6
 _UNSAFE = re.compile(r"[^0-9a-z\- ]")
 
 
-def build_search_query(query: PaperQuery) -> str:
-    """'Transformer architectures in 2023' + years -> 'all:transformer AND all:architectures AND submittedDate:[...]'."""
-    words = terms(query.query) or fold(query.query).split()
+def _term(phrase: str) -> str | None:
+    """One `all:` clause: a word, or a quoted phrase for several words (hyphens become spaces)."""
+    words = [_UNSAFE.sub("", word) for word in fold(phrase).replace("-", " ").split()]
+    words = [word for word in words if word]
+    if not words:
+        return None
+    return f'all:"{" ".join(words)}"' if len(words) > 1 else f"all:{words[0]}"
+
+
+def _concept_clauses(concepts: list[list[str]]) -> list[str]:
+    """Each concept group as `(all:"phrase" OR all:synonym)`; the groups are AND-ed by the caller."""
     clauses = []
-    for word in list(dict.fromkeys(words))[:MAX_TERMS]:
-        safe = _UNSAFE.sub("", word)
-        if not safe:
-            continue
-        clauses.append(f'all:"{safe.replace("-", " ")}"' if "-" in safe else f"all:{safe}")
+    for group in concepts[:MAX_TERMS]:
+        alternatives = list(dict.fromkeys(term for term in map(_term, group) if term))
+        if len(alternatives) == 1:
+            clauses.append(alternatives[0])
+        elif alternatives:
+            clauses.append("(" + " OR ".join(alternatives) + ")")
+    return clauses
+
+
+def build_search_query(query: PaperQuery) -> str:
+    """'Transformer architectures in 2023' + years -> 'all:transformer AND all:architectures AND submittedDate:[...]';
+    with concept groups: '(all:"graph neural networks" OR all:gnn) AND all:"drug discovery" AND ...'."""
+    clauses = _concept_clauses(query.concepts) if query.concepts else []
+    if not clauses:
+        words = terms(query.query) or fold(query.query).split()
+        for word in list(dict.fromkeys(words))[:MAX_TERMS]:
+            safe = _UNSAFE.sub("", word)
+            if not safe:
+                continue
+            clauses.append(f'all:"{safe.replace("-", " ")}"' if "-" in safe else f"all:{safe}")
     if query.year_start or query.year_end:
         start = query.year_start or 1991
         end = query.year_end or 2999
@@ -79,6 +107,39 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     return ranked_result(NAME, entries, _entry_paper, total)
 
 
+def _work(entry: Any) -> LookedUpWork | None:
+    title = clean_text(entry.get("title"))
+    if not title:
+        return None
+    published = entry.get("published_parsed") or entry.get("updated_parsed")
+    return LookedUpWork(
+        connector=NAME,
+        title=title,
+        authors=tuple(clean_text(a.get("name")) for a in entry.get("authors", []) if a.get("name")),
+        year=published.tm_year if published else None,
+        venue=clean_text(entry.get("arxiv_journal_ref")) or "arXiv",
+        abstract=clean_text(entry.get("summary")) or None,
+        doi=str(entry["arxiv_doi"]).lower() if entry.get("arxiv_doi") else None,
+        arxiv_id=arxiv_id_from(str(entry.get("id", ""))),
+    )
+
+
+@lookup_guard(NAME)
+def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
+    """`?id_list=<id>`: an Atom feed with the entry (or an error entry for an unknown id)."""
+    feed = feedparser.parse(body)
+    entries = [e for e in feed.entries if "/api/errors" not in str(e.get("id", ""))]
+    if not entries and feed.feed.get("opensearch_totalresults") is None:
+        return LookupResult(connector=NAME, error="arXiv answered something that is not an Atom feed")
+    return LookupResult(connector=NAME, works=[w for w in map(_work, entries) if w is not None])
+
+
+def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
+    if kind != "arxiv":
+        return None
+    return UpstreamRequest(settings.arxiv_api_url, {"id_list": value, "max_results": 1})
+
+
 class ArxivConnector(HttpConnector):
     name = NAME
     prefix = "ax"
@@ -95,3 +156,9 @@ class ArxivConnector(HttpConnector):
 
     def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
         return parse_response(status_code, body)
+
+    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
+        return build_lookup_request(self.context.settings, kind, value)
+
+    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
+        return parse_lookup(status_code, body)

@@ -16,7 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from functions.common.circuit_breaker import BreakerRegistry, CircuitOpen
 from functions.common.errors import FetchError, FetchTimeout, RateLimited
@@ -82,6 +82,71 @@ def error_message(body: str | bytes, limit: int = 200) -> str:
 
 
 ParseFunction = Callable[[int, str | bytes], ConnectorResult]
+LookupKind = Literal["doi", "arxiv", "title"]
+
+
+@dataclass(frozen=True)
+class LookedUpWork:
+    """One work as an upstream describes it when asked by identifier: full author names as printed
+    (the search format "Family, I." drops given names), abstract as plain text."""
+
+    connector: str
+    title: str
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str | None = None
+    abstract: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+
+
+@dataclass
+class LookupResult:
+    """An upstream's answer to a lookup: the works it returned (empty: it does not know the work)."""
+
+    connector: str
+    works: list[LookedUpWork] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class _Answer(Protocol):
+    @property
+    def ok(self) -> bool: ...
+
+
+_AnswerT = TypeVar("_AnswerT", bound=_Answer)
+
+
+def lookup_guard(connector: str) -> Callable[[LookupParse], LookupParse]:
+    """Lookup parsers never raise: a 404 is "unknown work" (not an error), an unforeseen shape is."""
+
+    def decorate(parse: LookupParse) -> LookupParse:
+        @functools.wraps(parse)
+        def guarded(status_code: int, body: str | bytes) -> LookupResult:
+            if status_code in (400, 404, 410):
+                return LookupResult(connector=connector)
+            if status_code >= 400:
+                return LookupResult(
+                    connector=connector, error=f"HTTP {status_code} from {connector}: {error_message(body)}"
+                )
+            try:
+                return parse(status_code, body)
+            except Exception as exc:
+                return LookupResult(
+                    connector=connector,
+                    error=f"unparseable {connector} answer: {exc.__class__.__name__}: {exc}",
+                )
+
+        return guarded
+
+    return decorate
+
+
+LookupParse = Callable[[int, str | bytes], "LookupResult"]
 
 
 class UnusableAnswer(Exception):
@@ -176,23 +241,62 @@ class HttpConnector(ABC):
         if wait > 0:
             await asyncio.sleep(wait)
 
+    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
+        """The request that fetches one work by identifier ("doi", "arxiv") or by title; None when
+        this upstream cannot answer that kind of lookup."""
+        return None
+
+    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
+        return LookupResult(connector=self.name, error=f"{self.name} has no lookup parser")
+
     async def search(self, query: PaperQuery, limit: int) -> ConnectorResult:
         started = time.perf_counter()
         result = await self._search(query, limit)
         result.elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
         return result
 
+    async def lookup(self, kind: LookupKind, value: str, budget: float) -> LookupResult:
+        """One work by identifier or title, with the same manners as a search (shared rate limit,
+        breaker, retries) inside `budget` seconds. Failures become `LookupResult.error`."""
+        request = self.build_lookup_request(kind, value)
+        if request is None:
+            return LookupResult(connector=self.name, error=f"{self.name} cannot look up by {kind}")
+        return await self._exchange(
+            lambda: request,
+            budget,
+            self.parse_lookup,
+            lambda message: LookupResult(connector=self.name, error=message),
+            retries=min(1, self.context.search_settings.upstream_retries),
+        )
+
     async def _search(self, query: PaperQuery, limit: int) -> ConnectorResult:
         cfg = self.context.search_settings
-        budget = cfg.connector_timeout_seconds
+        return await self._exchange(
+            lambda: self.build_request(query, limit),
+            cfg.connector_timeout_seconds,
+            self.parse,
+            lambda message: ConnectorResult(connector=self.name, error=message),
+            retries=cfg.upstream_retries,
+        )
+
+    async def _exchange(
+        self,
+        build: Callable[[], UpstreamRequest],
+        budget: float,
+        parse: Callable[[int, bytes], _AnswerT],
+        error: Callable[[str], _AnswerT],
+        *,
+        retries: int,
+    ) -> _AnswerT:
+        cfg = self.context.search_settings
         deadline = time.monotonic() + budget
         breaker = self.context.breakers.get(self.name)
         try:
             breaker.before_call()
         except CircuitOpen as exc:
-            return ConnectorResult(connector=self.name, error=str(exc))
+            return error(str(exc))
         try:
-            request = self.build_request(query, limit)
+            request = build()
             client = self._client()  # built before the slot is taken: client set-up must not eat the spacing
             async with asyncio.timeout(budget):
                 await self._wait_for_slot(cfg.min_interval(self.name), budget)
@@ -203,22 +307,21 @@ class HttpConnector(ABC):
                     headers=request.headers,
                     timeout=remaining,
                     total_timeout=remaining,
-                    retries=cfg.upstream_retries,
+                    retries=retries,
                     max_bytes=20 * 1024 * 1024,
                 )
         except RateLimited as exc:
             breaker.release()
-            return ConnectorResult(
-                connector=self.name,
-                error=f"{self.name} request budget exhausted waiting for the provider rate limit "
-                f"(next slot in {exc.retry_after:.1f} s)",
+            return error(
+                f"{self.name} request budget exhausted waiting for the provider rate limit "
+                f"(next slot in {exc.retry_after:.1f} s)"
             )
         except (TimeoutError, FetchTimeout):
             breaker.record_failure()
-            return ConnectorResult(connector=self.name, error=f"{self.name} timed out after {budget:g} s")
+            return error(f"{self.name} timed out after {budget:g} s")
         except FetchError as exc:
             breaker.record_failure()
-            return ConnectorResult(connector=self.name, error=f"{self.name} unreachable: {exc.message}")
+            return error(f"{self.name} unreachable: {exc.message}")
         except BaseException:
             breaker.release()
             raise
@@ -226,13 +329,11 @@ class HttpConnector(ABC):
             hinted = retry_after_seconds(response.headers)
             breaker.record_failure(open_for=hinted)
             suffix = f" (retry after {hinted:g} s)" if hinted is not None else ""
-            return ConnectorResult(
-                connector=self.name, error=f"HTTP 429 from {self.name}: rate limited by upstream{suffix}"
-            )
+            return error(f"HTTP 429 from {self.name}: rate limited by upstream{suffix}")
         if response.status_code >= 500:
             breaker.record_failure()
-            return status_error(self.name, response.status_code, response.content)
-        result = self.parse(response.status_code, response.content)
+            return error(status_error(self.name, response.status_code, response.content).error or "")
+        result = parse(response.status_code, response.content)
         if result.ok:
             breaker.record_success()
         else:

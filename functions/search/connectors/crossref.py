@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
+from functions.common.settings import Settings
 from functions.search.connectors.base import (
     HttpConnector,
+    LookedUpWork,
+    LookupKind,
+    LookupResult,
     UpstreamRequest,
     load_json,
+    lookup_guard,
     never_raises,
     ranked_result,
     status_error,
 )
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
-from functions.search.text import format_author, strip_jats_abstract
+from functions.search.text import clean_text, format_author, strip_jats_abstract
 
 NAME = "crossref"
 # only fields the /works `select` parameter has long accepted (an unknown one is a 400)
@@ -95,6 +101,56 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     return ranked_result(NAME, items, _paper, total)
 
 
+TITLE_LOOKUP_ROWS = 3
+
+
+def _full_name(author: Any) -> str | None:
+    if not isinstance(author, dict):
+        return None
+    name = " ".join(str(author[k]) for k in ("given", "family") if author.get(k)) or author.get("name")
+    return clean_text(str(name)) if name else None
+
+
+def _work(item: Any) -> LookedUpWork | None:
+    if not isinstance(item, dict) or not _first(item.get("title")):
+        return None
+    return LookedUpWork(
+        connector=NAME,
+        title=clean_text(_first(item.get("title"))),
+        authors=tuple(n for n in (_full_name(a) for a in item.get("author") or []) if n),
+        year=_year(item),
+        venue=clean_text(_first(item.get("container-title"))) or None,
+        abstract=strip_jats_abstract(item.get("abstract")) or None,
+        doi=str(item["DOI"]).lower() if item.get("DOI") else None,
+    )
+
+
+@lookup_guard(NAME)
+def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
+    """`/works/{doi}` (message-type "work") or a bibliographic query ("work-list")."""
+    data = load_json(body, "Crossref")
+    message = data.get("message") if isinstance(data, dict) else None
+    kind = data.get("message-type") if isinstance(data, dict) else None
+    if kind == "work":
+        items = [message]
+    elif kind == "work-list" and isinstance(message, dict):
+        items = message.get("items") or []
+    else:
+        return LookupResult(connector=NAME, error=f"Crossref answer holds no works (message-type {kind!r})")
+    return LookupResult(connector=NAME, works=[w for w in map(_work, items) if w is not None])
+
+
+def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
+    base = settings.crossref_api_url.rstrip("/")
+    params: dict[str, Any] = {"mailto": settings.contact_email} if settings.contact_email else {}
+    if kind == "doi":
+        return UpstreamRequest(f"{base}/works/{quote(value, safe='/:;()._-')}", params)
+    if kind == "title":
+        params.update({"query.bibliographic": value, "rows": TITLE_LOOKUP_ROWS, "select": SELECT})
+        return UpstreamRequest(f"{base}/works", params)
+    return None
+
+
 class CrossrefConnector(HttpConnector):
     name = NAME
     prefix = "cr"
@@ -115,3 +171,9 @@ class CrossrefConnector(HttpConnector):
 
     def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
         return parse_response(status_code, body)
+
+    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
+        return build_lookup_request(self.context.settings, kind, value)
+
+    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
+        return parse_lookup(status_code, body)

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from functions.common.models import normalise_doi
+from functions.common.settings import Settings
 from functions.search.connectors.base import (
     HttpConnector,
+    LookedUpWork,
+    LookupKind,
+    LookupResult,
     UpstreamRequest,
     load_json,
+    lookup_guard,
     never_raises,
     ranked_result,
     status_error,
 )
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
-from functions.search.text import arxiv_id_from, format_author
+from functions.search.text import arxiv_id_from, clean_text, format_author
 
 NAME = "openalex"
 _TECHNICAL_TYPES = {"preprint", "report", "dataset", "standard", "software", "other"}
@@ -111,6 +117,57 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     return ranked_result(NAME, works, _paper, count)
 
 
+ARXIV_DOI_PREFIX = "10.48550/arxiv."
+
+
+def _work(work: Any) -> LookedUpWork | None:
+    if not isinstance(work, dict) or not (work.get("title") or work.get("display_name")):
+        return None
+    source = (work.get("primary_location") or {}).get("source") or {}
+    doi = normalise_doi(work.get("doi") or (work.get("ids") or {}).get("doi"))
+    arxiv_id = _arxiv_id(work)
+    if doi and doi.startswith(ARXIV_DOI_PREFIX):
+        arxiv_id, doi = arxiv_id or doi[len(ARXIV_DOI_PREFIX) :], None
+    names = [
+        (a.get("author") or {}).get("display_name")
+        for a in work.get("authorships") or []
+        if isinstance(a, dict)
+    ]
+    year = work.get("publication_year")
+    return LookedUpWork(
+        connector=NAME,
+        title=clean_text(work.get("title") or work.get("display_name")),
+        authors=tuple(clean_text(n) for n in names if n),
+        year=year if isinstance(year, int) else None,
+        venue=clean_text(source.get("display_name")) or None if isinstance(source, dict) else None,
+        abstract=rebuild_abstract(work.get("abstract_inverted_index")),
+        doi=doi,
+        arxiv_id=arxiv_id,
+    )
+
+
+@lookup_guard(NAME)
+def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
+    """A single work (`/works/doi:...`) or a list of them."""
+    data = load_json(body, "OpenAlex")
+    if not isinstance(data, dict):
+        return LookupResult(connector=NAME, error="unparseable OpenAlex answer: not a JSON object")
+    works = data.get("results") if "results" in data else [data]
+    return LookupResult(connector=NAME, works=[w for w in map(_work, works or []) if w is not None])
+
+
+def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
+    params: dict[str, Any] = {"mailto": settings.contact_email} if settings.contact_email else {}
+    if settings.openalex_api_key is not None:
+        params["api_key"] = settings.openalex_api_key.get_secret_value()
+    base = settings.openalex_api_url.rstrip("/")
+    if kind == "doi":
+        return UpstreamRequest(f"{base}/works/doi:{value}", params)
+    if kind == "arxiv":  # arXiv's DataCite DOI
+        return UpstreamRequest(f"{base}/works/doi:{ARXIV_DOI_PREFIX}{value}", params)
+    return None
+
+
 class OpenAlexConnector(HttpConnector):
     name = NAME
     prefix = "oa"
@@ -129,3 +186,9 @@ class OpenAlexConnector(HttpConnector):
 
     def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
         return parse_response(status_code, body)
+
+    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
+        return build_lookup_request(self.context.settings, kind, value)
+
+    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
+        return parse_lookup(status_code, body)

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from functions.common.settings import Settings
 from functions.search.connectors.base import (
     HttpConnector,
+    LookedUpWork,
+    LookupKind,
+    LookupResult,
     UnusableAnswer,
     UpstreamRequest,
     load_json,
+    lookup_guard,
     never_raises,
     ranked_result,
     status_error,
 )
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
-from functions.search.text import format_author
+from functions.search.text import clean_text, format_author
 
 NAME = "semantic_scholar"
 LABEL = "Semantic Scholar"
@@ -109,6 +114,47 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     return ranked_result(NAME, _records(data), _paper, total)
 
 
+LOOKUP_FIELDS = "title,abstract,year,authors,venue,journal,externalIds"
+
+
+def _work(record: Any) -> LookedUpWork | None:
+    if not isinstance(record, dict) or not record.get("title"):
+        return None
+    ids = record.get("externalIds") or {}
+    journal = record.get("journal") or {}
+    venue = record.get("venue") or (journal.get("name") if isinstance(journal, dict) else None)
+    names = [a.get("name") if isinstance(a, dict) else a for a in record.get("authors") or []]
+    year = record.get("year")
+    return LookedUpWork(
+        connector=NAME,
+        title=clean_text(record["title"]),
+        authors=tuple(clean_text(str(n)) for n in names if n),
+        year=year if isinstance(year, int) else None,
+        venue=clean_text(venue) or None,
+        abstract=clean_text(record.get("abstract")) or None,
+        doi=str(ids["DOI"]).lower() if ids.get("DOI") else None,
+        arxiv_id=str(ids["ArXiv"]) if ids.get("ArXiv") else None,
+    )
+
+
+@lookup_guard(NAME)
+def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
+    """`/paper/DOI:{doi}` or `/paper/arXiv:{id}`: one paper record."""
+    records = _records(load_json(body, LABEL))
+    return LookupResult(connector=NAME, works=[w for w in map(_work, records) if w is not None])
+
+
+def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
+    prefix = {"doi": "DOI", "arxiv": "arXiv"}.get(kind)
+    if prefix is None:
+        return None
+    headers = {}
+    if settings.semantic_scholar_api_key is not None:
+        headers["x-api-key"] = settings.semantic_scholar_api_key.get_secret_value()
+    base = settings.semantic_scholar_api_url.rstrip("/")
+    return UpstreamRequest(f"{base}/paper/{prefix}:{value}", {"fields": LOOKUP_FIELDS}, headers)
+
+
 class SemanticScholarConnector(HttpConnector):
     name = NAME
     prefix = "ss"
@@ -132,3 +178,9 @@ class SemanticScholarConnector(HttpConnector):
 
     def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
         return parse_response(status_code, body)
+
+    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
+        return build_lookup_request(self.context.settings, kind, value)
+
+    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
+        return parse_lookup(status_code, body)

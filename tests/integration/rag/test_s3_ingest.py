@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from moto import mock_aws
 
 from functions.common.storage import S3BlobStore
-from functions.rag import loader
+from functions.rag import location
 from functions.rag.app import app, memo
 from functions.rag.config import reset_rag_settings_cache
 from functions.rag.index import load_knowledge_base
@@ -29,7 +29,7 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("DATA_BUCKET", BUCKET)
     monkeypatch.delenv("RAG_INDEX_PATH", raising=False)
     # A developer's `make ingest-textbook` output must not shadow the bucket in this test.
-    monkeypatch.setattr(loader, "LOCAL_INDEX_DIR", Path("/nonexistent/rag-index"))
+    monkeypatch.setattr(location, "LOCAL_INDEX_DIR", Path("/nonexistent/rag-index"))
     reset_rag_settings_cache()
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1")

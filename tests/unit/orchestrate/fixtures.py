@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, Paper
 from functions.orchestrate.models import ScopeParameters
-from functions.orchestrate.planning import ResearchPlan, build_plan
-from functions.orchestrate.screening import Candidate, source_id_for
+from functions.research.planning import ResearchPlan, build_plan
+from functions.research.screening import Candidate, source_id_for
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 GOAL = "What are recent advances in transformer architectures for long documents?"

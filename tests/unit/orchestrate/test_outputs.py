@@ -3,8 +3,8 @@ from __future__ import annotations
 from bibtexparser.entrypoint import parse_string
 
 from functions.orchestrate import outputs
-from functions.orchestrate.screening import Candidate, source_id_for
 from functions.orchestrate.synthesis import synthesize
+from functions.research.screening import Candidate, source_id_for
 from tests.unit.orchestrate.fixtures import extracted, paper, plan
 
 

@@ -3,7 +3,14 @@ from __future__ import annotations
 import json
 import re
 
-from functions.orchestrate.synthesis import PARTIAL, SUPPORTED, UNSUPPORTED, synthesize, verify_claim
+from functions.orchestrate.synthesis import (
+    PARTIAL,
+    SINGLE_SOURCE_CONFIDENCE_CAP,
+    SUPPORTED,
+    UNSUPPORTED,
+    synthesize,
+    verify_claim,
+)
 from tests.unit.orchestrate.fixtures import extracted, plan
 
 SOURCES = [
@@ -124,10 +131,34 @@ def test_a_failing_provider_falls_back_to_the_extractive_writer() -> None:
     assert "LLM writer failed" in result["notes"][0]
 
 
-def test_thin_evidence_is_refused_with_a_reason() -> None:
+def test_one_source_with_verified_evidence_gives_a_capped_synthesis_with_a_caveat() -> None:
     result = synthesize(plan("rapid"), SOURCES[:1]).to_dict()
+    assert result["refusal"] is False and result["claims"]
+    assert 0 < result["confidence_score"] <= SINGLE_SOURCE_CONFIDENCE_CAP
+    assert "Single-source caveat" in result["executive_summary"]
+    assert any(note.startswith("single-source synthesis") for note in result["notes"])
+
+
+def test_a_caller_demanding_more_sources_gets_a_refusal_with_the_reason() -> None:
+    result = synthesize(plan("rapid"), SOURCES[:1], min_sources=2).to_dict()
     assert result["refusal"] is True
     assert "at least 2" in result["refusal_reason"]
     assert result["confidence_score"] == 0.0 and result["primary_themes"] == []
+    assert "No synthesis was written" in result["executive_summary"]
+
+
+def test_no_relevant_evidence_is_refused() -> None:
     empty = synthesize(plan("rapid"), []).to_dict()
     assert empty["refusal"] and empty["sources_analyzed"] == 0
+    assert empty["refusal_reason"] == "No relevant source yielded usable evidence"
+    unverifiable = synthesize(
+        plan("rapid"),
+        SOURCES[:1],
+        provider=StubProvider(
+            '{"themes": [{"name": "x", "sentences": ["Transformers cured 99% of cancers [ev-0000000000]."]}], "summary": [], "gaps": []}'
+        ),
+    ).to_dict()
+    assert (
+        unverifiable["refusal"]
+        and unverifiable["refusal_reason"] == "No claim could be verified against the extracted evidence"
+    )

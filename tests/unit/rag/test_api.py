@@ -340,7 +340,8 @@ def test_without_an_index_the_api_answers_503_in_the_seed_format(
         _assert_error(
             response,
             503,
-            "knowledge base is not loaded: ingest the book first (python -m functions.rag.ingest)",
+            f"knowledge base is not loaded: no index in {tmp_path}; ingest the book first "
+            f"(python -m functions.rag.ingest --index-dir {tmp_path} <table of contents and chapter PDFs>)",
             "SERVICE_UNAVAILABLE",
         )
     finally:

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from functions.common.minilm import MiniLmEmbedder, WordPieceTokenizer, read_safetensors
 from functions.common.storage import InMemoryBlobStore
 from functions.rag.embedding import fuse_scores
 from functions.rag.index import build_index, load_knowledge_base, write_index
-from functions.rag.minilm import MiniLmEmbedder, WordPieceTokenizer, read_safetensors
 from tests.unit.rag.serving import serving
 from tests.unit.rag.tiny_bert import VOCAB, write_tiny_bert
 from tests.unit.rag.tiny_book import tiny_book

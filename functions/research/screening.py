@@ -1,7 +1,9 @@
 """Screen: de-duplicate candidates, score them on five dimensions, apply the policies, pick the sources.
 
 The five dimensions and `total_score` (their sum, 0-5) follow the handover seed's scoring agent; the
-ranking uses impact-level weights so that e.g. `cutting_edge` favours recency.
+ranking uses impact-level weights so that e.g. `cutting_edge` favours recency. Relevance is the
+calibrated probability that the paper answers the goal or one of its concepts
+(`functions.research.relevance`); every dimension's score comes with a sentence that explains it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from functions.common.models import Paper, short_hash
-from functions.orchestrate.planning import Policies, ResearchPlan, content_tokens
+from functions.research.planning import Policies, ResearchPlan
+from functions.research.relevance import Relevance, RelevanceScorer
 
 _METHOD_SIGNALS = re.compile(
     r"\b(we (propose|present|introduce|evaluate|conduct|train|measure|compare)|experiment\w*|"
@@ -24,6 +27,7 @@ _METHOD_SIGNALS = re.compile(
     re.IGNORECASE,
 )
 UNKNOWN_SCORE = 0.5  # the seed's default for a dimension that cannot be computed
+CITATIONS_PER_YEAR_FOR_FULL_SCORE = 100
 
 
 def source_id_for(canonical_id: str) -> str:
@@ -39,6 +43,7 @@ class Candidate:
     total_score: float = 0.0
     weighted_score: float = 0.0
     rejection: str | None = None
+    explanations: dict[str, str] = field(default_factory=dict)  # per dimension: why this score
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +54,7 @@ class Candidate:
             "total_score": self.total_score,
             "weighted_score": self.weighted_score,
             "rejection": self.rejection,
+            "explanations": self.explanations,
         }
 
     @classmethod
@@ -61,6 +67,7 @@ class Candidate:
             total_score=float(data.get("total_score", 0.0)),
             weighted_score=float(data.get("weighted_score", 0.0)),
             rejection=data.get("rejection"),
+            explanations=dict(data.get("explanations", {})),
         )
 
 
@@ -151,38 +158,61 @@ def _merge(into: Candidate, other: Paper) -> None:
         paper.open_access = True
 
 
-def score(candidate: Candidate, plan: ResearchPlan, current_year: int) -> None:
+def document_text(paper: Paper) -> str:
+    """What relevance is judged on: the title and the abstract."""
+    return f"{paper.title}. {paper.abstract or ''}".strip()
+
+
+def score(candidate: Candidate, plan: ResearchPlan, current_year: int, relevance: Relevance) -> None:
     paper = candidate.paper
-    terms = {token for phrase in plan.key_phrases for token in phrase.split()}
-    text_tokens = set(content_tokens(f"{paper.title} {paper.abstract or ''}"))
-    coverage = len(terms & text_tokens) / len(terms) if terms else 0.0
-    relevance = min(1.0, 0.7 * paper.relevance_score + 0.3 * coverage)
+    explanations = {"relevance": relevance.explain()}
 
     if paper.citations is None:
         citation_impact = UNKNOWN_SCORE
+        explanations["citation_impact"] = "citation count unknown: neutral score"
     else:
         age = max(1, current_year - (paper.year or current_year) + 1)
         per_year = paper.citations / age
-        citation_impact = min(1.0, math.log1p(per_year) / math.log1p(100))
+        citation_impact = min(1.0, math.log1p(per_year) / math.log1p(CITATIONS_PER_YEAR_FOR_FULL_SCORE))
+        explanations["citation_impact"] = (
+            f"{paper.citations} citations over {age} year(s) ({per_year:.1f}/year; "
+            f"{CITATIONS_PER_YEAR_FOR_FULL_SCORE}/year scores 1)"
+        )
 
     window = max(1, plan.policies.year_end - plan.policies.year_start)
     if paper.year is None:
         recency = UNKNOWN_SCORE
+        explanations["recency"] = "publication year unknown: neutral score"
     else:
         recency = max(0.0, min(1.0, 1 - (current_year - paper.year) / (window + 1)))
+        explanations["recency"] = (
+            f"published {paper.year}; window {plan.policies.year_start}-{plan.policies.year_end}"
+        )
 
-    signals = {m.group(0).lower() for m in _METHOD_SIGNALS.finditer(paper.abstract or "")}
-    methodology = UNKNOWN_SCORE if not paper.abstract else min(1.0, 0.2 + 0.2 * len(signals))
+    signals = sorted({m.group(0).lower() for m in _METHOD_SIGNALS.finditer(paper.abstract or "")})
+    if not paper.abstract:
+        methodology = UNKNOWN_SCORE
+        explanations["methodology"] = "no abstract: neutral score"
+    else:
+        methodology = min(1.0, 0.2 + 0.2 * len(signals))
+        explanations["methodology"] = (
+            f"method signals in the abstract: {', '.join(signals[:5])}"
+            if signals
+            else "no method signals in the abstract"
+        )
 
     if paper.pdf_url or paper.arxiv_id or paper.open_access:
         accessibility = 1.0
+        explanations["accessibility"] = "open access or a PDF link"
     elif paper.doi:
         accessibility = 0.6
+        explanations["accessibility"] = "DOI only: full text through open-access locations if any"
     else:
         accessibility = 0.4
+        explanations["accessibility"] = "no DOI and no PDF link"
 
     scores = {
-        "relevance": relevance,
+        "relevance": relevance.probability,
         "citation_impact": citation_impact,
         "recency": recency,
         "methodology": methodology,
@@ -190,9 +220,13 @@ def score(candidate: Candidate, plan: ResearchPlan, current_year: int) -> None:
     }
     candidate.scores = {name: round(value, 3) for name, value in scores.items()}
     candidate.total_score = round(sum(scores.values()), 3)
+    candidate.explanations = explanations
+    # Ranking: relevance counts as the mean of the best-aspect and whole-goal probabilities, so among
+    # papers that pass, one that answers the whole goal comes before one that answers a single concept.
+    ranked = {**scores, "relevance": relevance.ranking_score}
     weights = plan.policies.weights
     candidate.weighted_score = round(
-        sum(w * v for w, v in zip(weights, scores.values(), strict=True)) / sum(weights) * 5, 4
+        sum(w * v for w, v in zip(weights, ranked.values(), strict=True)) / sum(weights) * 5, 4
     )
 
 
@@ -253,10 +287,12 @@ def screen(
     *,
     current_year: int,
     allow_refinement: bool,
+    scorer: RelevanceScorer,
 ) -> ScreeningResult:
     candidates, duplicates = deduplicate(hits)
-    for candidate in candidates:
-        score(candidate, plan, current_year)
+    relevances = scorer.score(plan.goal, plan.relevance_aspects, [document_text(c.paper) for c in candidates])
+    for candidate, relevance in zip(candidates, relevances, strict=True):
+        score(candidate, plan, current_year, relevance)
         candidate.rejection = _policy_rejection(candidate, plan.policies)
     passed = sorted(
         (c for c in candidates if c.rejection is None),

@@ -9,229 +9,17 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from itertools import combinations
 from typing import Any
 
 from functions.orchestrate.models import ScopeParameters
+from functions.research.facets import Facet, decompose, facet_questions
+from functions.research.vocabulary import FRAMING, STOPWORDS
 
 CONNECTORS: tuple[str, ...] = ("arxiv", "semantic_scholar", "openalex", "crossref")
 
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "within",
-        "across",
-        "toward",
-        "towards",
-        "using",
-        "use",
-        "used",
-        "via",
-        "among",
-        "per",
-        "versus",
-        "vs",
-        "do",
-        "does",
-    ]
-)
-# Words that frame a research question without naming its topic.
-_FRAMING = frozenset(
-    [
-        "recent",
-        "advances",
-        "advance",
-        "advancement",
-        "advancements",
-        "latest",
-        "new",
-        "current",
-        "currently",
-        "state",
-        "art",
-        "trends",
-        "trend",
-        "developments",
-        "development",
-        "progress",
-        "overview",
-        "review",
-        "reviews",
-        "survey",
-        "surveys",
-        "literature",
-        "research",
-        "studies",
-        "study",
-        "work",
-        "works",
-        "paper",
-        "papers",
-        "approaches",
-        "approach",
-        "methods",
-        "method",
-        "techniques",
-        "technique",
-        "field",
-        "fields",
-        "area",
-        "areas",
-        "role",
-        "impact",
-        "effects",
-        "effect",
-        "evidence",
-        "known",
-        "findings",
-        "finding",
-        "improve",
-        "improvements",
-        "improvement",
-        "emerging",
-        "future",
-        "directions",
-        "direction",
-        "challenges",
-        "challenge",
-        "affect",
-        "affects",
-        "affected",
-        "influence",
-        "influences",
-        "influenced",
-        "relate",
-        "relates",
-        "cause",
-        "causes",
-        "reduce",
-        "reduces",
-        "increase",
-        "increases",
-        "predict",
-        "predicts",
-        "associated",
-        "association",
-        "compare",
-    ]
-)
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-+]*[A-Za-z0-9+]|[A-Za-z]")
 _COMPARISON = re.compile(r"\b(vs\.?|versus|compare[sd]?|comparison|compared)\b", re.IGNORECASE)
 
@@ -241,7 +29,15 @@ IMPACT_POLICIES: dict[str, dict[str, Any]] = {
     "established": {"min_citations": 50, "min_quality_score": 0.5, "weights": (1.0, 1.8, 0.5, 1.2, 1.0)},
     "baseline": {"min_citations": 0, "min_quality_score": None, "weights": (1.0, 1.0, 1.0, 1.0, 1.0)},
 }
-QUERIES_BY_DEPTH = {"rapid": 3, "focused": 4, "comprehensive": 5, "exhaustive": 5}
+# Distinct searches (each sent to every connector) by depth: the whole goal, each concept, then pairs.
+QUERIES_BY_DEPTH = {"rapid": 3, "focused": 4, "comprehensive": 6, "exhaustive": 8}
+DEFAULT_RELEVANCE_THRESHOLD = (
+    0.5  # relevance is a calibrated probability: see functions/research/relevance.py
+)
+MIN_RESULTS_PER_QUERY, MAX_RESULTS_PER_QUERY = 10, 50
+MAX_NATURAL_WORDS = 8  # engines that rank natural text do badly with long keyword lists
+MAX_LOOSE_WORDS = 6
+MAX_VENUE_SHARE = 0.34
 # Rough per-call figures used only for the estimate shown to the caller.
 _SEARCH_SECONDS, _EXTRACT_SECONDS, _OVERHEAD_SECONDS = 1.5, 6.0, 10.0
 
@@ -250,12 +46,14 @@ _SEARCH_SECONDS, _EXTRACT_SECONDS, _OVERHEAD_SECONDS = 1.5, 6.0, 10.0
 class PlannedQuery:
     query_id: str
     connector: str
-    query: str  # what the search service receives (plain terms; each connector renders its own syntax)
+    query: str  # short natural phrase the search service receives (and engines without boolean syntax)
     upstream_query: str  # the request in the connector's own syntax, as sent upstream
-    terms: list[str]  # the phrases behind it (for reports and refinement)
+    terms: list[str]  # the concepts behind it (for reports and refinement)
     year_start: int | None
     year_end: int | None
     max_results: int
+    # Concept groups for engines with boolean syntax (arXiv): groups AND-ed, synonyms within OR-ed.
+    concepts: list[list[str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -273,6 +71,7 @@ class Policies:
     max_share_per_venue: float
     min_connectors: int
     weights: tuple[float, float, float, float, float]  # relevance, citations, recency, method, access
+    min_sources: int = 1  # sources with verified evidence a synthesis needs (scope extension)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "weights": list(self.weights)}
@@ -286,18 +85,28 @@ class Policies:
 class ResearchPlan:
     goal: str
     topic: str
-    key_phrases: list[str]
+    key_phrases: list[str]  # the facets' phrases, in the goal's order
     sub_questions: list[str]
     queries: list[PlannedQuery]
     policies: Policies
     target_sources: int
     focus_areas: list[str]
+    facets: list[Facet] = field(default_factory=list)
+
+    @property
+    def relevance_aspects(self) -> list[str]:
+        """What a relevant paper answers: the goal, any one facet, or one facet's sub-question."""
+        facet_questions = [q for q in self.sub_questions if q.startswith("How does ") and " relate to " in q]
+        return list(dict.fromkeys([self.goal, *self.key_phrases, *facet_questions]))
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "policies": self.policies.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ResearchPlan:
+        facets = [
+            Facet(phrase=f["phrase"], synonyms=list(f.get("synonyms", []))) for f in data.get("facets", [])
+        ]
         return cls(
             goal=data["goal"],
             topic=data["topic"],
@@ -307,6 +116,7 @@ class ResearchPlan:
             policies=Policies.from_dict(data["policies"]),
             target_sources=int(data["target_sources"]),
             focus_areas=list(data["focus_areas"]),
+            facets=facets or [Facet(phrase) for phrase in data["key_phrases"]],
         )
 
 
@@ -315,82 +125,96 @@ def content_tokens(text: str) -> list[str]:
     return [
         token
         for token in (match.group(0).lower() for match in _TOKEN.finditer(text))
-        if token not in _STOPWORDS and token not in _FRAMING and len(token) > 1
+        if token not in STOPWORDS and token not in FRAMING and len(token) > 1
     ]
 
 
 def key_phrases(goal: str) -> list[str]:
-    """Runs of consecutive topic words, longest first: 'transformer architectures', 'mobile deployment'."""
-    phrases: list[str] = []
-    current: list[str] = []
-    for match in _TOKEN.finditer(goal):
-        token = match.group(0).lower()
-        if token in _STOPWORDS or token in _FRAMING or len(token) < 2:
-            if current:
-                phrases.append(" ".join(current))
-            current = []
-        else:
-            current.append(token)
-    if current:
-        phrases.append(" ".join(current))
-    unique = list(dict.fromkeys(phrase for phrase in phrases if phrase))
-    if not unique:  # a goal made only of framing words: fall back to its longest words
-        words = sorted({m.group(0).lower() for m in _TOKEN.finditer(goal)}, key=len, reverse=True)
-        unique = words[:3]
-    first = unique[0]
-    rest = sorted(unique[1:], key=lambda phrase: -len(phrase.split()))
-    return [first, *rest]
+    """The goal's concepts ('transformer architectures', 'long documents'); for a goal made only of
+    framing words, its longest words."""
+    phrases = [facet.phrase for facet in decompose(goal)]
+    if phrases:
+        return phrases
+    words = sorted({m.group(0).lower() for m in _TOKEN.finditer(goal)}, key=len, reverse=True)
+    return words[:3]
 
 
-Renderer = Callable[[str, str, int | None, int | None, int], str]
+Renderer = Callable[[str, str, list[list[str]], int | None, int | None, int], str]
 
 
 def connector_syntax(
-    connector: str, query: str, year_start: int | None, year_end: int | None, limit: int
+    connector: str,
+    query: str,
+    concepts: list[list[str]],
+    year_start: int | None,
+    year_end: int | None,
+    limit: int,
 ) -> str:
     """Fallback rendering of a query in a connector's syntax; the deployed wiring renders the real
     upstream request through the search connectors (`functions.orchestrate.wiring.upstream_query`)."""
-    words = query.split()
     years = f"{year_start or ''}-{year_end or ''}"
-    if connector == "arxiv":
-        return " AND ".join(f"all:{word}" for word in words) + f" (max_results={limit})"
+    if connector == "arxiv" and concepts:
+        groups = [" OR ".join(f'all:"{phrase}"' for phrase in group) for group in concepts]
+        return " AND ".join(f"({group})" for group in groups) + f" (max_results={limit})"
     return f"{query} (years {years}, limit {limit})"
 
 
-def _query_variants(phrases: list[str], count: int, comparison: bool) -> list[list[str]]:
-    primary, secondary = phrases[0], phrases[1:]
-    variants: list[list[str]] = [[primary, *secondary[:2]]]
-    if secondary:
-        variants.append([primary])
-    variants.append([primary, "evaluation"])
-    variants.append([primary, "comparison"] if comparison else [primary, "limitations"])
-    variants.append([primary, "survey"])
-    for extra in secondary[2:]:
-        variants.append([primary, extra])
-    unique: list[list[str]] = []
-    for variant in variants:
-        if variant not in unique:
-            unique.append(variant)
-    return unique[:count]
+def boolean_groups(facets: list[Facet]) -> list[list[str]]:
+    """Concept groups for a boolean engine: one per facet (its phrase OR its synonyms); a facet joined
+    by `of` ('factuality of large language models') is two groups, since its words rarely stand in
+    that exact order in a paper."""
+    groups: list[list[str]] = []
+    for facet in facets:
+        parts = [part.strip() for part in facet.phrase.split(" of ") if part.strip()]
+        if len(parts) > 1:
+            groups.extend([part] for part in parts)
+        else:
+            groups.append(facet.alternatives)
+    return groups
+
+
+def _natural(facets: list[Facet], max_words: int = MAX_NATURAL_WORDS) -> str:
+    """A short phrase for engines that rank natural text: the concepts' words, at most `max_words`."""
+    words: list[str] = []
+    for facet in facets:
+        for word in facet.phrase.replace(" of ", " ").split():
+            if word not in words:
+                words.append(word)
+    return " ".join(words[:max_words])
+
+
+def query_units(facets: list[Facet], count: int) -> list[list[Facet]]:
+    """What to search for: the whole goal (all its concepts together), each concept alone, then pairs
+    of concepts when the depth allows; a paper that answers one concept well can still be found."""
+    units: list[list[Facet]] = [facets]
+    if len(facets) > 1:
+        units += [[facet] for facet in facets]
+    if len(facets) > 2:
+        units += [list(pair) for pair in combinations(facets, 2)]
+    return units[: max(count, 1 + len(facets) if len(facets) > 1 else 1)]
 
 
 def _planned(
-    query_id: str, connector: str, phrases: list[str], policies: Policies, limit: int, render: Renderer
+    query_id: str, connector: str, unit: list[Facet], policies: Policies, limit: int, render: Renderer
 ) -> PlannedQuery:
-    text = " ".join(phrases)
+    text = _natural(unit)
+    concepts = boolean_groups(unit)
     return PlannedQuery(
         query_id=query_id,
         connector=connector,
         query=text,
-        upstream_query=render(connector, text, policies.year_start, policies.year_end, limit),
-        terms=phrases,
+        upstream_query=render(connector, text, concepts, policies.year_start, policies.year_end, limit),
+        terms=[facet.phrase for facet in unit],
         year_start=policies.year_start,
         year_end=policies.year_end,
         max_results=limit,
+        concepts=concepts,
     )
 
 
-def policies_for(scope: ScopeParameters, now: datetime, relevance_threshold: float) -> Policies:
+def policies_for(
+    scope: ScopeParameters, now: datetime, relevance_threshold: float, min_sources: int = 1
+) -> Policies:
     impact = IMPACT_POLICIES[scope.quality_threshold.impact_level]
     window = scope.temporal_boundary.publication_window_years
     return Policies(
@@ -401,10 +225,20 @@ def policies_for(scope: ScopeParameters, now: datetime, relevance_threshold: flo
         min_quality_score=impact["min_quality_score"],
         relevance_threshold=relevance_threshold,
         diversity_required=scope.source_diversity_requirement,
-        max_share_per_venue=0.34 if scope.source_diversity_requirement else 1.0,
+        max_share_per_venue=MAX_VENUE_SHARE if scope.source_diversity_requirement else 1.0,
         min_connectors=2 if scope.source_diversity_requirement else 1,
         weights=tuple(impact["weights"]),
+        min_sources=scope.min_sources or min_sources,
     )
+
+
+def _facets_of(goal: str) -> list[Facet]:
+    return decompose(goal) or [Facet(phrase) for phrase in key_phrases(goal)]
+
+
+def _topic(facets: list[Facet]) -> str:
+    phrases = [facet.phrase for facet in facets[:3]]
+    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
 
 
 def build_plan(
@@ -412,45 +246,45 @@ def build_plan(
     scope: ScopeParameters,
     *,
     now: datetime | None = None,
-    relevance_threshold: float = 0.6,
+    relevance_threshold: float = DEFAULT_RELEVANCE_THRESHOLD,
+    min_sources: int = 1,
     connectors: tuple[str, ...] = CONNECTORS,
     render: Renderer = connector_syntax,
 ) -> ResearchPlan:
     now = now or datetime.now(UTC)
-    phrases = key_phrases(goal)
-    topic = phrases[0]
+    facets = _facets_of(goal)
+    topic = _topic(facets)
     comparison = bool(_COMPARISON.search(goal))
-    policies = policies_for(scope, now, relevance_threshold)
-    per_query = max(10, min(50, scope.target_sources))
-    variants = _query_variants(phrases, QUERIES_BY_DEPTH[scope.discovery_depth], comparison)
+    policies = policies_for(scope, now, relevance_threshold, min_sources)
+    per_query = max(MIN_RESULTS_PER_QUERY, min(MAX_RESULTS_PER_QUERY, scope.target_sources))
+    units = query_units(facets, QUERIES_BY_DEPTH[scope.discovery_depth])
     queries = [
-        _planned(f"q{index + 1}-{connector}", connector, variant, policies, per_query, render)
-        for index, variant in enumerate(variants)
+        _planned(f"q{index + 1}-{connector}", connector, unit, policies, per_query, render)
+        for index, unit in enumerate(units)
         for connector in connectors
     ]
     window = f"{policies.year_start}-{policies.year_end}"
     sub_questions = [
+        *facet_questions(goal, facets),
         f"Which approaches to {topic} have been published in {window}?",
         f"What results and evaluations do these studies report for {topic}?",
-        f"Which methodologies do studies of {topic} use?",
         (
             f"How do the compared alternatives in {topic} differ in their reported outcomes?"
             if comparison
             else f"What limitations and open problems remain for {topic}?"
         ),
     ]
-    for phrase in phrases[1:3]:
-        sub_questions.append(f"How does {phrase} relate to {topic}?")
     focus_areas = ["methodology", "results", "limitations"] + (["comparison"] if comparison else [])
     return ResearchPlan(
         goal=goal,
         topic=topic,
-        key_phrases=phrases,
-        sub_questions=sub_questions,
+        key_phrases=[facet.phrase for facet in facets],
+        sub_questions=list(dict.fromkeys(sub_questions)),
         queries=queries,
         policies=policies,
         target_sources=scope.target_sources,
         focus_areas=focus_areas,
+        facets=facets,
     )
 
 
@@ -461,7 +295,8 @@ def refined_queries(
     connectors: tuple[str, ...] = CONNECTORS,
     render: Renderer = connector_syntax,
 ) -> list[PlannedQuery]:
-    """One round of refinement: broaden to single key terms plus the commonest topic word of accepted hits."""
+    """One round of refinement: each multi-word concept loosened to its words (any order), and the
+    commonest topic word of the accepted hits added to the first concept."""
     vocabulary: dict[str, int] = {}
     known = {token for phrase in plan.key_phrases for token in phrase.split()}
     for title in accepted_titles:
@@ -469,22 +304,23 @@ def refined_queries(
             if token not in known:
                 vocabulary[token] = vocabulary.get(token, 0) + 1
     expansions = [word for word, _ in sorted(vocabulary.items(), key=lambda kv: (-kv[1], kv[0]))[:1]]
-    primary_words = plan.key_phrases[0].split()
-    variants: list[list[str]] = []
-    if len(primary_words) > 1:
-        variants.append([primary_words[-1], *primary_words[:-1]])  # same words without the phrase quotes
-    else:
-        variants.append([primary_words[0], "review"])
-    variants.append(
-        [plan.key_phrases[0], *expansions] if expansions else [plan.key_phrases[0], "applications"]
-    )
+    loosened = [
+        Facet(word) for facet in plan.facets for word in facet.phrase.split() if word not in STOPWORDS
+    ][:MAX_LOOSE_WORDS]
+    units: list[list[Facet]] = []
+    if loosened:
+        units.append(loosened)
+    first = plan.facets[0] if plan.facets else Facet(plan.topic)
+    units.append([first, Facet(expansions[0])] if expansions else [first, Facet("review")])
     policies = plan.policies
     limit = max(q.max_results for q in plan.queries)
-    return [
-        _planned(f"r{index + 1}-{connector}", connector, variant, policies, limit, render)
-        for index, variant in enumerate(variants[:2])
+    sent = {(q.connector, q.query, str(q.concepts)) for q in plan.queries}
+    refined = [
+        _planned(f"r{index + 1}-{connector}", connector, unit, policies, limit, render)
+        for index, unit in enumerate(units[:2])
         for connector in connectors
     ]
+    return [q for q in refined if (q.connector, q.query, str(q.concepts)) not in sent]
 
 
 def estimated_duration_minutes(plan: ResearchPlan, extract_concurrency: int, search_concurrency: int) -> int:

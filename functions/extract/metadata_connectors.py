@@ -1,0 +1,134 @@
+"""The deployed `ScholarlyMetadata` adapter: lookups through the search connectors, so that they share
+the search service's manners — the guarded HTTP client, the per-provider rate-limit buckets, circuit
+breakers per provider, and the response cache table (keys `lookup:v1:<source>:<kind>:<hash>`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from functions.common.circuit_breaker import BreakerRegistry
+from functions.common.http import HttpClient
+from functions.common.observability import get_logger
+from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimiter
+from functions.common.settings import Settings
+from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache, TtlCache
+from functions.extract.metadata import IdentifierKind, WorkMetadata
+from functions.search.config import SearchSettings
+from functions.search.connectors import REGISTRY
+from functions.search.connectors.base import ConnectorContext, HttpConnector, LookedUpWork
+
+logger = get_logger("extract")
+CACHE_VERSION = "v1"
+SOURCES = ("arxiv", "crossref", "openalex", "semantic_scholar")
+
+_breakers: BreakerRegistry | None = None
+
+
+def _process_breakers(cfg: SearchSettings) -> BreakerRegistry:
+    """One breaker per provider for the whole container, so that an upstream that is down stops
+    being asked after a few failures instead of costing every extraction its budget."""
+    global _breakers
+    if _breakers is None:
+        _breakers = BreakerRegistry(cfg.breaker_failure_threshold, cfg.breaker_cooldown_seconds)
+    return _breakers
+
+
+def lookup_cache_key(source: str, kind: str, value: str) -> str:
+    digest = hashlib.sha256(value.strip().lower().encode()).hexdigest()[:32]
+    return f"lookup:{CACHE_VERSION}:{source}:{kind}:{digest}"
+
+
+def _work(found: LookedUpWork) -> WorkMetadata:
+    return WorkMetadata(
+        source=found.connector,
+        title=found.title,
+        authors=tuple(found.authors),
+        year=found.year,
+        venue=found.venue,
+        abstract=found.abstract,
+        doi=found.doi,
+        arxiv_id=found.arxiv_id,
+    )
+
+
+class ConnectorMetadata:
+    """Implements `functions.extract.metadata.ScholarlyMetadata` over the search connectors."""
+
+    def __init__(
+        self, connectors: Mapping[str, HttpConnector], cache: TtlCache, cache_ttl_seconds: int
+    ) -> None:
+        self._connectors = dict(connectors)
+        self._cache = cache
+        self._ttl = cache_ttl_seconds
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        http: HttpClient,
+        *,
+        search_settings: SearchSettings | None = None,
+        cache: TtlCache | None = None,
+        limiter: RateLimiter | None = None,
+    ) -> ConnectorMetadata:
+        cfg = search_settings or SearchSettings()
+        memory = cfg.state_backend == "memory"
+        if cache is None:
+            cache = InMemoryTtlCache() if memory else DynamoDbTtlCache()
+        if limiter is None:
+            limiter = InMemoryRateLimiter() if memory else DynamoDbRateLimiter()
+        context = ConnectorContext(
+            settings=settings,
+            search_settings=cfg,
+            http=lambda: http,
+            limiter=limiter,
+            breakers=_process_breakers(cfg),
+        )
+        connectors: dict[str, HttpConnector] = {}
+        for name in SOURCES:
+            connector = REGISTRY[name](context) if name in REGISTRY else None
+            if isinstance(connector, HttpConnector):
+                connectors[name] = connector
+        return cls(connectors, cache, cfg.cache_ttl_seconds)
+
+    async def lookup(
+        self, source: str, kind: IdentifierKind, value: str, timeout: float
+    ) -> list[WorkMetadata]:
+        connector = self._connectors.get(source)
+        if connector is None:
+            return []
+        key = lookup_cache_key(source, kind, value)
+        cached = await self._cache_get(key)
+        if isinstance(cached, dict) and isinstance(cached.get("works"), list):
+            try:
+                return [_work(LookedUpWork(**_tupled(w))) for w in cached["works"]]
+            except TypeError:
+                logger.warning("ignoring unreadable lookup cache entry", key=key)
+        result = await connector.lookup(kind, value, timeout)
+        if not result.ok:
+            logger.info("metadata lookup failed", source=source, kind=kind, error=result.error)
+            return []
+        await self._cache_put(key, {"works": [asdict(w) for w in result.works]})
+        return [_work(w) for w in result.works]
+
+    async def _cache_get(self, key: str) -> Any | None:
+        try:
+            return await asyncio.to_thread(self._cache.get, key)
+        except Exception:  # the cache is an optimisation: a broken cache is a miss
+            logger.warning("lookup cache read failed", key=key, exc_info=True)
+            return None
+
+    async def _cache_put(self, key: str, value: dict[str, Any]) -> None:
+        try:
+            await asyncio.to_thread(self._cache.put, key, value, self._ttl)
+        except Exception:
+            logger.warning("lookup cache write failed", key=key, exc_info=True)
+
+
+def _tupled(record: dict[str, Any]) -> dict[str, Any]:
+    return {**record, "authors": tuple(record.get("authors") or ())}

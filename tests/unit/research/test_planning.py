@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+import pytest
+
+from functions.orchestrate.models import ScopeParameters
+from functions.research.facets import decompose
+from functions.research.planning import ResearchPlan, build_plan, describe, key_phrases, refined_queries
+from functions.search.connectors.arxiv import build_search_query
+from functions.search.models import PaperQuery
+from tests.unit.orchestrate.fixtures import GOAL, NOW, plan
+
+
+def test_key_phrases_drop_framing_words() -> None:
+    assert key_phrases(GOAL) == ["transformer architectures", "long documents"]
+    assert (
+        key_phrases("How does sleep deprivation affect working memory in adults?")[0] == "sleep deprivation"
+    )
+
+
+@pytest.mark.parametrize(
+    ("depth", "per_connector", "sources"),
+    [("rapid", 3, 10), ("focused", 3, 15), ("comprehensive", 3, 30), ("exhaustive", 3, 50)],
+)
+def test_one_query_for_the_whole_goal_and_one_per_concept(
+    depth: str, per_connector: int, sources: int
+) -> None:
+    research = plan(depth)  # two concepts: the whole goal, then each concept alone
+    by_connector: dict[str, int] = {}
+    for query in research.queries:
+        by_connector[query.connector] = by_connector.get(query.connector, 0) + 1
+    assert by_connector == dict.fromkeys(["arxiv", "semantic_scholar", "openalex", "crossref"], per_connector)
+    assert research.target_sources == sources
+    assert len({q.query_id for q in research.queries}) == len(research.queries)
+
+
+def test_scope_maps_to_policies() -> None:
+    research = plan(
+        "focused",
+        temporal_boundary={"publication_window_years": 2},
+        quality_threshold={"impact_level": "high_impact"},
+        source_diversity_requirement=False,
+    )
+    policies = research.policies
+    assert (policies.year_start, policies.year_end) == (2024, 2026)
+    assert policies.min_citations == 10 and policies.relevance_threshold == 0.5
+    assert not policies.diversity_required
+    assert all(q.year_start == 2024 and q.year_end == 2026 for q in research.queries)
+
+
+def test_description_is_computed_from_goal_and_scope() -> None:
+    first = describe(plan("rapid"), extract_concurrency=10, search_concurrency=8)
+    other_goal = build_plan(
+        "Effects of microplastics on freshwater fish reproduction",
+        ScopeParameters.model_validate({"discovery_depth": "exhaustive"}),
+        now=NOW,
+    )
+    second = describe(other_goal, extract_concurrency=10, search_concurrency=8)
+    assert first[0]["goal_decomposition"]["sub_goals"] != second[0]["goal_decomposition"]["sub_goals"]
+    assert "microplastics" in " ".join(second[0]["goal_decomposition"]["sub_goals"])
+    assert first[1]["estimated_sources"] == 10 and second[1]["estimated_sources"] == 50
+    assert second[1]["estimated_duration_minutes"] >= first[1]["estimated_duration_minutes"]
+    assert "SourceDiversityPolicy" in first[0]["governance_applied"]["policies_checked"]
+    assert "Year filter: 2023-2026" in first[0]["execution_strategy"]["validation_rules"]
+
+
+def test_refinement_broadens_with_terms_of_accepted_titles() -> None:
+    research = plan("rapid")
+    refined = refined_queries(research, ["Sparse routing for transformer architectures", "Sparse kernels"])
+    assert refined and all(q.query_id.startswith("r") for q in refined)
+    assert any("sparse" in q.terms for q in refined)
+    loosened = next(q for q in refined if q.connector == "arxiv")
+    assert loosened.concepts == [["transformer"], ["architectures"], ["long"], ["documents"]]
+    sent = {(q.connector, q.query, str(q.concepts)) for q in research.queries}
+    assert all((q.connector, q.query, str(q.concepts)) not in sent for q in refined)
+
+
+GRAPH_GOAL = "How do graph neural networks and attention mechanisms help drug discovery?"
+
+
+def test_a_goal_is_decomposed_into_the_concepts_it_joins() -> None:
+    assert [facet.phrase for facet in decompose(GRAPH_GOAL)] == [
+        "graph neural networks",
+        "attention mechanisms",
+        "drug discovery",
+    ]
+    # `of` binds a concept; question and framing words never start one; an acronym becomes a synonym.
+    facets = decompose(
+        "What is the effect of retrieval augmented generation (RAG) on factuality of language models?"
+    )
+    assert [(f.phrase, f.synonyms) for f in facets] == [
+        ("retrieval augmented generation", ["rag"]),
+        ("factuality of language models", []),
+    ]
+    assert [f.phrase for f in decompose("Which methods identify influential nodes in complex networks?")] == [
+        "influential nodes",
+        "complex networks",
+    ]
+    assert decompose("What are the recent advances?") == []
+
+
+def test_queries_per_concept_in_each_engines_syntax() -> None:
+    research = build_plan(GRAPH_GOAL, ScopeParameters.model_validate({"discovery_depth": "focused"}), now=NOW)
+    assert research.key_phrases == ["graph neural networks", "attention mechanisms", "drug discovery"]
+    arxiv = [q for q in research.queries if q.connector == "arxiv"]
+    assert [q.terms for q in arxiv[:4]] == [
+        ["graph neural networks", "attention mechanisms", "drug discovery"],
+        ["graph neural networks"],
+        ["attention mechanisms"],
+        ["drug discovery"],
+    ]
+    for query in research.queries:  # short natural phrases, never a long keyword list
+        assert len(query.query.split()) <= 8
+        assert "help" not in query.query.split() and "how" not in query.query.split()
+    whole = build_search_query(PaperQuery(query=arxiv[0].query, concepts=arxiv[0].concepts))
+    assert whole == 'all:"graph neural networks" AND all:"attention mechanisms" AND all:"drug discovery"'
+    of_concept = build_plan("factuality of large language models (LLM)", ScopeParameters(), now=NOW).queries[
+        0
+    ]
+    assert build_search_query(PaperQuery(query=of_concept.query, concepts=of_concept.concepts)) == (
+        'all:factuality AND all:"large language models"'
+    )
+    synonyms = build_plan(
+        "retrieval augmented generation (RAG) for question answering", ScopeParameters(), now=NOW
+    )
+    first = synonyms.queries[0]
+    assert build_search_query(PaperQuery(query=first.query, concepts=first.concepts)) == (
+        '(all:"retrieval augmented generation" OR all:rag) AND all:"question answering"'
+    )
+
+
+def test_relevance_aspects_are_the_goal_its_concepts_and_their_questions() -> None:
+    research = build_plan(GRAPH_GOAL, ScopeParameters(), now=NOW)
+    aspects = research.relevance_aspects
+    assert aspects[0] == GRAPH_GOAL
+    assert {"graph neural networks", "attention mechanisms", "drug discovery"} <= set(aspects)
+    assert any(a.startswith("How does drug discovery relate to") for a in aspects)
+    assert ResearchPlan.from_dict(research.to_dict()) == research
+
+
+def test_min_sources_extension_reaches_the_policies() -> None:
+    assert plan("rapid").policies.min_sources == 1
+    assert plan("rapid", min_sources=3).policies.min_sources == 3
+    with pytest.raises(ValueError):
+        ScopeParameters.model_validate({"min_sources": 0})
