@@ -9,7 +9,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test lint typecheck node-tools synth deploy deploy-local bench bench-workflow bench-search bench-rag ingest-textbook ingest-textbook-hybrid embedding-model clean
+.PHONY: install run test lint typecheck node-tools synth deploy deploy-local bench bench-workflow bench-search bench-rag bench-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model clean
 
 RAG_INDEX ?= .rag-index
 TEXTBOOK ?= ../shared/corpus/textbook
@@ -65,7 +65,15 @@ typecheck: install
 test: install lint typecheck synth
 	$(VENV)/bin/pytest
 
-bench: bench-search bench-rag bench-workflow
+bench: bench-search bench-rag bench-workflow bench-quality
+
+# Research quality on goals written before tuning, dev and held-out halves (needs ../shared/corpus).
+bench-quality: install
+	$(PY) -m bench.quality
+
+# Refit the screening relevance model (prints the coefficients functions/research/relevance.py holds).
+calibrate-relevance: install
+	$(PY) -m bench.calibrate_relevance
 
 bench-workflow: install
 	$(PY) -m bench.workflow

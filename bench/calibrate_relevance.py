@@ -105,18 +105,20 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
 
 
 def features(scorer: RelevanceScorer, data: list[tuple[str, str, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(ones, semantic, lexical) per pair, and the labels; every distinct text is embedded once."""
+    """(ones, semantic, coverage, complete) per pair, and the labels; every distinct text embedded once."""
     aspects = list(dict.fromkeys(aspect for aspect, _, _ in data))
     documents = list(dict.fromkeys(abstract for _, abstract, _ in data))
-    semantic, lexical = scorer.features(aspects, documents)
-    assert semantic is not None
+    found = scorer.features(aspects, documents)
+    assert found.semantic is not None
     aspect_index = {aspect: col for col, aspect in enumerate(aspects)}
     document_index = {document: row for row, document in enumerate(documents)}
     rows = [(document_index[abstract], aspect_index[aspect]) for aspect, abstract, _ in data]
-    semantic_column = [float(semantic[row, col]) for row, col in rows]
-    lexical_column = [float(lexical[row, col]) for row, col in rows]
+    columns = [
+        [float(matrix[row, col]) for row, col in rows]
+        for matrix in (found.semantic, found.coverage, found.complete)
+    ]
     labels = np.array([label for _, _, label in data], dtype=float)
-    return np.column_stack([np.ones(len(data)), semantic_column, lexical_column]), labels
+    return np.column_stack([np.ones(len(data)), *columns]), labels
 
 
 def report(name: str, beta: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
@@ -157,9 +159,9 @@ def main() -> int:
     x_fit, y_fit = features(scorer, fit_pairs)
     x_check, y_check = features(scorer, check_pairs)
     semantic_model = fit_logistic(x_fit, y_fit)
-    lexical_model = fit_logistic(x_fit[:, [0, 2]], y_fit)
-    report("SEMANTIC_MODEL (bias, semantic, lexical)", semantic_model, x_check, y_check)
-    report("LEXICAL_MODEL (bias, lexical)", lexical_model, x_check[:, [0, 2]], y_check)
+    lexical_model = fit_logistic(x_fit[:, [0, 2, 3]], y_fit)
+    report("SEMANTIC_MODEL (bias, semantic, coverage, complete)", semantic_model, x_check, y_check)
+    report("LEXICAL_MODEL (bias, coverage, complete)", lexical_model, x_check[:, [0, 2, 3]], y_check)
     return 0
 
 

@@ -150,6 +150,8 @@ def annotated_bibliography(
         scores = ", ".join(f"{name} {value:.2f}" for name, value in candidate.scores.items())
         lines += [f"## [@{keys[candidate.source_id]}] {paper.title}", "", _reference(candidate), ""]
         lines.append(f"- Scores: {scores} (total {candidate.total_score:.2f}/5)")
+        if candidate.explanations.get("relevance"):
+            lines.append(f"- Relevance: {candidate.explanations['relevance']}")
         lines.append(f"- Found by: {', '.join(paper.found_by or [paper.source])}")
         if outcome.get("success"):
             lines.append(f"- Extraction: {outcome.get('evidence_count', 0)} evidence quote(s)")

@@ -579,6 +579,7 @@ class Workflow:
                     "url": c.paper.url,
                     "found_by": c.paper.found_by or [c.paper.source],
                     "scores": c.scores,
+                    "score_explanations": c.explanations,
                     "total_score": c.total_score,
                     "extraction_success": bool(by_source.get(c.source_id, {}).get("success")),
                     "failure_reason": by_source.get(c.source_id, {}).get("failure_reason"),

@@ -95,9 +95,12 @@ class ResearchPlan:
 
     @property
     def relevance_aspects(self) -> list[str]:
-        """What a relevant paper answers: the goal, any one facet, or one facet's sub-question."""
+        """What a relevant paper answers: the goal, any one concept of several words, or one concept's
+        sub-question. A one-word concept ('markets') is too broad to make a paper relevant by itself;
+        it counts through its sub-question, which ties it to the rest of the goal."""
         facet_questions = [q for q in self.sub_questions if q.startswith("How does ") and " relate to " in q]
-        return list(dict.fromkeys([self.goal, *self.key_phrases, *facet_questions]))
+        specific = [facet.phrase for facet in self.facets if len(facet.words) > 1]
+        return list(dict.fromkeys([self.goal, *specific, *facet_questions]))
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "policies": self.policies.to_dict()}

@@ -2,12 +2,13 @@
 
 A goal has several aspects: the goal itself, each of its concepts (facets) and one sub-question per
 concept. A paper is relevant when it answers any one aspect well, so a paper that covers one concept of
-a three-concept goal can pass. Per aspect and paper, two features:
+a three-concept goal can pass. Per aspect and paper, three features:
   - `semantic`: the cosine of their MiniLM sentence embeddings (title + abstract of the paper);
-  - `lexical`: the share of the aspect's (lightly stemmed) terms in the title and abstract. This is BM25
-    with a flat IDF: the candidates were retrieved by these very terms, so an IDF over them says
-    nothing, and a corpus-wide one is not available here.
-A logistic model turns the two into the probability that the paper is about the aspect. Its
+  - `coverage`: the share of the aspect's (lightly stemmed) terms in the title and abstract, BM25 with a
+    flat IDF (the candidates were retrieved by these very terms, so an IDF over them says nothing, and
+    a corpus-wide one is not available here);
+  - `complete`: whether all the terms of a several-term aspect are there.
+A logistic model turns them into the probability that the paper is about the aspect. Its
 coefficients were fitted on data, not chosen: `bench/calibrate_relevance.py` fits them on real
 scholarly records (a concept from each paper's title against its own abstract, and against other papers'
 abstracts that share a term with it, as the other results of a search would) and prints them with
@@ -21,14 +22,15 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from functions.common.embedder import Embedder
 from functions.search.text import stem, terms
 
 FULL_CREDIT_TERMS = 2
 # Fitted by `python -m bench.calibrate_relevance` (see its output for data, accuracy and AUC).
-SEMANTIC_MODEL = (-2.29, 3.65, 2.65)  # bias, semantic weight, lexical weight (held-out AUC 0.855)
-LEXICAL_MODEL = (-1.80, 3.92)  # bias, lexical weight (held-out AUC 0.828)
+SEMANTIC_MODEL = (-2.15, 3.75, 2.01, 0.84)  # bias, semantic, coverage, complete (AUC 0.853)
+LEXICAL_MODEL = (-1.70, 3.57, 0.52)  # bias, coverage, complete (held-out AUC 0.828)
 
 
 @dataclass(frozen=True)
@@ -61,25 +63,44 @@ def _sigmoid(value: float) -> float:
     return 1 / (1 + math.exp(-max(-30.0, min(30.0, value))))
 
 
-def probability(semantic: float | None, lexical: float) -> float:
+def probability(semantic: float | None, coverage: float, complete: float) -> float:
     if semantic is None:
-        bias, weight = LEXICAL_MODEL
-        return _sigmoid(bias + weight * lexical)
-    bias, semantic_weight, lexical_weight = SEMANTIC_MODEL
-    return _sigmoid(bias + semantic_weight * semantic + lexical_weight * lexical)
+        bias, coverage_weight, complete_weight = LEXICAL_MODEL
+        return _sigmoid(bias + coverage_weight * coverage + complete_weight * complete)
+    bias, semantic_weight, coverage_weight, complete_weight = SEMANTIC_MODEL
+    return _sigmoid(
+        bias + semantic_weight * semantic + coverage_weight * coverage + complete_weight * complete
+    )
 
 
 def stems(text: str) -> set[str]:
     return {stem(word) for word in terms(text)}
 
 
-def term_coverage(aspect: str, document_stems: set[str]) -> float:
-    """Share of the aspect's terms in the document; a one-term aspect is weak evidence and counts half
-    (any paper may say 'networks'; few say 'graph neural networks')."""
+def term_coverage(aspect: str, document_stems: set[str]) -> tuple[float, float]:
+    """(coverage, complete): the share of the aspect's terms in the document, a one-term aspect counting
+    half (any paper may say 'networks'; few say 'graph neural networks'); and 1 when every term of a
+    several-term aspect is there (part of a phrase, 'training data' of 'hand-labelled training data',
+    is weak evidence; all of it is strong)."""
     wanted = stems(aspect)
     if not wanted:
-        return 0.0
-    return len(wanted & document_stems) / len(wanted) * min(1.0, len(wanted) / FULL_CREDIT_TERMS)
+        return 0.0, 0.0
+    found = len(wanted & document_stems)
+    coverage = found / len(wanted) * min(1.0, len(wanted) / FULL_CREDIT_TERMS)
+    return coverage, float(len(wanted) >= FULL_CREDIT_TERMS and found == len(wanted))
+
+
+@dataclass(frozen=True)
+class Features:
+    """Per (document, aspect): semantic is None without an embedder."""
+
+    semantic: NDArray[np.float32] | None
+    coverage: NDArray[np.float32]
+    complete: NDArray[np.float32]
+
+    def probability(self, row: int, col: int) -> float:
+        semantic = None if self.semantic is None else float(self.semantic[row, col])
+        return probability(semantic, float(self.coverage[row, col]), float(self.complete[row, col]))
 
 
 class RelevanceScorer:
@@ -90,37 +111,34 @@ class RelevanceScorer:
     def method(self) -> str:
         return "semantic+lexical" if self.embedder is not None else "lexical"
 
-    def features(self, aspects: list[str], documents: list[str]) -> tuple[np.ndarray | None, np.ndarray]:
-        """(semantic, lexical) matrices of shape (documents, aspects); semantic is None without an embedder."""
+    def features(self, aspects: list[str], documents: list[str]) -> Features:
         document_stems = [stems(document) for document in documents]
-        lexical = np.array(
+        pairs = np.array(
             [[term_coverage(aspect, found) for aspect in aspects] for found in document_stems],
             dtype=np.float32,
-        ).reshape(len(documents), len(aspects))
-        if self.embedder is None or not documents:
-            return None, lexical
-        aspect_vectors = self.embedder.embed(aspects)
-        document_vectors = self.embedder.embed(documents)
-        return document_vectors @ aspect_vectors.T, lexical
+        ).reshape(len(documents), len(aspects), 2)
+        semantic = None
+        if self.embedder is not None and documents:
+            semantic = self.embedder.embed(documents) @ self.embedder.embed(aspects).T
+        return Features(semantic, pairs[:, :, 0], pairs[:, :, 1])
 
     def score(self, goal: str, aspects: list[str], documents: list[str]) -> list[Relevance]:
-        """One Relevance per document; `aspects` should start with the goal."""
+        """One Relevance per document; the goal is always the first aspect."""
         aspects = list(dict.fromkeys([goal, *aspects]))
-        semantic, lexical = self.features(aspects, documents)
+        features = self.features(aspects, documents)
         results = []
         for row in range(len(documents)):
-            probabilities = [
-                probability(None if semantic is None else float(semantic[row, col]), float(lexical[row, col]))
-                for col in range(len(aspects))
-            ]
+            probabilities = [features.probability(row, col) for col in range(len(aspects))]
             best = max(range(len(aspects)), key=lambda col: (probabilities[col], -col))
             results.append(
                 Relevance(
                     probability=round(probabilities[best], 4),
                     goal_probability=round(probabilities[0], 4),
                     best_aspect=aspects[best],
-                    semantic=None if semantic is None else round(float(semantic[row, best]), 4),
-                    lexical=round(float(lexical[row, best]), 4),
+                    semantic=None
+                    if features.semantic is None
+                    else round(float(features.semantic[row, best]), 4),
+                    lexical=round(float(features.coverage[row, best]), 4),
                     method=self.method,
                 )
             )

@@ -392,7 +392,7 @@ _FRAMING_NOUNS = frozenset(
         "does",
         "effect",
         "effects",
-        "emerging",
+       
         "enable",
         "enables",
         "evidence",

@@ -156,6 +156,9 @@ def test_job_completes_with_grounded_results_and_artifacts(
         bib = parse_string(client.get(results["artifacts"]["bibliography.bib"]["api_path"]).text)
         assert not bib.failed_blocks
         assert len(bib.entries) == len(results["sources"]) == 9
+        for source in results["sources"]:  # every score is explained, relevance by its best-matching aspect
+            assert set(source["score_explanations"]) == set(source["scores"])
+            assert "best match" in source["score_explanations"]["relevance"]
         assert {e.fields_dict["doi"].value for e in bib.entries} <= {p.sample.doi for p in papers}
         quotes = json.loads(client.get(results["artifacts"]["quote_library.json"]["api_path"]).text)
         assert quotes["total_quotes"] == len(results["evidence"])

@@ -135,6 +135,13 @@ def test_relevance_aspects_are_the_goal_its_concepts_and_their_questions() -> No
     assert {"graph neural networks", "attention mechanisms", "drug discovery"} <= set(aspects)
     assert any(a.startswith("How does drug discovery relate to") for a in aspects)
     assert ResearchPlan.from_dict(research.to_dict()) == research
+    broad = build_plan(
+        "How do interest rate rises affect house prices in emerging markets?", ScopeParameters(), now=NOW
+    )
+    assert "emerging markets" in broad.key_phrases
+    one_word = build_plan("How does sleep affect memory consolidation and mood?", ScopeParameters(), now=NOW)
+    assert "mood" in one_word.key_phrases and "mood" not in one_word.relevance_aspects
+    assert any(a.startswith("How does mood relate to") for a in one_word.relevance_aspects)
 
 
 def test_min_sources_extension_reaches_the_policies() -> None:

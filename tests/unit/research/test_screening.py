@@ -6,7 +6,7 @@ from functions.common.embedder import default_embedder
 from functions.common.models import Paper
 from functions.orchestrate.models import ScopeParameters
 from functions.research.planning import build_plan
-from functions.research.relevance import RelevanceScorer, probability
+from functions.research.relevance import RelevanceScorer, probability, stems, term_coverage
 from functions.research.screening import deduplicate, screen
 from tests.unit.orchestrate.fixtures import NOW, paper, plan
 
@@ -111,9 +111,17 @@ def test_a_paper_that_answers_one_concept_passes_and_an_unrelated_one_does_not()
 
 
 def test_calibrated_probability_rises_with_both_features() -> None:
-    assert probability(0.1, 0.0) < 0.5 < probability(0.6, 0.5)
-    assert probability(0.3, 0.2) < probability(0.5, 0.2) < probability(0.5, 0.8)
-    assert probability(None, 0.0) < 0.5 < probability(None, 1.0)
+    assert probability(0.1, 0.0, 0.0) < 0.5 < probability(0.6, 0.5, 0.0)
+    assert probability(0.3, 0.2, 0.0) < probability(0.5, 0.2, 0.0) < probability(0.5, 0.8, 0.0)
+    assert probability(0.5, 1.0, 0.0) < probability(0.5, 1.0, 1.0)
+    assert probability(None, 0.0, 0.0) < 0.5 < probability(None, 1.0, 1.0)
+
+
+def test_term_coverage_gives_one_word_half_credit_and_rewards_whole_phrases() -> None:
+    document = stems("Graph neural networks predict molecular properties from training data.")
+    assert term_coverage("networks", document) == (0.5, 0.0)
+    assert term_coverage("graph neural networks", document) == (1.0, 1.0)
+    assert term_coverage("hand-labelled training data", document) == (2 / 3, 0.0)
 
 
 @pytest.mark.skipif(default_embedder() is None, reason="no embedding model: run `make install`")
