@@ -395,8 +395,10 @@ def synthesize(
     provider: LlmProvider | None = None,
     min_sources: int = 1,
 ) -> SynthesisResult:
-    """A cited synthesis of the screened (relevant) sources' evidence, or a refusal: refused when fewer
-    than `min_sources` sources back a verified claim. A synthesis that rests on one source keeps its
+    """A cited synthesis of the screened (relevant) sources' evidence, or a refusal: refused when no
+    verified claim rests on a source that addresses the goal as a whole (sources that match one concept
+    add evidence but cannot carry a synthesis alone), or when fewer than `min_sources` sources back a
+    verified claim. A synthesis that rests on one source keeps its
     confidence at or below SINGLE_SOURCE_CONFIDENCE_CAP and says so."""
     evidence = build_evidence(sources)
     by_id = {item.evidence_id: item for item in evidence}
@@ -472,6 +474,15 @@ def synthesize(
         refusal_reason = "No relevant source yielded usable evidence"
     elif not supported:
         refusal_reason = "No claim could be verified against the extracted evidence"
+    elif not any(
+        candidate.answers_goal(plan.policies.relevance_threshold)
+        for candidate, _ in sources
+        if candidate.source_id in cited_sources
+    ):
+        refusal_reason = (
+            f"The verified claims come only from {len(cited_sources)} source(s) that match single concepts "
+            "of the goal; no source that addresses the goal as a whole backs a verified claim"
+        )
     elif len(cited_sources) < min_sources:
         refusal_reason = (
             f"Only {len(cited_sources)} source(s) back a verified claim; at least {min_sources} "

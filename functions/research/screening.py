@@ -44,6 +44,11 @@ class Candidate:
     weighted_score: float = 0.0
     rejection: str | None = None
     explanations: dict[str, str] = field(default_factory=dict)  # per dimension: why this score
+    # Probability that the paper answers the goal as a whole (None: not screened by relevance).
+    goal_relevance: float | None = None
+
+    def answers_goal(self, threshold: float) -> bool:
+        return self.goal_relevance is None or self.goal_relevance >= threshold
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +60,7 @@ class Candidate:
             "weighted_score": self.weighted_score,
             "rejection": self.rejection,
             "explanations": self.explanations,
+            "goal_relevance": self.goal_relevance,
         }
 
     @classmethod
@@ -68,6 +74,7 @@ class Candidate:
             weighted_score=float(data.get("weighted_score", 0.0)),
             rejection=data.get("rejection"),
             explanations=dict(data.get("explanations", {})),
+            goal_relevance=data.get("goal_relevance"),
         )
 
 
@@ -221,6 +228,7 @@ def score(candidate: Candidate, plan: ResearchPlan, current_year: int, relevance
     candidate.scores = {name: round(value, 3) for name, value in scores.items()}
     candidate.total_score = round(sum(scores.values()), 3)
     candidate.explanations = explanations
+    candidate.goal_relevance = relevance.goal_probability
     # Ranking: relevance counts as the mean of the best-aspect and whole-goal probabilities, so among
     # papers that pass, one that answers the whole goal comes before one that answers a single concept.
     ranked = {**scores, "relevance": relevance.ranking_score}

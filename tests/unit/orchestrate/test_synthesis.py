@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 from functions.orchestrate.synthesis import (
     PARTIAL,
@@ -162,3 +163,12 @@ def test_no_relevant_evidence_is_refused() -> None:
         unverifiable["refusal"]
         and unverifiable["refusal_reason"] == "No claim could be verified against the extracted evidence"
     )
+
+
+def test_sources_that_match_only_one_concept_cannot_carry_a_synthesis_alone() -> None:
+    single_concept = [(replace(candidate, goal_relevance=0.3), paper) for candidate, paper in SOURCES]
+    refused = synthesize(plan("rapid"), single_concept).to_dict()
+    assert refused["refusal"] is True
+    assert "no source that addresses the goal as a whole" in refused["refusal_reason"]
+    anchored = [(replace(SOURCES[0][0], goal_relevance=0.8), SOURCES[0][1]), *single_concept[1:]]
+    assert synthesize(plan("rapid"), anchored).to_dict()["refusal"] is False
