@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import pytest
 
 from functions.common.aws import reset_clients
@@ -32,6 +33,8 @@ def no_aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    # boto3's default session keeps the credentials it resolved for earlier tests: start a fresh one.
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     local_index = tmp_path / ".rag-index"
     monkeypatch.setattr(location, "LOCAL_INDEX_DIR", local_index)
     reset_rag_settings_cache()
