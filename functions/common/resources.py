@@ -73,7 +73,8 @@ BUCKETS: tuple[BucketSpec, ...] = (
 STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
     StepFunctionSpec("ResearchPlanStep", "functions.orchestrate.steps.plan", memory_mb=512),
     StepFunctionSpec("ResearchSearchStep", "functions.orchestrate.steps.search", memory_mb=512),
-    StepFunctionSpec("ResearchScreenStep", "functions.orchestrate.steps.screen", memory_mb=1024),
+    # Screening embeds up to 250 candidates with MiniLM: 2 GB buys about 1.2 vCPU for it.
+    StepFunctionSpec("ResearchScreenStep", "functions.orchestrate.steps.screen", memory_mb=2048),
     StepFunctionSpec("ResearchCheckpointStep", "functions.orchestrate.steps.checkpoint", memory_mb=256),
     StepFunctionSpec("ResearchExtractStep", "functions.orchestrate.steps.extract", memory_mb=2048),
     StepFunctionSpec("ResearchSynthesizeStep", "functions.orchestrate.steps.synthesize", memory_mb=1024),

@@ -28,6 +28,10 @@ from functions.common.embedder import Embedder
 from functions.search.text import stem, terms
 
 FULL_CREDIT_TERMS = 2
+# Embedding costs about 40 ms a candidate on one core: beyond this many, the candidates with the least
+# term overlap are scored by the lexical model alone, so screening stays well inside a 45 s step.
+MAX_EMBEDDED_DOCUMENTS = 250
+BEYOND_CAP = "lexical (beyond the embedding cap)"
 # Fitted by `python -m bench.calibrate_relevance` (see its output for data, accuracy and AUC).
 SEMANTIC_MODEL = (-2.15, 3.75, 2.01, 0.84)  # bias, semantic, coverage, complete (AUC 0.853)
 LEXICAL_MODEL = (-1.70, 3.57, 0.52)  # bias, coverage, complete (held-out AUC 0.828)
@@ -98,9 +102,16 @@ class Features:
     coverage: NDArray[np.float32]
     complete: NDArray[np.float32]
 
+    def semantic_at(self, row: int, col: int) -> float | None:
+        """None without an embedder, or for a document beyond the embedding cap."""
+        if self.semantic is None or math.isnan(float(self.semantic[row, col])):
+            return None
+        return float(self.semantic[row, col])
+
     def probability(self, row: int, col: int) -> float:
-        semantic = None if self.semantic is None else float(self.semantic[row, col])
-        return probability(semantic, float(self.coverage[row, col]), float(self.complete[row, col]))
+        return probability(
+            self.semantic_at(row, col), float(self.coverage[row, col]), float(self.complete[row, col])
+        )
 
 
 class RelevanceScorer:
@@ -111,7 +122,9 @@ class RelevanceScorer:
     def method(self) -> str:
         return "semantic+lexical" if self.embedder is not None else "lexical"
 
-    def features(self, aspects: list[str], documents: list[str]) -> Features:
+    def features(
+        self, aspects: list[str], documents: list[str], max_embedded: int = MAX_EMBEDDED_DOCUMENTS
+    ) -> Features:
         document_stems = [stems(document) for document in documents]
         pairs = np.array(
             [[term_coverage(aspect, found) for aspect in aspects] for found in document_stems],
@@ -119,7 +132,11 @@ class RelevanceScorer:
         ).reshape(len(documents), len(aspects), 2)
         semantic = None
         if self.embedder is not None and documents:
-            semantic = self.embedder.embed(documents) @ self.embedder.embed(aspects).T
+            overlap = pairs[:, :, 0].max(axis=1)
+            embedded = sorted(range(len(documents)), key=lambda row: (-overlap[row], row))[:max_embedded]
+            semantic = np.full((len(documents), len(aspects)), np.nan, dtype=np.float32)
+            vectors = self.embedder.embed([documents[row] for row in embedded])
+            semantic[embedded] = vectors @ self.embedder.embed(aspects).T
         return Features(semantic, pairs[:, :, 0], pairs[:, :, 1])
 
     def score(self, goal: str, aspects: list[str], documents: list[str]) -> list[Relevance]:
@@ -130,16 +147,15 @@ class RelevanceScorer:
         for row in range(len(documents)):
             probabilities = [features.probability(row, col) for col in range(len(aspects))]
             best = max(range(len(aspects)), key=lambda col: (probabilities[col], -col))
+            semantic = features.semantic_at(row, best)
             results.append(
                 Relevance(
                     probability=round(probabilities[best], 4),
                     goal_probability=round(probabilities[0], 4),
                     best_aspect=aspects[best],
-                    semantic=None
-                    if features.semantic is None
-                    else round(float(features.semantic[row, best]), 4),
+                    semantic=None if semantic is None else round(semantic, 4),
                     lexical=round(float(features.coverage[row, best]), 4),
-                    method=self.method,
+                    method=self.method if semantic is not None or self.embedder is None else BEYOND_CAP,
                 )
             )
         return results

@@ -138,3 +138,18 @@ def test_semantic_relevance_finds_a_paraphrase_that_shares_no_terms() -> None:
     assert semantic[0].probability >= 0.5 > semantic[1].probability
     assert semantic[0].probability > lexical_only[0].probability
     assert semantic[0].method == "semantic+lexical" and semantic[0].semantic is not None
+
+
+@pytest.mark.skipif(default_embedder() is None, reason="no embedding model: run `make install`")
+def test_beyond_the_embedding_cap_the_least_overlapping_candidates_are_scored_lexically() -> None:
+    scorer = RelevanceScorer(default_embedder())
+    goal = "graph neural networks for drug discovery"
+    documents = [
+        "Graph neural networks for drug discovery and molecular design.",
+        "Crop yields from satellites.",
+        "Drug discovery pipelines in pharmaceutical companies.",
+    ]
+    features = scorer.features([goal], documents, max_embedded=2)
+    assert features.semantic_at(0, 0) is not None and features.semantic_at(2, 0) is not None
+    assert features.semantic_at(1, 0) is None  # no term in common: the one left to the lexical model
+    assert features.probability(1, 0) < 0.5
