@@ -190,6 +190,31 @@ GOALS: tuple[Goal, ...] = (
         "What is the effect of school closures on the reading skills of primary school children?",
         (),
     ),
+    # --- dev, added after the first held-out run: questions whose verbs sit inside the concepts
+    # ("does X leave a signature"), the weakness that run showed. Written before the planner change
+    # they test; the held-out half above is unchanged.
+    Goal(
+        "dev-spreaders-verbs",
+        "dev",
+        "single",
+        "Can a simple centrality measure reliably find the nodes that spread information furthest in a "
+        "network?",
+        ("arxiv_1504.06236_influential_nodes",),
+    ),
+    Goal(
+        "dev-thrombosis-verbs",
+        "dev",
+        "single",
+        "Does early anticoagulation lower the rate of venous clots in severely injured patients?",
+        ("cermine_test1_dvt_trauma",),
+    ),
+    Goal(
+        "dev-bees-verbs",
+        "dev",
+        "unanswerable",
+        "Do honeybees use the polarisation of sunlight to navigate between flowers?",
+        (),
+    ),
 )
 
 DEPTH = "rapid"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from functions.common.models import EvidenceQuote
+from functions.extract import authors
 from functions.extract.frontmatter import (
     clean_abstract,
     is_cover_page,
@@ -328,32 +329,9 @@ def _title_from_fonts(sized: list[SizedLine]) -> str:
 
 
 def _authors(sized: list[SizedLine], title: str, metadata: dict[str, str]) -> list[str]:
-    meta = metadata.get("Author", metadata.get("author", ""))
-    if meta and len(meta) < 400 and not _AFFILIATION.search(meta) and "association" not in meta.lower():
-        names = [n.strip() for n in re.split(r";|,| and |&", meta) if n.strip()]
-        names = [n for n in names if 1 < len(n.split()) <= 4]
-        if names:
-            return names[:20]
-    if not sized or not title:
-        return []
-    title_words = set(title.lower().split())
-    after_title = False
-    collected: list[str] = []
-    for line in sized:
-        words = set(line.text.lower().split())
-        if not after_title:
-            after_title = bool(words) and len(words & title_words) / len(words) > 0.7
-            continue
-        if _ABSTRACT_LABEL.match(line.text) or len(collected) >= 12:
-            break
-        if _AFFILIATION.search(line.text):
-            continue
-        for part in re.split(r",| and |&|\s{2,}", line.text):
-            name = re.sub("[\\d*\u2020\u2021\u2217\u00a7\u00b6]+", "", part).strip(" ,")
-            tokens = name.split()
-            if 2 <= len(tokens) <= 4 and all(t[0].isupper() for t in tokens if t[0].isalpha()):
-                collected.append(name)
-    return collected
+    embedded = authors.from_metadata(metadata.get("Author", metadata.get("author", "")))
+    layout = authors.from_layout(sized, title) if title else []
+    return authors.choose(embedded, layout)
 
 
 def _abstract_span(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import itertools
 import logging
 import re
 import statistics
@@ -54,6 +55,9 @@ class SizedLine:
     text: str
     height: float  # loose glyph box height in points (proportional to the font size)
     top: float  # distance from the top of the page in points
+    # The line cut at wide horizontal gaps (> 1.5 glyph heights), when it has any: author blocks laid
+    # out in columns ("Ana Ruiz      Li Wei") that pdfium reads as one line.
+    cells: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -83,10 +87,10 @@ class ParsedPdf:
             "pages": [{"number": p.number, "text": p.text, "flags": p.flags} for p in self.pages],
             "page_count": self.page_count,
             "metadata": self.metadata,
-            "first_page_lines": [[ln.text, ln.height, ln.top] for ln in self.first_page_lines],
+            "first_page_lines": [_line_json(ln) for ln in self.first_page_lines],
             "parser": self.parser,
             "truncated": self.truncated,
-            "second_page_lines": [[ln.text, ln.height, ln.top] for ln in self.second_page_lines],
+            "second_page_lines": [_line_json(ln) for ln in self.second_page_lines],
         }
 
     @classmethod
@@ -95,13 +99,22 @@ class ParsedPdf:
             pages=[PageText(p["number"], p["text"], list(p["flags"])) for p in data["pages"]],
             page_count=int(data["page_count"]),
             metadata=dict(data["metadata"]),
-            first_page_lines=[SizedLine(t, float(h), float(y)) for t, h, y in data["first_page_lines"]],
+            first_page_lines=[_line_from_json(item) for item in data["first_page_lines"]],
             parser=str(data["parser"]),
             truncated=bool(data.get("truncated", False)),
-            second_page_lines=[
-                SizedLine(t, float(h), float(y)) for t, h, y in data.get("second_page_lines") or []
-            ],
+            second_page_lines=[_line_from_json(item) for item in data.get("second_page_lines") or []],
         )
+
+
+def _line_json(line: SizedLine) -> list[Any]:
+    row: list[Any] = [line.text, line.height, line.top]
+    return [*row, list(line.cells)] if line.cells else row
+
+
+def _line_from_json(item: list[Any]) -> SizedLine:
+    """[text, height, top] or, with cells, [text, height, top, [cell, ...]] (older files: no cells)."""
+    cells = tuple(str(cell) for cell in item[3]) if len(item) > 3 else ()
+    return SizedLine(str(item[0]), float(item[1]), float(item[2]), cells)
 
 
 def normalise_text(raw: str, *, join_hyphens: bool = False) -> str:
@@ -192,20 +205,34 @@ def _parse_with_pdfium_locked(data: bytes, max_pages: int, budget: float) -> Par
 
 def _sized_lines(textpage: pdfium.PdfTextPage, page_height: float) -> list[SizedLine]:
     """Lines of the first page with their median glyph height, read char by char so that text and
-    geometry stay aligned."""
+    geometry stay aligned. A horizontal gap wider than 1.5 glyph heights starts a new cell."""
     count = textpage.count_chars()
     lines: list[SizedLine] = []
     rect = pdfium_c.FS_RECTF()
     chars: list[str] = []
     heights: list[float] = []
+    cuts: list[int] = []  # indexes into chars where a wide gap starts a new cell
     top = 0.0
+    right: float | None = None
 
     def flush() -> None:
         text = normalise_text("".join(chars))
         if text and heights:
-            lines.append(SizedLine(text, round(statistics.median(heights), 2), round(page_height - top, 1)))
+            bounds = [0, *cuts, len(chars)]
+            cells = tuple(
+                cell for a, b in itertools.pairwise(bounds) if (cell := normalise_text("".join(chars[a:b])))
+            )
+            lines.append(
+                SizedLine(
+                    text,
+                    round(statistics.median(heights), 2),
+                    round(page_height - top, 1),
+                    cells if len(cells) > 1 else (),
+                )
+            )
         chars.clear()
         heights.clear()
+        cuts.clear()
 
     for index in range(count):
         char = chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, index) or 32)
@@ -213,11 +240,16 @@ def _sized_lines(textpage: pdfium.PdfTextPage, page_height: float) -> list[Sized
             if char == "\n":
                 flush()
                 top = 0.0
+                right = None
             continue
-        chars.append(char)
         if not char.isspace() and pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, index, ctypes.byref(rect)):
-            heights.append(abs(rect.top - rect.bottom))
+            height = abs(rect.top - rect.bottom)
+            if right is not None and chars and rect.left - right > 1.5 * height:
+                cuts.append(len(chars))
+            right = rect.right
+            heights.append(height)
             top = max(top, rect.top)
+        chars.append(char)
     flush()
     return lines
 

@@ -17,6 +17,9 @@ from functions.research.vocabulary import FRAMING, FRAMING_VERBS, QUESTION_WORDS
 
 _PIECE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{1,12})\s*\)|[A-Za-z0-9][A-Za-z0-9\-+'/]*|[,;:?!.()\[\]\"]")
 _PUNCTUATION = frozenset(',;:?!.()[]"')
+ARTICLES = frozenset({"a", "an", "the"})
+# Adverbs end a run, never a concept ("reliably find"); the suffixes spare nouns like family or supply.
+_ADVERB = re.compile(r"(?:ab|ib|al|ous|iv|ful|ent|ant|ed|ing|at|e)ly$")
 _MAX_FACET_WORDS = 4  # a longer run is cut to its last words (English puts the head noun last)
 _MAX_FACETS = 5
 
@@ -44,7 +47,9 @@ def _trim(words: list[str]) -> list[str]:
     noun that heads a concept ('scientific papers'); `of` may only join two content words."""
     while words and (words[0] in STOPWORDS or words[0] in FRAMING):
         words = words[1:]
-    while words and (words[-1] in STOPWORDS or (words[-1] in FRAMING and len(words) > 2)):
+    while words and (
+        words[-1] in STOPWORDS or (words[-1] in FRAMING and len(words) > 2) or _ADVERB.search(words[-1])
+    ):
         words = words[:-1]
     if len(words) == 2 and words[-1] in FRAMING and words[0] in FRAMING:
         return []
@@ -69,6 +74,8 @@ def decompose(goal: str) -> list[Facet]:
         piece = match.group(0)
         word = piece.lower().strip("'").removesuffix("'s")
         if piece in _PUNCTUATION or (word != "of" and _is_boundary(word)):
+            if word in ARTICLES and len(current) > 1 and current[-1] not in STOPWORDS:
+                current.pop()  # a word right before an article is a verb: "dark matter leave a signature"
             if current:
                 runs.append(current)
             current = []

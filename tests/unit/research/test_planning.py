@@ -98,6 +98,34 @@ def test_a_goal_is_decomposed_into_the_concepts_it_joins() -> None:
     assert decompose("What are the recent advances?") == []
 
 
+@pytest.mark.parametrize(
+    ("goal", "concepts"),
+    [
+        # a word right before an article is a verb, not the end of the concept
+        (
+            "Does ultra-light scalar field dark matter leave a signature?",
+            ["scalar field dark matter", "signature"],
+        ),
+        (
+            "Does early anticoagulation lower the rate of venous clots?",
+            ["early anticoagulation", "rate of venous clots"],
+        ),
+        # words that are nouns inside concepts stay, adverbs end a run
+        ("How does land use change affect water supply?", ["land use change", "water supply"]),
+        (
+            "Can a centrality measure reliably find influential spreaders?",
+            ["centrality measure", "influential spreaders"],
+        ),
+        (
+            "Does social support reduce the burden of family caregivers?",
+            ["social support", "burden of family caregivers"],
+        ),
+    ],
+)
+def test_verbs_and_adverbs_inside_a_question_do_not_join_its_concepts(goal: str, concepts: list[str]) -> None:
+    assert [facet.phrase for facet in decompose(goal)] == concepts
+
+
 def test_queries_per_concept_in_each_engines_syntax() -> None:
     research = build_plan(GRAPH_GOAL, ScopeParameters.model_validate({"discovery_depth": "focused"}), now=NOW)
     assert research.key_phrases == ["graph neural networks", "attention mechanisms", "drug discovery"]
