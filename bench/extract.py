@@ -110,6 +110,15 @@ def _text(element: ET.Element | None) -> str:
     return " ".join("".join(element.itertext()).split()) if element is not None else ""
 
 
+def _nlm_surname(contrib: ET.Element) -> str:
+    """`<surname>`, or the last word of `<string-name>` when the record gives the name as one string."""
+    surname = _text(contrib.find(".//surname"))
+    if not surname:
+        words = _text(contrib.find(".//string-name")).split()
+        surname = words[-1] if words else ""
+    return surname_key(surname)
+
+
 def load_truth(folder: Path) -> Truth:
     truth = Truth()
     for name in ("grobid.tei.xml", "grobid_header.tei.xml"):
@@ -146,7 +155,7 @@ def load_truth(folder: Path) -> Truth:
         refs = root.findall(".//ref")
         truth.references = len(refs) or None
         contribs = root.findall(".//contrib[@contrib-type='author']")
-        truth.surnames = [surname_key(_text(c.find(".//surname"))) for c in contribs] or None
+        truth.surnames = [_nlm_surname(c) for c in contribs] or None
     for name in ("labels.txt",):
         path = folder / name
         if path.exists():

@@ -23,8 +23,11 @@ _MAX_BLOCK_LINES = 40
 
 _MARKERS = "\\d*\u2020\u2021\u2217\u00a7\u00b6#\u22c6\u2605\u2709\u2663\u2660\u2666\u2665\u00b9\u00b2\u00b3\u2070-\u2079"
 _MARKER_RUN = re.compile(f"[{_MARKERS}]+")
-# "Smitha,b": superscript affiliation letters glued to a surname (only as a list, "a" alone is ambiguous).
-_LETTER_MARKS = re.compile(r"(?<=[a-z\u00df-\u00ff])[a-h](?:\s?,\s?[a-h])+\b")
+# Superscript affiliation letters: a list glued to a surname ("Smitha,b"; a single glued letter is
+# ambiguous and kept) or standing apart ("Smith a,b").
+_LETTER_MARKS = re.compile(
+    r"(?<=[a-z\u00df-\u00ff])(?:[a-h](?:\s?,\s?[a-h])+|\s[a-h](?:\s?,\s?[a-h])*)(?=[\s,*\u2020\u2021\u2217]|$)"
+)
 _EMAIL = re.compile(r"\S*@\S*|\{[^}]*\}\S*|\b(?:https?://|www\.)\S+|\S+\.(?:edu|com|org|ac\.\w+)\b", re.I)
 _SEPARATORS = re.compile(r"\s*(?:[,;&|\u00b7\u2022/(){}\[\]:]|\band\b|\bet\b(?!\s+al))\s*", re.I)
 _ABSTRACT_LABEL = re.compile(r"^\W*(abstract|summary|a b s t r a c t)\b", re.I)
@@ -33,7 +36,7 @@ _STOP_LABEL = re.compile(
 )
 # A whole line or cell that is an affiliation, an address or an editorial line, not names.
 _AFFILIATION = re.compile(
-    r"univ|institu|department|\bdept\b|laborator|\blabs?\b|college|school|faculty|academy|hospital|"
+    r"univ|institu|department|research|\bai\b|\bdept\b|laborator|\blabs?\b|college|school|faculty|academy|hospital|"
     r"cent(?:er|re)\b|\binc\b|corporation|\bgmbh\b|\bltd\b|foundation|ministry|\bcnrs\b|inria|"
     r"\bstreet\b|\broad\b|\bavenue\b|\bcampus\b|\bp\.?\s?o\.? box|\bcedex\b|republic|kingdom|"
     r"\bunited states\b|\busa\b|\buk\b|received|accepted|published|revised|correspond|e-?mail|"
@@ -56,7 +59,9 @@ _NOT_NAME_TEXT = """the of and for in on with to by from at an a is are we our t
     engineering technology technologies medical medicine computer computing informatics mathematics
     physics chemistry biology linguistics statistics economics health environment environmental
     marine national international key graduate affiliated affiliation school's learning networks
-    network model models data analysis using based via towards toward new deep neural"""
+    network model models data analysis using based via towards toward new deep neural ai technical
+    report thesis dissertation extended draft preprint version submitted paper working supplementary
+    edition chapter special editor editors"""
 _NOT_NAME_WORDS = frozenset(_NOT_NAME_TEXT.split())
 _PARTICLE_TEXT = "van von de der den del della da di du dos das do le la les ten ter bin ibn al el y zu af av"
 _PARTICLES = frozenset(_PARTICLE_TEXT.split())
@@ -152,20 +157,22 @@ def _is_prose(text: str) -> bool:
 
 
 def names_in(text: str) -> list[str]:
-    """The names in one line (or cell) of an author block; [] for an affiliation or address line."""
+    """The names in one line (or cell) of an author block, up to the first affiliation or address
+    piece ("Ana Ruiz, University of Oslo" -> ["Ana Ruiz"]); [] for an affiliation line."""
     text = " ".join(text.split())
-    if not text or _KEYED_LINE.match(text) or _AFFILIATION.search(_EMAIL.sub(" ", text)):
+    if not text or _KEYED_LINE.match(text):
         return []
-    text = _EMAIL.sub(" , ", text)
-    text = _LETTER_MARKS.sub(" , ", text)
-    text = _MARKER_RUN.sub(" , ", text)
+    text = _LETTER_MARKS.sub(" , ", _EMAIL.sub(" , ", text))
     names: list[str] = []
-    for piece in _SEPARATORS.split(text):
-        tokens = [t for t in piece.split() if t not in ("-", "\u2013")]
-        for group in _segment(tokens):
-            name = _as_name(group)
-            if name:
-                names.append(name)
+    for raw in _SEPARATORS.split(text):
+        if _AFFILIATION.search(raw):
+            break
+        for piece in _MARKER_RUN.split(raw):
+            tokens = [t for t in piece.split() if t not in ("-", "\u2013")]
+            for group in _segment(tokens):
+                name = _as_name(group)
+                if name:
+                    names.append(name)
     return names
 
 
@@ -173,7 +180,7 @@ def _kind(token: str) -> str:
     low = token.lower()
     if low in _SUFFIXES:
         return "suffix"
-    if low in _PARTICLES and token[0].islower():
+    if low in _PARTICLES and (token[0].islower() or (token.isupper() and len(token) > 1)):
         return "particle"
     if _INITIAL.match(token):
         return "initial"
@@ -236,9 +243,16 @@ def _as_name(tokens: list[str]) -> str:
     upper = [w.isupper() and len(w) > 1 for w in words]
     if any(upper) and not all(upper) and not (upper[-1] and sum(upper) == 1):
         return ""  # "ETH Zurich"; but "Wei ZHANG" and "JOHN SMITH" are names
-    return " ".join(
-        _title_case(t) if t.isupper() and len(t) > 1 and t.lower() not in _SUFFIXES else t for t in tokens
-    )
+    return " ".join(_cased(token, kind) for token, kind in zip(tokens, kinds, strict=True))
+
+
+def _cased(token: str, kind: str) -> str:
+    """ALL-CAPS name parts title-cased ("ZHANG" -> "Zhang"), capital particles lower-cased ("VAN")."""
+    if kind == "particle":
+        return token.lower()
+    if token.isupper() and len(token) > 1 and token.lower() not in _SUFFIXES:
+        return _title_case(token)
+    return token
 
 
 def _title_case(token: str) -> str:

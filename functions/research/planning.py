@@ -36,7 +36,8 @@ DEFAULT_RELEVANCE_THRESHOLD = (
 )
 MIN_RESULTS_PER_QUERY, MAX_RESULTS_PER_QUERY = 10, 50
 MAX_NATURAL_WORDS = 8  # engines that rank natural text do badly with long keyword lists
-MAX_LOOSE_WORDS = 6
+HEAD_WORDS = 2
+MAX_REFINED_UNITS = 3
 MAX_VENUE_SHARE = 0.34
 # Rough per-call figures used only for the estimate shown to the caller.
 _SEARCH_SECONDS, _EXTRACT_SECONDS, _OVERHEAD_SECONDS = 1.5, 6.0, 10.0
@@ -291,6 +292,13 @@ def build_plan(
     )
 
 
+def _head(facet: Facet) -> Facet | None:
+    """The head of a long concept, its last two words ('scalar field dark matter' -> 'dark matter'):
+    English puts the noun a phrase is about at its end, and papers vary the modifiers before it."""
+    words = facet.phrase.split(" of ")[0].split()
+    return Facet(" ".join(words[-HEAD_WORDS:])) if len(words) > HEAD_WORDS else None
+
+
 def refined_queries(
     plan: ResearchPlan,
     accepted_titles: list[str],
@@ -298,8 +306,8 @@ def refined_queries(
     connectors: tuple[str, ...] = CONNECTORS,
     render: Renderer = connector_syntax,
 ) -> list[PlannedQuery]:
-    """One round of refinement: each multi-word concept loosened to its words (any order), and the
-    commonest topic word of the accepted hits added to the first concept."""
+    """One round of refinement, broader than the plan: the head of each long concept alone, then all
+    the goal's concepts with the commonest new topic word of the accepted hits."""
     vocabulary: dict[str, int] = {}
     known = {token for phrase in plan.key_phrases for token in phrase.split()}
     for title in accepted_titles:
@@ -307,12 +315,7 @@ def refined_queries(
             if token not in known:
                 vocabulary[token] = vocabulary.get(token, 0) + 1
     expansions = [word for word, _ in sorted(vocabulary.items(), key=lambda kv: (-kv[1], kv[0]))[:1]]
-    loosened = [
-        Facet(word) for facet in plan.facets for word in facet.phrase.split() if word not in STOPWORDS
-    ][:MAX_LOOSE_WORDS]
-    units: list[list[Facet]] = []
-    if loosened:
-        units.append(loosened)
+    units: list[list[Facet]] = [[head] for head in map(_head, plan.facets) if head is not None]
     first = plan.facets[0] if plan.facets else Facet(plan.topic)
     units.append([first, Facet(expansions[0])] if expansions else [first, Facet("review")])
     policies = plan.policies
@@ -320,7 +323,7 @@ def refined_queries(
     sent = {(q.connector, q.query, str(q.concepts)) for q in plan.queries}
     refined = [
         _planned(f"r{index + 1}-{connector}", connector, unit, policies, limit, render)
-        for index, unit in enumerate(units[:2])
+        for index, unit in enumerate(units[:MAX_REFINED_UNITS])
         for connector in connectors
     ]
     return [q for q in refined if (q.connector, q.query, str(q.concepts)) not in sent]

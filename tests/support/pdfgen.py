@@ -26,9 +26,14 @@ def _escape(text: str) -> str:
 
 
 def build_pdf(
-    pages: list[list[TextRun]], *, title: str | None = None, raw_streams: dict[int, bytes] | None = None
+    pages: list[list[TextRun]],
+    *,
+    title: str | None = None,
+    raw_streams: dict[int, bytes] | None = None,
+    author: str | None = None,
 ) -> bytes:
-    """One PDF with one content stream per page; `raw_streams` replaces a page's stream (damaged pages)."""
+    """One PDF with one content stream per page; `raw_streams` replaces a page's stream (damaged pages);
+    `title`/`author` fill the document information dictionary."""
     objects: list[bytes] = []
     page_ids: list[int] = []
     first_page_id = 4
@@ -54,8 +59,11 @@ def build_pdf(
     ]
     all_objects = header + objects
     info_id = None
-    if title:
-        all_objects.append(f"<< /Title ({_escape(title)}) >>".encode("latin-1", "replace"))
+    info = "".join(
+        f" /{key} ({_escape(value)})" for key, value in (("Title", title), ("Author", author)) if value
+    )
+    if info:
+        all_objects.append(f"<<{info} >>".encode("latin-1", "replace"))
         info_id = len(all_objects)
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets: list[int] = []
@@ -107,15 +115,21 @@ def paper_pages(
     references: list[str],
     title_continuation: list[str] | None = None,
     type_label: str | None = None,
+    author_block: list[TextRun] | None = None,
 ) -> list[list[TextRun]]:
     """The pages of `paper_pdf`. `title_continuation`: further title lines in the title's size;
-    `type_label`: an article-type label ("Research Article") above the title, in the same size."""
+    `type_label`: an article-type label ("Research Article") above the title, in the same size;
+    `author_block`: runs placed between the title and the abstract (y from about 705 down to 650)
+    instead of the one `authors` line (see `author_block`)."""
     flow = _Flow(top=640)
     title_lines = [title, *(title_continuation or [])]
     header = [TextRun(72, 730 - 21 * i, 17, line) for i, line in enumerate(title_lines)]
     if type_label:
         header.insert(0, TextRun(72, 756, 17, type_label))
-    header.append(TextRun(72, 700 - 21 * (len(title_lines) - 1), 11, authors))
+    if author_block is None:
+        header.append(TextRun(72, 700 - 21 * (len(title_lines) - 1), 11, authors))
+    else:
+        header.extend(author_block)
     flow.pages[0].extend(header)
     flow.line("Abstract", size=12, gap=15)
     flow.paragraph(abstract)
@@ -235,3 +249,33 @@ def sample_paper_pdf(title: str = SAMPLE_TITLE) -> bytes:
         sections=SAMPLE_SECTIONS,
         references=SAMPLE_REFERENCES,
     )
+
+
+def author_block(
+    columns: list[list[str]], *, top: float = 705, size: float = 11, small: float = 9, width: float = 180
+) -> list[TextRun]:
+    """An author block: one column per list, its first line (names) in `size`, the rest (affiliation,
+    address, e-mail) in `small`, columns `width` points apart starting at x=72. Written row by row,
+    so a PDF reader sees each row as one line with wide gaps."""
+    runs: list[TextRun] = []
+    for row in range(max((len(column) for column in columns), default=0)):
+        for index, column in enumerate(columns):
+            if row < len(column):
+                size_of_row = size if row == 0 else small
+                runs.append(TextRun(72 + width * index, top - 13 * row, size_of_row, column[row]))
+    return runs
+
+
+def paper_with_authors(
+    runs: list[TextRun], *, title: str = SAMPLE_TITLE, metadata_author: str | None = None
+) -> bytes:
+    """`sample_paper_pdf` with its author line replaced by `runs` (and an optional /Author entry)."""
+    pages = paper_pages(
+        title=title,
+        authors="",
+        abstract=SAMPLE_ABSTRACT,
+        sections=SAMPLE_SECTIONS,
+        references=SAMPLE_REFERENCES,
+        author_block=runs,
+    )
+    return build_pdf(pages, author=metadata_author)
