@@ -13,6 +13,7 @@ from functions.common.http import HttpClient
 from functions.common.models import ExtractedPaper
 from functions.common.settings import get_settings, reset_settings_cache
 from functions.common.storage import InMemoryBlobStore
+from functions.extract import metadata_connectors
 from functions.extract.documents import InMemoryDocumentRepository
 from functions.extract.metadata_connectors import ConnectorMetadata
 from functions.extract.service import ExtractionService
@@ -91,6 +92,9 @@ def run_extraction(web: ScholarlyWeb) -> tuple[ExtractedPaper, float]:
 @pytest.fixture
 def budget(monkeypatch: pytest.MonkeyPatch, web: ScholarlyWeb) -> float:
     monkeypatch.setenv("EXTRACT_METADATA_BUDGET_SECONDS", "1.5")
+    # Breakers live for the whole process (as in a Lambda container): start these tests with closed ones,
+    # whatever registries earlier tests in this process saw fail.
+    monkeypatch.setattr(metadata_connectors, "_breakers", None)
     reset_settings_cache()
     return 1.5
 
