@@ -5,7 +5,7 @@ from __future__ import annotations
 from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.extract.api import documents_router, tools_router
-from functions.extract.errors import install_error_handlers
+from functions.extract.http_errors import install_error_handlers
 
 logger = get_logger("extract")
 

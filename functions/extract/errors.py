@@ -1,25 +1,8 @@
-"""Extraction's domain errors and their mapping to HTTP, in one place.
-
-`/api/tools/extract` answers in the agent API's error format (`{"error": CODE, "message": ...}`);
-`/v1/documents` in the trust API's (`{"error": {"code", "message", "details": {"field"}}}`).
-"""
+"""Extraction's domain errors (their HTTP mapping is `functions.extract.http_errors`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-
-from functions.common.errors import (
-    DomainError,
-    FetchBlocked,
-    FetchError,
-    FetchTimeout,
-    InvalidInput,
-    NotFound,
-)
+from functions.common.errors import InvalidInput, NotFound
 
 
 class SourceUnavailable(NotFound):
@@ -38,57 +21,3 @@ class DocumentTooLarge(InvalidInput):
 
 class UnprocessableDocument(InvalidInput):
     code = "unprocessable_document"
-
-
-def _trust_error(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
-    details: dict[str, Any] = {"field": field} if field else {}
-    return JSONResponse(
-        status_code=status, content={"error": {"code": code, "message": message, "details": details}}
-    )
-
-
-def _agent_error(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
-    body: dict[str, Any] = {"error": code, "message": message}
-    if field:
-        body["field"] = field
-    return JSONResponse(status_code=status, content=body)
-
-
-def error_response(request: Request, exc: Exception) -> JSONResponse:
-    trust = request.url.path.startswith("/v1/")
-    if isinstance(exc, RequestValidationError):
-        first = exc.errors()[0] if exc.errors() else {}
-        location = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
-        field = ".".join(location) or None
-        message = f"{field or 'request'}: {first.get('msg', 'invalid request')}"
-        if trust:
-            return _trust_error(400, "invalid_request", message, field)
-        return _agent_error(400, "INVALID_REQUEST", message, field)
-    if isinstance(exc, DocumentTooLarge):
-        return _trust_error(413, exc.code, exc.message, exc.field)
-    if isinstance(exc, UnprocessableDocument):
-        return _trust_error(422, exc.code, exc.message, exc.field)
-    if isinstance(exc, InvalidInput):
-        if trust:
-            return _trust_error(400, "invalid_request", exc.message, exc.field)
-        return _agent_error(400, "INVALID_REQUEST", exc.message, exc.field)
-    if isinstance(exc, FetchBlocked):
-        return _agent_error(400, "INVALID_REQUEST", exc.message, "source_url")
-    if isinstance(exc, FetchTimeout):
-        return _agent_error(504, "EXTRACTION_TIMEOUT", f"Extraction exceeded 45 second limit ({exc.message})")
-    if isinstance(exc, NotFound) and trust:
-        return _trust_error(404, "not_found", exc.message)
-    if isinstance(exc, NotFound | FetchError):
-        return _agent_error(404, "SOURCE_UNAVAILABLE", f"Failed to fetch content from URL: {exc.message}")
-    message = exc.message if isinstance(exc, DomainError) else "internal error"
-    if trust:
-        return _trust_error(500, "internal_error", message)
-    return _agent_error(500, "INTERNAL_ERROR", message)
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    async def handle(request: Request, exc: Exception) -> JSONResponse:
-        return error_response(request, exc)
-
-    app.add_exception_handler(RequestValidationError, handle)
-    app.add_exception_handler(DomainError, handle)

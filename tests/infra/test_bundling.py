@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from functions.common.resources import STEP_FUNCTIONS
 from infra import bundling
 from infra.config import API_FUNCTIONS
 
@@ -130,6 +131,14 @@ def test_api_handlers_carry_their_own_family_but_not_the_local_runtime() -> None
         assert spec.family in modules and "common" in modules
         assert "local_runtime" not in modules
         assert {"fastapi", "mangum", "aws-lambda-powertools"} <= sources.distribution_names
+
+
+def test_workflow_steps_carry_no_web_framework() -> None:
+    """Step Lambdas run domain code only: FastAPI stays with the routers and their error mapping."""
+    locked = bundling.LockedDependencies()
+    for step in STEP_FUNCTIONS:
+        sources = bundling.analyse(step.handler, locked=locked)
+        assert not {"fastapi", "starlette", "mangum"} & sources.distribution_names, step.logical_id
 
 
 def test_settings_read_by_the_carried_code_are_found(tmp_path: Path) -> None:
