@@ -22,7 +22,7 @@ logger = get_logger("local-scheduler")
 
 def start_with_job_service(goal: str, scope: dict[str, Any], idempotency_key: str) -> str:
     """The default starter: the orchestrate job service, exactly as `POST /api/agent/execute` does."""
-    from functions.orchestrate.jobs import start_job
+    from functions.orchestrate.wiring import start_job
 
     return start_job(goal, scope, idempotency_key, source="schedule")
 

@@ -1,7 +1,7 @@
 """The job service behind the agent API: start a job, report its status, hand out its results.
 
-`start_job(goal, scope, idempotency_key=None)` is the plain entry point for callers that are not HTTP
-(the local scheduler): it validates like the API, records the job and starts its execution.
+Callers that are not HTTP (the local scheduler) start jobs through `functions.orchestrate.wiring.start_job`,
+which validates like the API and uses the deployed job service.
 """
 
 from __future__ import annotations
@@ -366,23 +366,3 @@ class JobService:
             self.tokens.fail(token, "CheckpointAborted", reason or "aborted by the reviewer")
         self.jobs.update(job_id, set_fields={"awaiting_checkpoint": False, "checkpoint_token": None})
         return {"job_id": job_id, "decision": verdict}
-
-
-def start_job(
-    goal: str,
-    scope: dict[str, Any] | None = None,
-    idempotency_key: str | None = None,
-    *,
-    source: str = "schedule",
-) -> str:
-    """Start a research job without HTTP (e.g. the local scheduler); returns the job id.
-
-    Raises pydantic.ValidationError for an invalid goal or scope, as the API would answer 400.
-    """
-    from functions.orchestrate.wiring import job_service
-
-    request = ExecuteRequest.model_validate({"research_goal": goal, "scope_parameters": scope or {}})
-    response, _ = job_service().submit(
-        request, idempotency_key=idempotency_key, client_id=source, source=source
-    )
-    return str(response["job_id"])

@@ -10,6 +10,7 @@ from functions.common.storage import S3BlobStore
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.llm import provider_from_settings
+from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.store import (
     DynamoDbJobStore,
     EventBridgePublisher,
@@ -118,3 +119,21 @@ def workflow() -> Workflow:
         relevance_scorer=lambda: RelevanceScorer(default_embedder()),
         artifact_uri=lambda key: f"s3://{settings.artifacts_bucket}/{key}",
     )
+
+
+def start_job(
+    goal: str,
+    scope: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    *,
+    source: str = "schedule",
+) -> str:
+    """Start a research job without HTTP (e.g. the local scheduler); returns the job id.
+
+    Raises pydantic.ValidationError for an invalid goal or scope, as the API would answer 400.
+    """
+    request = ExecuteRequest.model_validate({"research_goal": goal, "scope_parameters": scope or {}})
+    response, _ = job_service().submit(
+        request, idempotency_key=idempotency_key, client_id=source, source=source
+    )
+    return str(response["job_id"])
