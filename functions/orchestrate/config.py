@@ -6,6 +6,8 @@ from functools import lru_cache
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from functions.research.planning import DEFAULT_MIN_SOURCES, DEFAULT_RELEVANCE_THRESHOLD
+
 
 class WorkflowSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RESEARCH_", case_sensitive=False, extra="ignore")
@@ -16,15 +18,12 @@ class WorkflowSettings(BaseSettings):
     # Extract Map's MaxConcurrency (passed to the state machine through MaxConcurrencyPath).
     extract_max_concurrency: int = 16
     search_max_concurrency: int = 20
-    # Relevance is a calibrated probability that a candidate answers the goal or one of its concepts
-    # (functions/research/relevance.py); 0.5 is the calibrated decision boundary.
-    relevance_threshold: float = 0.5
+    relevance_threshold: float = DEFAULT_RELEVANCE_THRESHOLD
     # How long a human checkpoint may wait for approve/abort before the job fails.
     checkpoint_window_seconds: int = 24 * 3600
-    # Minimum relevant sources with verified evidence before a synthesis is written (else REFUSED);
-    # a caller may demand more with `scope_parameters.min_sources`. One source gives a synthesis with
-    # capped confidence and a single-source caveat.
-    min_sources_for_synthesis: int = 1
+    # Sources backing a verified claim before a synthesis is written (else REFUSED); a caller may
+    # demand more with `scope_parameters.min_sources`.
+    min_sources_for_synthesis: int = DEFAULT_MIN_SOURCES
     # Job records (and their results) expire from the jobs table after this many days (DynamoDB TTL);
     # idempotency keys after one day.
     job_retention_days: int = 30

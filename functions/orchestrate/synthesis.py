@@ -393,13 +393,14 @@ def synthesize(
     sources: list[tuple[Candidate, ExtractedPaper]],
     *,
     provider: LlmProvider | None = None,
-    min_sources: int = 1,
+    min_sources: int | None = None,
 ) -> SynthesisResult:
     """A cited synthesis of the screened (relevant) sources' evidence, or a refusal: refused when no
     verified claim rests on a source that addresses the goal as a whole (sources that match one concept
     add evidence but cannot carry a synthesis alone), or when fewer than `min_sources` sources back a
-    verified claim. A synthesis that rests on one source keeps its
+    verified claim (default: the plan's policy). A synthesis that rests on one source keeps its
     confidence at or below SINGLE_SOURCE_CONFIDENCE_CAP and says so."""
+    required_sources = min_sources or plan.policies.min_sources
     evidence = build_evidence(sources)
     by_id = {item.evidence_id: item for item in evidence}
     sources_with_evidence = {item.source_id for item in evidence}
@@ -483,9 +484,9 @@ def synthesize(
             f"The verified claims come only from {len(cited_sources)} source(s) that match single concepts "
             "of the goal; no source that addresses the goal as a whole backs a verified claim"
         )
-    elif len(cited_sources) < min_sources:
+    elif len(cited_sources) < required_sources:
         refusal_reason = (
-            f"Only {len(cited_sources)} source(s) back a verified claim; at least {min_sources} "
+            f"Only {len(cited_sources)} source(s) back a verified claim; at least {required_sources} "
             "were required for this synthesis"
         )
     elif confidence < 0.3:

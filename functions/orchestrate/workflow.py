@@ -475,7 +475,7 @@ class Workflow:
                         "EXTRACTING", "SOURCE_STEP_FAILED", f"{item.get('url')}: {item.get('failure_reason')}"
                     )
                 )
-        result = synthesize(plan, sources, provider=self.llm(), min_sources=plan.policies.min_sources)
+        result = synthesize(plan, sources, provider=self.llm())
         key = f"payloads/{job_id}/synthesis.json"
         put_json(self.data, key, result.to_dict())
         kept = sum(1 for claim in result.claims if claim.kept)

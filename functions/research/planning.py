@@ -31,9 +31,10 @@ IMPACT_POLICIES: dict[str, dict[str, Any]] = {
 }
 # Distinct searches (each sent to every connector) by depth: the whole goal, each concept, then pairs.
 QUERIES_BY_DEPTH = {"rapid": 3, "focused": 4, "comprehensive": 6, "exhaustive": 8}
-DEFAULT_RELEVANCE_THRESHOLD = (
-    0.5  # relevance is a calibrated probability: see functions/research/relevance.py
-)
+# Relevance is a calibrated probability (functions/research/relevance.py): 0.5 is its decision boundary.
+DEFAULT_RELEVANCE_THRESHOLD = 0.5
+# Sources backing a verified claim that a synthesis needs; one gives a capped, caveated synthesis.
+DEFAULT_MIN_SOURCES = 1
 MIN_RESULTS_PER_QUERY, MAX_RESULTS_PER_QUERY = 10, 50
 MAX_NATURAL_WORDS = 8  # engines that rank natural text do badly with long keyword lists
 HEAD_WORDS = 2
@@ -72,7 +73,7 @@ class Policies:
     max_share_per_venue: float
     min_connectors: int
     weights: tuple[float, float, float, float, float]  # relevance, citations, recency, method, access
-    min_sources: int = 1  # sources with verified evidence a synthesis needs (scope extension)
+    min_sources: int = DEFAULT_MIN_SOURCES  # scope extension `min_sources`
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "weights": list(self.weights)}
@@ -99,9 +100,9 @@ class ResearchPlan:
         """What a relevant paper answers: the goal, any one concept of several words, or one concept's
         sub-question. A one-word concept ('markets') is too broad to make a paper relevant by itself;
         it counts through its sub-question, which ties it to the rest of the goal."""
-        facet_questions = [q for q in self.sub_questions if q.startswith("How does ") and " relate to " in q]
+        goal, *per_facet = facet_questions(self.goal, self.facets)
         specific = [facet.phrase for facet in self.facets if len(facet.words) > 1]
-        return list(dict.fromkeys([self.goal, *specific, *facet_questions]))
+        return list(dict.fromkeys([goal, *specific, *per_facet]))
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "policies": self.policies.to_dict()}
@@ -133,14 +134,18 @@ def content_tokens(text: str) -> list[str]:
     ]
 
 
-def key_phrases(goal: str) -> list[str]:
-    """The goal's concepts ('transformer architectures', 'long documents'); for a goal made only of
-    framing words, its longest words."""
-    phrases = [facet.phrase for facet in decompose(goal)]
-    if phrases:
-        return phrases
+def facets_of(goal: str) -> list[Facet]:
+    """The goal's concepts; for a goal made only of framing words, its longest words."""
+    facets = decompose(goal)
+    if facets:
+        return facets
     words = sorted({m.group(0).lower() for m in _TOKEN.finditer(goal)}, key=len, reverse=True)
-    return words[:3]
+    return [Facet(word) for word in words[:3]]
+
+
+def key_phrases(goal: str) -> list[str]:
+    """The goal's concepts as phrases ('transformer architectures', 'long documents')."""
+    return [facet.phrase for facet in facets_of(goal)]
 
 
 Renderer = Callable[[str, str, list[list[str]], int | None, int | None, int], str]
@@ -217,7 +222,7 @@ def _planned(
 
 
 def policies_for(
-    scope: ScopeParameters, now: datetime, relevance_threshold: float, min_sources: int = 1
+    scope: ScopeParameters, now: datetime, relevance_threshold: float, min_sources: int = DEFAULT_MIN_SOURCES
 ) -> Policies:
     impact = IMPACT_POLICIES[scope.quality_threshold.impact_level]
     window = scope.temporal_boundary.publication_window_years
@@ -236,10 +241,6 @@ def policies_for(
     )
 
 
-def _facets_of(goal: str) -> list[Facet]:
-    return decompose(goal) or [Facet(phrase) for phrase in key_phrases(goal)]
-
-
 def _topic(facets: list[Facet]) -> str:
     phrases = [facet.phrase for facet in facets[:3]]
     return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
@@ -251,12 +252,12 @@ def build_plan(
     *,
     now: datetime | None = None,
     relevance_threshold: float = DEFAULT_RELEVANCE_THRESHOLD,
-    min_sources: int = 1,
+    min_sources: int = DEFAULT_MIN_SOURCES,
     connectors: tuple[str, ...] = CONNECTORS,
     render: Renderer = connector_syntax,
 ) -> ResearchPlan:
     now = now or datetime.now(UTC)
-    facets = _facets_of(goal)
+    facets = facets_of(goal)
     topic = _topic(facets)
     comparison = bool(_COMPARISON.search(goal))
     policies = policies_for(scope, now, relevance_threshold, min_sources)

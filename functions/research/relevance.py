@@ -19,7 +19,7 @@ the embedder, the lexical-only model (fitted the same way) is used, and the expl
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,9 +59,6 @@ class Relevance:
             f"best match: {self.best_aspect!r}; whole goal p={self.goal_probability:.2f}"
         )
 
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
 
 def _sigmoid(value: float) -> float:
     return 1 / (1 + math.exp(-max(-30.0, min(30.0, value))))
@@ -86,7 +83,10 @@ def term_coverage(aspect: str, document_stems: set[str]) -> tuple[float, float]:
     half (any paper may say 'networks'; few say 'graph neural networks'); and 1 when every term of a
     several-term aspect is there (part of a phrase, 'training data' of 'hand-labelled training data',
     is weak evidence; all of it is strong)."""
-    wanted = stems(aspect)
+    return _coverage(stems(aspect), document_stems)
+
+
+def _coverage(wanted: set[str], document_stems: set[str]) -> tuple[float, float]:
     if not wanted:
         return 0.0, 0.0
     found = len(wanted & document_stems)
@@ -125,9 +125,10 @@ class RelevanceScorer:
     def features(
         self, aspects: list[str], documents: list[str], max_embedded: int = MAX_EMBEDDED_DOCUMENTS
     ) -> Features:
+        aspect_stems = [stems(aspect) for aspect in aspects]
         document_stems = [stems(document) for document in documents]
         pairs = np.array(
-            [[term_coverage(aspect, found) for aspect in aspects] for found in document_stems],
+            [[_coverage(wanted, found) for wanted in aspect_stems] for found in document_stems],
             dtype=np.float32,
         ).reshape(len(documents), len(aspects), 2)
         semantic = None
