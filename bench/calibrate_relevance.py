@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from bench.corpus_web.corpus import DEFAULT_CORPUS
 from functions.common.embedder import default_embedder
 from functions.research.facets import decompose
 from functions.research.relevance import RelevanceScorer, stems
@@ -135,9 +136,7 @@ def report(name: str, beta: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--corpus", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "corpus"
-    )
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     args = parser.parse_args()
     if not (args.corpus / "api").is_dir():
         print(f"no recorded API answers under {args.corpus}/api", file=sys.stderr)
@@ -147,8 +146,10 @@ def main() -> int:
         print("no embedding model (run `make install`)", file=sys.stderr)
         return 2
     items = works(args.corpus)
-    fit_half = [w for w in items if int(hashlib.sha256(w[1].encode()).hexdigest(), 16) % 2 == 0]
-    check_half = [w for w in items if w not in fit_half]
+    fit_half: list[tuple[str, str, str]] = []
+    check_half: list[tuple[str, str, str]] = []
+    for work in items:  # split by a stable hash of the title
+        (check_half if int(hashlib.sha256(work[1].encode()).hexdigest(), 16) % 2 else fit_half).append(work)
     rng = random.Random(13)
     fit_pairs, check_pairs = pairs(fit_half, rng), pairs(check_half, rng)
     print(

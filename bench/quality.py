@@ -28,12 +28,14 @@ import re
 import sys
 import time
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from bench.corpus_web import CorpusMissing, CorpusWeb, WebPaper, literature, normalise_title
+from tests.support.scholarly_web import ScholarlyWeb
 
 # ------------------------------------------------------------------------------------------------------
 # THE GOAL SET AND ITS SPLIT WERE FIXED BEFORE ANY TUNING of planning, screening or the refusal policy
@@ -315,28 +317,23 @@ class Outcome:
         return self.status in SUCCESS_STATUSES and len(self.found) * 2 >= len(self.goal.expected)
 
 
-_SEARCH_PARAMS = {
-    "arxiv": "search_query",
-    "s2": "query",
-    "openalex": "search",
-    "crossref": "query.bibliographic",
-}
+# (search path, the name CorpusWeb.hits files it under, the query parameter)
+_SEARCHES = (
+    (ScholarlyWeb.ARXIV_PATH, "arxiv", "search_query"),
+    (ScholarlyWeb.SEMANTIC_SCHOLAR_PATH, "s2", "query"),
+    (ScholarlyWeb.OPENALEX_PATH, "openalex", "search"),
+    (ScholarlyWeb.CROSSREF_PATH, "crossref", "query.bibliographic"),
+)
 
 
 def _upstream_queries(site: CorpusWeb) -> list[str]:
     """The search requests the job really sent, as the upstream saw them (path, query, result count)."""
-    web = site.web
     out = []
-    for path, name in (
-        (web.ARXIV_PATH, "arxiv"),
-        (web.SEMANTIC_SCHOLAR_PATH, "s2"),
-        (web.OPENALEX_PATH, "openalex"),
-        (web.CROSSREF_PATH, "crossref"),
-    ):
-        for request in web.requests_to(path):
+    for path, name, parameter in _SEARCHES:
+        for request in site.web.requests_to(path):
             if request.path != path:
                 continue
-            text = request.param(_SEARCH_PARAMS[name]) or request.param("query") or ""
+            text = request.param(parameter) or request.param("query") or ""
             out.append(f"{name:<8} {text}  [{site.hits.get((name, text), '?')} hits]")
     return out
 
@@ -499,9 +496,7 @@ def summary(outcomes: list[Outcome], label: str) -> None:
     recall = sum(o.recall for o in answerable) / len(answerable) if answerable else 0.0
     cited = sum(o.quotes_cited for o in outcomes)
     on_page = sum(o.quotes_on_page for o in outcomes)
-    statuses: dict[str, int] = {}
-    for o in outcomes:
-        statuses[o.status] = statuses.get(o.status, 0) + 1
+    statuses = dict(Counter(o.status for o in outcomes))
     print(
         f"\n{label}: {len(outcomes)} goals ({len(answerable)} answerable, {len(unanswerable)} unanswerable)"
     )

@@ -25,6 +25,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -94,30 +96,50 @@ def is_hit(result: dict[str, Any], answers: list[str]) -> bool:
     return False
 
 
+@dataclass
+class SplitScore:
+    total: int = 0
+    hits_at_1: int = 0
+    hits_at_5: int = 0
+    reciprocal: float = 0.0
+    misses: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"{self.total:>3} questions  hits@1 {self.hits_at_1 / self.total:6.1%}  "
+            f"hits@5 {self.hits_at_5 / self.total:6.1%}  MRR@5 {self.reciprocal / self.total:.3f}"
+        )
+
+    def print_misses(self) -> None:
+        for question, answers, got in self.misses:
+            print(f"    miss: {question!r} expected {answers} got {got}")
+
+
+def score_split(
+    kb: KnowledgeBase, queries: list[dict[str, Any]], hit: Callable[[dict[str, Any], list[str]], bool]
+) -> SplitScore:
+    """hits@1, hits@5 and MRR@5 of the questions, a result counting when `hit(result, answers)`."""
+    score = SplitScore(total=len(queries))
+    for query in queries:
+        results = kb.search(query["question"], 5).results
+        ranks = [rank for rank, result in enumerate(results, start=1) if hit(result, query["answers"])]
+        if ranks:
+            score.hits_at_5 += 1
+            score.hits_at_1 += ranks[0] == 1
+            score.reciprocal += 1 / ranks[0]
+        else:
+            score.misses.append((query["question"], query["answers"], [result["id"] for result in results]))
+    return score
+
+
 def hits_report(kb: KnowledgeBase, queries: list[dict[str, Any]], verbose: bool) -> None:
     print("\nquery set (a hit: an answering entity, or a passage/section inside an answering section)")
     for split in ("all", *sorted({query.get("split", "all") for query in queries} - {"all"})):
         chosen = [query for query in queries if split == "all" or query.get("split") == split]
-        hits_at_1 = hits_at_5 = 0
-        reciprocal = 0.0
-        misses = []
-        for query in chosen:
-            results = kb.search(query["question"], 5).results
-            ranks = [rank for rank, result in enumerate(results, start=1) if is_hit(result, query["answers"])]
-            if ranks:
-                hits_at_5 += 1
-                hits_at_1 += ranks[0] == 1
-                reciprocal += 1 / ranks[0]
-            else:
-                misses.append((query["question"], query["answers"], [result["id"] for result in results]))
-        total = len(chosen)
-        print(
-            f"  {split:<9} {total:>3} questions  hits@1 {hits_at_1 / total:6.1%}  hits@5 {hits_at_5 / total:6.1%}"
-            f"  MRR@5 {reciprocal / total:.3f}"
-        )
+        score = score_split(kb, chosen, is_hit)
+        print(f"  {split:<9} {score.summary()}")
         if verbose and split == "all":
-            for question, answers, got in misses:
-                print(f"    miss: {question!r} expected {answers} got {got}")
+            score.print_misses()
 
 
 def entity_split(query: dict[str, Any]) -> str:
@@ -129,31 +151,20 @@ def entity_split(query: dict[str, Any]) -> str:
     raise ValueError(f"answer of {query['question']!r} is in no split")
 
 
+def is_item_hit(result: dict[str, Any], answers: list[str]) -> bool:
+    """An entity-seeking question is answered by the numbered item itself only."""
+    return result["id"] in answers
+
+
 def entity_hits_report(kb: KnowledgeBase, queries: list[dict[str, Any]], verbose: bool) -> None:
     """hits@5 of the entity-seeking questions: a hit is the numbered item itself in the top 5."""
     print("\nentity-seeking questions (a hit: the numbered item itself in the top 5)")
     for split in ("dev", "held_out"):
         chosen = [query for query in queries if entity_split(query) == split]
-        hits_at_1 = hits_at_5 = 0
-        reciprocal = 0.0
-        misses = []
-        for query in chosen:
-            ids = [result["id"] for result in kb.search(query["question"], 5).results]
-            ranks = [rank for rank, ident in enumerate(ids, start=1) if ident in query["answers"]]
-            if ranks:
-                hits_at_5 += 1
-                hits_at_1 += ranks[0] == 1
-                reciprocal += 1 / ranks[0]
-            else:
-                misses.append((query["question"], query["answers"], ids))
-        total = len(chosen)
-        print(
-            f"  {split:<9} {total:>3} questions  hits@1 {hits_at_1 / total:6.1%}  hits@5 {hits_at_5 / total:6.1%}"
-            f"  MRR@5 {reciprocal / total:.3f}  ({hits_at_5}/{total})"
-        )
+        score = score_split(kb, chosen, is_item_hit)
+        print(f"  {split:<9} {score.summary()}  ({score.hits_at_5}/{score.total})")
         if verbose and split == "dev":  # held-out misses are not looked at while tuning
-            for question, answers, got in misses:
-                print(f"    miss: {question!r} expected {answers} got {got}")
+            score.print_misses()
 
 
 def latency_report(kb: KnowledgeBase, queries: list[dict[str, Any]], rounds: int) -> None:

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 _DOI = re.compile(r"10\.\d{4,9}/\S+", re.IGNORECASE)
+# arXiv's DataCite DOIs ("10.48550/arxiv.2101.01234"): the arXiv id says more.
+ARXIV_DOI_PREFIX = "10.48550/arxiv."
+# How a scholarly registry is asked for one work.
+LookupKind = Literal["doi", "arxiv", "title"]
 
 
 def normalise_doi(value: str | None) -> str | None:
@@ -96,3 +102,19 @@ class ExtractedPaper(BaseModel):
     identifiers: dict[str, str] = Field(default_factory=dict)  # "doi", "arxiv_id"
     # Where each of title/authors/abstract/year/venue came from: "layout" or a registry's name.
     metadata_sources: dict[str, str] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkMetadata:
+    """One work as a scholarly registry describes it when asked by identifier or title (the search
+    connectors' lookups produce it, extraction merges it): full author names as printed (the search
+    format "Family, I." drops given names), abstract as plain text."""
+
+    source: str  # the registry: "arxiv", "crossref", "openalex", "semantic_scholar"
+    title: str = ""
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str | None = None
+    abstract: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None

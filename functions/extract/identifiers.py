@@ -11,10 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from functions.common.models import normalise_doi
+from functions.common.models import ARXIV_DOI_PREFIX, normalise_doi
 
 FRONT_PAGES = 2
-ARXIV_DOI_PREFIX = "10.48550/arxiv."
 XMP_SCAN_BYTES = 4 * 1024 * 1024
 # Keys under which embedded hints are kept in ParsedPdf.metadata (next to the Info dictionary's keys).
 XMP_TITLE, XMP_DOI, LINK_DOI = "xmp:title", "xmp:doi", "link:doi"

@@ -17,20 +17,20 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-import unicodedata
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol, runtime_checkable
 
 from rapidfuzz import fuzz
 
+from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
 from functions.extract.frontmatter import clean_abstract
 from functions.extract.identifiers import DocumentIdentifiers
+from functions.search.text import fold
 
 logger = get_logger("extract")
 
-IdentifierKind = Literal["doi", "arxiv", "title"]
 FIELDS = ("title", "authors", "year", "venue", "abstract")
 DOI_SOURCES = ("crossref", "openalex")
 ARXIV_SOURCES = ("arxiv",)
@@ -42,27 +42,24 @@ MIN_ABSTRACT_CHARS = 80
 _VERSION = re.compile(r"v\d+$")
 
 
-@dataclass(frozen=True, slots=True)
-class WorkMetadata:
-    """What one registry says about a work."""
-
-    source: str
-    title: str = ""
-    authors: tuple[str, ...] = ()
-    year: int | None = None
-    venue: str | None = None
-    abstract: str | None = None
-    doi: str | None = None
-    arxiv_id: str | None = None
-
-
 class ScholarlyMetadata(Protocol):
     """Port to the scholarly registries. Implementations bound each call by `timeout` seconds and
     return an empty list for unknown works and for failures alike (never raise)."""
 
     async def lookup(
-        self, source: str, kind: IdentifierKind, value: str, timeout: float
+        self, source: str, kind: LookupKind, value: str, timeout: float
     ) -> list[WorkMetadata]: ...
+
+
+@runtime_checkable
+class AnswerMemory(Protocol):
+    """Takes a registry answer the caller fetched itself for the same request as `lookup(source, kind,
+    value)` would send (the open-access lookup of a DOI reads the DOI's Crossref and OpenAlex records),
+    so that a later lookup is answered without asking again. Never raises."""
+
+    async def remember(
+        self, source: str, kind: LookupKind, value: str, status_code: int, body: bytes
+    ) -> None: ...
 
 
 @dataclass(slots=True)
@@ -122,9 +119,7 @@ class ResolvedMetadata:
 
 
 def normalised_title(text: str) -> str:
-    folded = unicodedata.normalize("NFKD", text)
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).casefold()
-    return " ".join(re.findall(r"[a-z0-9]+", folded))
+    return " ".join(re.findall(r"[a-z0-9]+", fold(text)))
 
 
 def surname(name: str) -> str:
@@ -228,7 +223,7 @@ class MetadataResolver:
     ) -> None:
         arxiv_ids = _ordered(trusted_arxiv_id, identifiers.arxiv_ids)[:2]
         dois = _ordered(trusted_doi, identifiers.dois)[:2]
-        candidates: list[tuple[IdentifierKind, str, bool, tuple[str, ...]]] = [
+        candidates: list[tuple[LookupKind, str, bool, tuple[str, ...]]] = [
             ("arxiv", value, value == trusted_arxiv_id, ARXIV_SOURCES) for value in arxiv_ids
         ]
         candidates += [("doi", value, value == trusted_doi, DOI_SOURCES) for value in dois]
@@ -256,7 +251,7 @@ class MetadataResolver:
     async def _ask(
         self,
         sources: Sequence[str],
-        kind: IdentifierKind,
+        kind: LookupKind,
         value: str,
         layout: LayoutFacts,
         trusted: bool,
@@ -278,7 +273,7 @@ class MetadataResolver:
         return records
 
 
-def _identifies(work: WorkMetadata, kind: IdentifierKind, value: str) -> bool:
+def _identifies(work: WorkMetadata, kind: LookupKind, value: str) -> bool:
     """The record is the one asked for (a mirror or cache could answer with another work)."""
     if kind == "doi":
         return work.doi is None or work.doi.lower() == value.lower()

@@ -13,14 +13,14 @@ from typing import Any
 
 from functions.common.circuit_breaker import BreakerRegistry
 from functions.common.http import HttpClient
+from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
 from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimiter
 from functions.common.settings import Settings
 from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache, TtlCache
-from functions.extract.metadata import IdentifierKind, WorkMetadata
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY
-from functions.search.connectors.base import ConnectorContext, HttpConnector, LookedUpWork
+from functions.search.connectors.base import ConnectorContext, HttpConnector
 
 logger = get_logger("extract")
 CACHE_VERSION = "v1"
@@ -43,21 +43,9 @@ def lookup_cache_key(source: str, kind: str, value: str) -> str:
     return f"lookup:{CACHE_VERSION}:{source}:{kind}:{digest}"
 
 
-def _work(found: LookedUpWork) -> WorkMetadata:
-    return WorkMetadata(
-        source=found.connector,
-        title=found.title,
-        authors=tuple(found.authors),
-        year=found.year,
-        venue=found.venue,
-        abstract=found.abstract,
-        doi=found.doi,
-        arxiv_id=found.arxiv_id,
-    )
-
-
 class ConnectorMetadata:
-    """Implements `functions.extract.metadata.ScholarlyMetadata` over the search connectors."""
+    """Implements `functions.extract.metadata.ScholarlyMetadata` (and `AnswerMemory`) over the search
+    connectors."""
 
     def __init__(
         self, connectors: Mapping[str, HttpConnector], cache: TtlCache, cache_ttl_seconds: int
@@ -96,9 +84,7 @@ class ConnectorMetadata:
                 connectors[name] = connector
         return cls(connectors, cache, cfg.cache_ttl_seconds)
 
-    async def lookup(
-        self, source: str, kind: IdentifierKind, value: str, timeout: float
-    ) -> list[WorkMetadata]:
+    async def lookup(self, source: str, kind: LookupKind, value: str, timeout: float) -> list[WorkMetadata]:
         connector = self._connectors.get(source)
         if connector is None:
             return []
@@ -106,7 +92,7 @@ class ConnectorMetadata:
         cached = await self._cache_get(key)
         if isinstance(cached, dict) and isinstance(cached.get("works"), list):
             try:
-                return [_work(LookedUpWork(**_tupled(w))) for w in cached["works"]]
+                return [WorkMetadata(**_tupled(w)) for w in cached["works"]]
             except TypeError:
                 logger.warning("ignoring unreadable lookup cache entry", key=key)
         result = await connector.lookup(kind, value, timeout)
@@ -114,7 +100,20 @@ class ConnectorMetadata:
             logger.info("metadata lookup failed", source=source, kind=kind, error=result.error)
             return []
         await self._cache_put(key, {"works": [asdict(w) for w in result.works]})
-        return [_work(w) for w in result.works]
+        return result.works
+
+    async def remember(
+        self, source: str, kind: LookupKind, value: str, status_code: int, body: bytes
+    ) -> None:
+        """Implements `functions.extract.metadata.AnswerMemory`: the answer is read by the connector's
+        lookup parser and cached as `lookup` would have cached it."""
+        connector = self._connectors.get(source)
+        if connector is None:
+            return
+        result = connector.parse_lookup(status_code, body)
+        if result.ok:
+            key = lookup_cache_key(source, kind, value)
+            await self._cache_put(key, {"works": [asdict(w) for w in result.works]})
 
     async def _cache_get(self, key: str) -> Any | None:
         try:

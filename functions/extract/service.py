@@ -37,7 +37,13 @@ from functions.extract.errors import SourceUnavailable, UnprocessableDocument
 from functions.extract.extraction import failed, from_parsed, parse_or_failure, with_metadata
 from functions.extract.html import HtmlDocument, parse_html
 from functions.extract.identifiers import FRONT_PAGES, find_identifiers
-from functions.extract.metadata import LayoutFacts, MetadataResolver, ResolvedMetadata, ScholarlyMetadata
+from functions.extract.metadata import (
+    AnswerMemory,
+    LayoutFacts,
+    MetadataResolver,
+    ResolvedMetadata,
+    ScholarlyMetadata,
+)
 from functions.extract.metadata_connectors import ConnectorMetadata
 from functions.extract.pdf import ParsedPdf, is_pdf
 from functions.extract.resolve import LIBRARY_SCHEME, Target, classify, library_target
@@ -369,7 +375,16 @@ class ExtractionService:
                 urls.extend(u for u in result if u and u not in urls)
         return urls
 
-    async def _lookup_json(self, url: str, deadline: _Deadline, params: dict[str, str]) -> Any:
+    async def _lookup_json(
+        self,
+        url: str,
+        deadline: _Deadline,
+        params: dict[str, str],
+        *,
+        record_of: tuple[str, str] | None = None,
+    ) -> Any:
+        """`record_of`: (registry, doi) when the answer is that registry's record of the DOI, the one the
+        authoritative-metadata lookup asks for later: the port keeps it, so that it is fetched once."""
         try:
             response = await self._http.get(
                 url, params=params, total_timeout=deadline.remaining(LOOKUP_TIMEOUT_SECONDS), retries=1
@@ -378,6 +393,9 @@ class ExtractionService:
             return None
         if not response.ok:
             return None
+        if record_of is not None and isinstance(self._metadata, AnswerMemory):
+            registry, doi = record_of
+            await self._metadata.remember(registry, "doi", doi, response.status_code, response.content)
         try:
             return response.json()
         except ValueError:
@@ -398,7 +416,9 @@ class ExtractionService:
     async def _openalex_pdfs(self, doi: str, deadline: _Deadline) -> list[str]:
         base = self._settings.openalex_api_url.rstrip("/")
         params = {"mailto": self._settings.contact_email} if self._settings.contact_email else {}
-        data = await self._lookup_json(f"{base}/works/doi:{doi}", deadline, params)
+        data = await self._lookup_json(
+            f"{base}/works/doi:{doi}", deadline, params, record_of=("openalex", doi)
+        )
         if not isinstance(data, dict):
             return []
         urls: list[str] = []
@@ -413,7 +433,7 @@ class ExtractionService:
     async def _crossref_pdfs(self, doi: str, deadline: _Deadline) -> list[str]:
         base = self._settings.crossref_api_url.rstrip("/")
         params = {"mailto": self._settings.contact_email} if self._settings.contact_email else {}
-        data = await self._lookup_json(f"{base}/works/{doi}", deadline, params)
+        data = await self._lookup_json(f"{base}/works/{doi}", deadline, params, record_of=("crossref", doi))
         message = data.get("message") if isinstance(data, dict) else None
         if not isinstance(message, dict):
             return []

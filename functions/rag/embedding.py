@@ -1,4 +1,5 @@
-"""The dense half of hybrid retrieval: the `Embedder` protocol and how its scores meet BM25's.
+"""The dense half of hybrid retrieval: how an embedder's scores meet BM25's (the `Embedder` protocol
+itself is `functions.common.embedder.Embedder`).
 
 An index built with an embedder stores one normalised vector per document and the embedder's own
 (int8) weights next to them, so the container that serves the index embeds queries with exactly the
@@ -7,22 +8,12 @@ model that embedded the book. An index built without one is served lexical-only.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 from numpy.typing import NDArray
 
 # Share of the (max-normalised) lexical score in the fused score; the rest is the cosine's share.
 # Chosen on bench/rag_queries.json: see docs/rag.md for the measurements against RRF.
 LEXICAL_SHARE = 0.5
-
-
-class Embedder(Protocol):
-    name: str
-
-    def embed(self, texts: list[str]) -> NDArray[np.float32]:
-        """One L2-normalised row per text."""
-        ...
 
 
 def fuse_scores(

@@ -7,13 +7,12 @@ import io
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from functions.common.minilm import MiniLmEmbedder
 from functions.common.storage import BlobStore, get_json
-from functions.rag.embedding import Embedder
 from functions.rag.graph import NeighbourFinder, build_edges
 from functions.rag.knowledge_base import KnowledgeBase
 from functions.rag.lexical import LexicalIndex, book_vocabulary
@@ -29,6 +28,9 @@ from functions.rag.structure import (
     section_entities,
 )
 from functions.rag.toc import looks_like_toc, parse_toc
+
+if TYPE_CHECKING:
+    from functions.common.embedder import Embedder
 
 # Bump when parsing or graph rules change: it is part of the version, so a new parser re-indexes.
 PARSER_VERSION = "rag-parser-3"

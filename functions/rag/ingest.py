@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
@@ -30,10 +30,12 @@ from functions.common.minilm import MiniLmEmbedder
 from functions.common.observability import get_logger
 from functions.common.storage import BlobStore, S3BlobStore
 from functions.rag.config import get_rag_settings
-from functions.rag.embedding import Embedder
 from functions.rag.index import SourcePdf, build_index, write_index
 from functions.rag.location import ingest_destination
 from functions.rag.model import count_by_kind
+
+if TYPE_CHECKING:
+    from functions.common.embedder import Embedder
 
 logger = get_logger("rag-ingest")
 
@@ -140,9 +142,7 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         raise IngestError(
             f"no AWS credentials to write to {destination.description}: configure AWS or pass --index-dir"
         ) from exc
-    except (BotoCoreError, ClientError) as exc:
-        raise IngestError(f"cannot write to {destination.description}: {_one_line(exc)}") from exc
-    except OSError as exc:
+    except (BotoCoreError, ClientError, OSError) as exc:
         raise IngestError(f"cannot write to {destination.description}: {_one_line(exc)}") from exc
     except PyPdfError as exc:
         raise IngestError(f"unreadable PDF: {_one_line(exc)}") from exc

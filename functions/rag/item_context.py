@@ -15,10 +15,11 @@ heading, another item's caption), which no context crosses.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from functions.rag.graph import mentioned_ids
+from functions.rag.model import EQUATION_LABEL
 
 WINDOW_WORDS_BEFORE = 60
 WINDOW_WORDS_AFTER = 40
@@ -32,7 +33,6 @@ MAX_CITING_SENTENCES = 4
 
 _PLAIN_WORD = re.compile(r"^[(\[]?[A-Za-z][a-z]{1,}[)\],.;:?]?$")
 _SENTENCE_BREAK = re.compile(r"(?<=[.?!])\s+(?=[A-Z⋄(])")
-_EQUATION_LABEL_AT_END = re.compile(r"\(((?:\d{1,2}|[A-Z])\.\d{1,3})\)\s*$")
 
 
 @dataclass
@@ -84,27 +84,23 @@ class ContextReader:
         self.lines = lines
         self.barrier = barrier
 
-    def _prose_before(self, start: int, words: int) -> list[str]:
+    def _prose(self, indices: Iterable[int], words: int) -> list[str]:
+        """The prose lines met walking `indices`, up to a barrier or once `words` words are taken."""
         out: list[str] = []
         count = 0
-        for index in range(start - 1, -1, -1):
-            if self.barrier[index] or count >= words:
-                break
-            if is_prose(self.lines[index]):
-                out.append(self.lines[index])
-                count += len(self.lines[index].split())
-        return list(reversed(out))
-
-    def _prose_after(self, end: int, words: int) -> list[str]:
-        out: list[str] = []
-        count = 0
-        for index in range(end + 1, len(self.lines)):
+        for index in indices:
             if self.barrier[index] or count >= words:
                 break
             if is_prose(self.lines[index]):
                 out.append(self.lines[index])
                 count += len(self.lines[index].split())
         return out
+
+    def _prose_before(self, start: int, words: int) -> list[str]:
+        return self._prose(range(start - 1, -1, -1), words)[::-1]
+
+    def _prose_after(self, end: int, words: int) -> list[str]:
+        return self._prose(range(end + 1, len(self.lines)), words)
 
     def display_start(self, label_at: int) -> int:
         """First line of the display that ends with the equation label on line `label_at`."""
@@ -141,9 +137,7 @@ def citing_sentences(lines: Sequence[str], barrier: Sequence[bool], known: set[s
     """For each known item id, the sentences of the running text that name it ("Figure 4.2 shows",
     "the Bellman equation in (2.7)"), in reading order. Captions and equation labels are not
     mentions of their own item."""
-    prose = [
-        _EQUATION_LABEL_AT_END.sub("", line) for line, skip in zip(lines, barrier, strict=True) if not skip
-    ]
+    prose = [EQUATION_LABEL.sub("", line) for line, skip in zip(lines, barrier, strict=True) if not skip]
     out: dict[str, list[str]] = {}
     for sentence in sentences(join_lines(prose)):
         for piece in _pieces(sentence):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from functions.common.errors import InvalidInput, NotFound
-from functions.rag.embedding import Embedder, fuse_scores
+from functions.rag.embedding import fuse_scores
 from functions.rag.graph import mentioned_ids
 from functions.rag.lexical import LexicalIndex, Speller
 from functions.rag.model import (
@@ -22,6 +22,11 @@ from functions.rag.model import (
     count_by_kind,
 )
 from functions.rag.query_intent import query_intent
+
+# Type-only: a run-time import of functions.common.embedder would make infra/bundling.py ship its
+# MiniLM weights with the RAG functions, which read the model stored with the index instead.
+if TYPE_CHECKING:
+    from functions.common.embedder import Embedder
 
 MAX_NEIGHBOURS = 100
 # Weight of the title field (label, caption, section path) added to the body's BM25 score.
@@ -88,8 +93,8 @@ class KnowledgeBase:
         self.nodes = {entity.id: entity for entity in entities}
         # Lexical document i is documents[i]: every entity and passage except citation nodes.
         self.documents = [entity for entity in entities if entity.search_text]
-        fields = [lexical, heading_lexical, *([context_lexical] if context_lexical else [])]
-        if any(field.size != len(self.documents) for field in fields):
+        fields = [index for index in (lexical, heading_lexical, context_lexical) if index is not None]
+        if any(index.size != len(self.documents) for index in fields):
             raise ValueError("lexical index does not match the stored documents")
         self.lexical = lexical
         self.heading_lexical = heading_lexical

@@ -13,13 +13,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import botocore.session
-
 from functions.common.resources import REPO_ROOT
 from functions.common.settings import get_settings
 from functions.common.storage import BlobStore, S3BlobStore
 from functions.rag.config import get_rag_settings
-from functions.rag.store import LocalDirBlobStore
+from functions.rag.store import LocalDirBlobStore, aws_credentials_found
 
 LOCAL_INDEX_DIR = REPO_ROOT / ".rag-index"
 INGEST_COMMAND = "python -m functions.rag.ingest"
@@ -45,17 +43,8 @@ def in_lambda() -> bool:
 
 
 def aws_configured() -> bool:
-    """An endpoint, a Lambda, or credentials that boto3 would find (without waiting on the instance
-    metadata service of a machine that has none)."""
-    if _env("AWS_ENDPOINT_URL") or in_lambda():
-        return True
-    session = botocore.session.get_session()
-    session.set_config_variable("metadata_service_num_attempts", 1)
-    session.set_config_variable("metadata_service_timeout", 1)
-    try:
-        return session.get_credentials() is not None
-    except Exception:  # a malformed profile or config file means no usable credentials
-        return False
+    """An endpoint (the one the S3 client is made with), a Lambda, or credentials that boto3 would find."""
+    return bool(get_settings().aws_endpoint_url) or in_lambda() or aws_credentials_found()
 
 
 @dataclass

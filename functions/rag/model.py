@@ -50,6 +50,8 @@ _KNOWN_PREFIXES = {*(t.value for t in EntityType), "algo", CHUNK_PREFIX, CITATIO
 
 DOCUMENT_ID_PATTERN = re.compile(r"^([a-z]+)_([0-9A-Za-z]+(?:_[0-9A-Za-z]+)*)$")
 NUMBER_PATTERN = re.compile(r"^(?:[0-9]+|[A-Z])\.[0-9]+$")
+# An equation's label at the end of its line: "(4.2)".
+EQUATION_LABEL = re.compile(r"\(((?:\d{1,2}|[A-Z])\.\d{1,3})\)\s*$")
 
 
 def entity_id(entity_type: EntityType | str, number: str) -> str:

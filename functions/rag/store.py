@@ -1,4 +1,5 @@
-"""Versioned index artifacts in a blob store (the data bucket on AWS, a local directory for `make run`).
+"""Versioned index artifacts in a blob store (the data bucket on AWS, a local directory for `make run`),
+and whether boto3 has credentials for the bucket (`location.py` decides where the index goes).
 
 Layout under `kb/`:
     kb/<book_id>/<version>/manifest.json      counts, sources (sha256), parser version, created_at
@@ -19,6 +20,8 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+
+import botocore.session
 
 from functions.common.storage import BlobStore
 
@@ -56,6 +59,18 @@ class LocalDirBlobStore:
             return []
         keys = [str(path.relative_to(self.root)) for path in self.root.rglob("*") if path.is_file()]
         return sorted(key for key in keys if key.startswith(prefix))
+
+
+def aws_credentials_found() -> bool:
+    """Whether boto3 would find credentials to reach the data bucket (without waiting on the instance
+    metadata service of a machine that has none)."""
+    session = botocore.session.get_session()
+    session.set_config_variable("metadata_service_num_attempts", 1)
+    session.set_config_variable("metadata_service_timeout", 1)
+    try:
+        return session.get_credentials() is not None
+    except Exception:  # a malformed profile or config file means no usable credentials
+        return False
 
 
 def version_prefix(book_id: str, version: str) -> str:

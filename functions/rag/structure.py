@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from functions.rag.item_context import ContextReader, ItemContext, citing_sentences
-from functions.rag.model import Entity, EntityType, PageText, TocEntry, entity_id, number_key
+from functions.rag.model import EQUATION_LABEL, Entity, EntityType, PageText, TocEntry, entity_id, number_key
 from functions.rag.pdf_pages import footer_number
 
 CHAPTER_HEADING = re.compile(r"^Chapter\s+(\d{1,2})\s*$")
@@ -23,7 +23,6 @@ _RUNNING_HEADER = re.compile(r"^(?:\d{1,2}|[A-Z])(?:\.\d{1,2})*\.\s+\S")
 _CAPTION = re.compile(r"^(Algorithm|Table|Figure|Box)\s+((?:\d{1,2}|[A-Z])\.\d{1,3}):\s*(.*)$")
 _EXAMPLE = re.compile(r"^Example\s+((?:\d{1,2}|[A-Z])\.\d{1,3})\.\s*(.*)$")
 _STATEMENT = re.compile(r"^(Theorem|Lemma|Proposition|Corollary|Definition)\s+\d{1,2}\.\d{1,3}\b")
-_EQUATION_LABEL = re.compile(r"\(((?:\d{1,2}|[A-Z])\.\d{1,3})\)\s*$")
 _QUESTION = re.compile(r"^[⋄◇•]?\s*Q:\s*(.*)$")
 _SENTENCE_END = re.compile(r"[.?!:]\s*$")
 
@@ -222,7 +221,7 @@ class _Builder:
                     _title_of(example.group(2)),
                     "\n".join(body),
                     index,
-                    context=self.reader.of_block(index, index + len(body) - 1),
+                    context=self._around(index, body),
                 )
                 continue
             question = _QUESTION.match(text)
@@ -232,7 +231,7 @@ class _Builder:
                 number = f"{self.chapter.chapter}.{question_count}"
                 self.add(EntityType.EXERCISE, number, question.group(1).strip(), "\n".join(body), index)
                 continue
-            label = _EQUATION_LABEL.search(text)
+            label = EQUATION_LABEL.search(text)
             if label and not line.heading and label.group(1).split(".")[0] == self.chapter.chapter:
                 self._formula(index, label.group(1))
         self._add_contexts()
@@ -248,25 +247,26 @@ class _Builder:
 
     def _caption(self, index: int, kind_name: str, number: str, caption: str) -> None:
         kind = EntityType(kind_name.lower())
-        if kind is EntityType.ALGORITHM or kind is EntityType.BOX:
-            body = (
-                self.following(index, 40)
-                if kind is EntityType.ALGORITHM
-                else self.following(index, 60, stop_at_boundary=False)
-            )
-            context = self.reader.of_block(index, index + len(body) - 1)
-            self.add(kind, number, caption, "\n".join(body), index, context=context)
+        if kind is EntityType.ALGORITHM:
+            body = self.following(index, 40)
+            self.add(kind, number, caption, "\n".join(body), index, context=self._around(index, body))
+        elif kind is EntityType.BOX:
+            body = self.following(index, 60, stop_at_boundary=False)
+            self.add(kind, number, caption, "\n".join(body), index, context=self._around(index, body))
         elif kind is EntityType.TABLE:
             cells = self.preceding(index, 14)
             full = self.caption_continuation(index)
-            context = self.reader.of_block(index - len(cells), index + len(full) - 1)
             title = " ".join(full)[len(f"Table {number}: ") :]
+            context = self._around(index - len(cells), [*cells, *full])
             self.add(kind, number, title, "\n".join([*full, *cells]), index, context=context)
         else:
             full = self.caption_continuation(index)
-            context = self.reader.of_block(index, index + len(full) - 1)
             title = " ".join(full)[len(f"Figure {number}: ") :]
-            self.add(kind, number, title, "\n".join(full), index, context=context)
+            self.add(kind, number, title, "\n".join(full), index, context=self._around(index, full))
+
+    def _around(self, start: int, block: list[str]) -> ItemContext:
+        """The context of an item printed on the lines from `start` on (`block`: their texts)."""
+        return self.reader.of_block(start, start + len(block) - 1)
 
     def _formula(self, index: int, number: str) -> None:
         start = max(0, index - FORMULA_CONTEXT_BEFORE)

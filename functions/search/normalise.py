@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from functions.common.models import normalise_doi
+from functions.common.models import ARXIV_DOI_PREFIX, normalise_doi
 from functions.search.models import FoundPaper, SourceType
 from functions.search.text import arxiv_id_from, clean_text
-
-ARXIV_DOI_PREFIX = "10.48550/arxiv."
 
 
 def arxiv_abs_url(arxiv_id: str) -> str:

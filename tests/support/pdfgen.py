@@ -152,21 +152,11 @@ def paper_pdf(
     abstract: str,
     sections: list[tuple[str, list[str]]],
     references: list[str],
-    title_continuation: list[str] | None = None,
-    type_label: str | None = None,
 ) -> bytes:
-    return build_pdf(
-        paper_pages(
-            title=title,
-            authors=authors,
-            abstract=abstract,
-            sections=sections,
-            references=references,
-            title_continuation=title_continuation,
-            type_label=type_label,
-        ),
-        title=None,
+    pages = paper_pages(
+        title=title, authors=authors, abstract=abstract, sections=sections, references=references
     )
+    return build_pdf(pages, title=None)
 
 
 def cover_page(repository: str, lines: list[str]) -> list[TextRun]:
@@ -241,14 +231,33 @@ SAMPLE_REFERENCES = [
 ]
 
 
-def sample_paper_pdf(title: str = SAMPLE_TITLE) -> bytes:
-    return paper_pdf(
+SAMPLE_AUTHORS = "Maria Keller and Tomas Lindqvist"
+
+
+def sample_paper_pages(
+    *,
+    title: str = SAMPLE_TITLE,
+    authors: str = SAMPLE_AUTHORS,
+    abstract: str = SAMPLE_ABSTRACT,
+    title_continuation: list[str] | None = None,
+    type_label: str | None = None,
+    author_block: list[TextRun] | None = None,
+) -> list[list[TextRun]]:
+    """`paper_pages` of the sample paper (its sections and references), with the parts a test varies."""
+    return paper_pages(
         title=title,
-        authors="Maria Keller and Tomas Lindqvist",
-        abstract=SAMPLE_ABSTRACT,
+        authors=authors,
+        abstract=abstract,
         sections=SAMPLE_SECTIONS,
         references=SAMPLE_REFERENCES,
+        title_continuation=title_continuation,
+        type_label=type_label,
+        author_block=author_block,
     )
+
+
+def sample_paper_pdf(title: str = SAMPLE_TITLE) -> bytes:
+    return build_pdf(sample_paper_pages(title=title), title=None)
 
 
 def author_block(
@@ -270,12 +279,4 @@ def paper_with_authors(
     runs: list[TextRun], *, title: str = SAMPLE_TITLE, metadata_author: str | None = None
 ) -> bytes:
     """`sample_paper_pdf` with its author line replaced by `runs` (and an optional /Author entry)."""
-    pages = paper_pages(
-        title=title,
-        authors="",
-        abstract=SAMPLE_ABSTRACT,
-        sections=SAMPLE_SECTIONS,
-        references=SAMPLE_REFERENCES,
-        author_block=runs,
-    )
-    return build_pdf(pages, author=metadata_author)
+    return build_pdf(sample_paper_pages(title=title, authors="", author_block=runs), author=metadata_author)

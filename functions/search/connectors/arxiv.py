@@ -7,11 +7,10 @@ from typing import Any
 
 import feedparser
 
+from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors.base import (
     HttpConnector,
-    LookedUpWork,
-    LookupKind,
     LookupResult,
     UpstreamRequest,
     lookup_guard,
@@ -107,13 +106,13 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     return ranked_result(NAME, entries, _entry_paper, total)
 
 
-def _work(entry: Any) -> LookedUpWork | None:
+def _work(entry: Any) -> WorkMetadata | None:
     title = clean_text(entry.get("title"))
     if not title:
         return None
     published = entry.get("published_parsed") or entry.get("updated_parsed")
-    return LookedUpWork(
-        connector=NAME,
+    return WorkMetadata(
+        source=NAME,
         title=title,
         authors=tuple(clean_text(a.get("name")) for a in entry.get("authors", []) if a.get("name")),
         year=published.tm_year if published else None,

@@ -16,11 +16,12 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from functions.common.circuit_breaker import BreakerRegistry, CircuitOpen
 from functions.common.errors import FetchError, FetchTimeout, RateLimited
 from functions.common.http import HttpClient, retry_after_seconds
+from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
 from functions.common.rate_limit import InMemoryRateLimiter, RateLimit, RateLimiter
 from functions.common.settings import Settings, get_settings
@@ -82,22 +83,6 @@ def error_message(body: str | bytes, limit: int = 200) -> str:
 
 
 ParseFunction = Callable[[int, str | bytes], ConnectorResult]
-LookupKind = Literal["doi", "arxiv", "title"]
-
-
-@dataclass(frozen=True)
-class LookedUpWork:
-    """One work as an upstream describes it when asked by identifier: full author names as printed
-    (the search format "Family, I." drops given names), abstract as plain text."""
-
-    connector: str
-    title: str
-    authors: tuple[str, ...] = ()
-    year: int | None = None
-    venue: str | None = None
-    abstract: str | None = None
-    doi: str | None = None
-    arxiv_id: str | None = None
 
 
 @dataclass
@@ -105,7 +90,7 @@ class LookupResult:
     """An upstream's answer to a lookup: the works it returned (empty: it does not know the work)."""
 
     connector: str
-    works: list[LookedUpWork] = field(default_factory=list)
+    works: list[WorkMetadata] = field(default_factory=list)
     error: str | None = None
 
     @property

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors.base import (
     HttpConnector,
-    LookedUpWork,
-    LookupKind,
     LookupResult,
     UpstreamRequest,
     load_json,
@@ -111,11 +110,11 @@ def _full_name(author: Any) -> str | None:
     return clean_text(str(name)) if name else None
 
 
-def _work(item: Any) -> LookedUpWork | None:
+def _work(item: Any) -> WorkMetadata | None:
     if not isinstance(item, dict) or not _first(item.get("title")):
         return None
-    return LookedUpWork(
-        connector=NAME,
+    return WorkMetadata(
+        source=NAME,
         title=clean_text(_first(item.get("title"))),
         authors=tuple(n for n in (_full_name(a) for a in item.get("author") or []) if n),
         year=_year(item),

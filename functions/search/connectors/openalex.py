@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.common.models import normalise_doi
+from functions.common.models import ARXIV_DOI_PREFIX, LookupKind, WorkMetadata, normalise_doi
 from functions.common.settings import Settings
 from functions.search.connectors.base import (
     HttpConnector,
-    LookedUpWork,
-    LookupKind,
     LookupResult,
     UpstreamRequest,
     load_json,
@@ -117,10 +115,7 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     return ranked_result(NAME, works, _paper, count)
 
 
-ARXIV_DOI_PREFIX = "10.48550/arxiv."
-
-
-def _work(work: Any) -> LookedUpWork | None:
+def _work(work: Any) -> WorkMetadata | None:
     if not isinstance(work, dict) or not (work.get("title") or work.get("display_name")):
         return None
     source = (work.get("primary_location") or {}).get("source") or {}
@@ -134,8 +129,8 @@ def _work(work: Any) -> LookedUpWork | None:
         if isinstance(a, dict)
     ]
     year = work.get("publication_year")
-    return LookedUpWork(
-        connector=NAME,
+    return WorkMetadata(
+        source=NAME,
         title=clean_text(work.get("title") or work.get("display_name")),
         authors=tuple(clean_text(n) for n in names if n),
         year=year if isinstance(year, int) else None,

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors.base import (
     HttpConnector,
-    LookedUpWork,
-    LookupKind,
     LookupResult,
     UnusableAnswer,
     UpstreamRequest,
@@ -117,7 +116,7 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
 LOOKUP_FIELDS = "title,abstract,year,authors,venue,journal,externalIds"
 
 
-def _work(record: Any) -> LookedUpWork | None:
+def _work(record: Any) -> WorkMetadata | None:
     if not isinstance(record, dict) or not record.get("title"):
         return None
     ids = record.get("externalIds") or {}
@@ -125,8 +124,8 @@ def _work(record: Any) -> LookedUpWork | None:
     venue = record.get("venue") or (journal.get("name") if isinstance(journal, dict) else None)
     names = [a.get("name") if isinstance(a, dict) else a for a in record.get("authors") or []]
     year = record.get("year")
-    return LookedUpWork(
-        connector=NAME,
+    return WorkMetadata(
+        source=NAME,
         title=clean_text(record["title"]),
         authors=tuple(clean_text(str(n)) for n in names if n),
         year=year if isinstance(year, int) else None,

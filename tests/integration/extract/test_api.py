@@ -1,8 +1,7 @@
-"""The HTTP contract: POST /api/tools/extract (API 2) and /v1/documents (trust API), plus the step."""
+"""The HTTP contract: POST /api/tools/extract (API 2) and /v1/documents (trust API)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from datetime import datetime
@@ -10,13 +9,8 @@ from datetime import datetime
 import pytest
 from fastapi.testclient import TestClient
 
-from functions.common.errors import RetryableStepError
 from functions.common.settings import reset_settings_cache
-from functions.common.storage import InMemoryBlobStore, get_json
-from functions.extract.documents import InMemoryDocumentRepository
-from functions.extract.step import run_step
-from tests.integration.extract.conftest import Harness
-from tests.support.pdfgen import SAMPLE_TITLE, TextRun, build_pdf, sample_paper_pdf
+from tests.support.pdfgen import SAMPLE_TITLE, build_pdf, sample_paper_pdf
 from tests.support.scholarly_web import ScholarlyWeb
 
 PDF = sample_paper_pdf()
@@ -161,42 +155,3 @@ def test_upload_validation_errors_use_the_trust_error_schema(
     assert big.status_code == 413 and big.json()["error"]["code"] == "payload_too_large"
     unknown = api.get("/v1/documents/doc-000000000000000000000000")
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
-
-
-def test_step_handler_returns_results_and_failures(web: ScholarlyWeb, harness: Harness) -> None:
-    web.set_response("/arxiv-site/pdf/2402.00002v1", PDF, content_type="application/pdf")
-    blobs, documents = InMemoryBlobStore(), InMemoryDocumentRepository()
-    event = {
-        "source_url": "https://arxiv.org/abs/2402.00002v1",
-        "focus_areas": ["results"],
-        "job_id": "j1",
-        "source_id": "s1",
-    }
-    result = asyncio.run(run_step(event, blobs, documents))
-    assert (
-        result["success"] and result["source_id"] == "s1" and result["canonical_id"] == "arxiv:2402.00002v1"
-    )
-    stored = get_json(blobs, result["parsed_key"])
-    assert stored is not None
-    assert stored["title"] == SAMPLE_TITLE and result["evidence_count"] == len(stored["evidence"]) > 0
-    missing = asyncio.run(run_step({"source_url": web.url("/nope.pdf")}, blobs, documents))
-    assert missing["success"] is False and "source unavailable" in missing["failure_reason"]
-    refused = asyncio.run(run_step({"source_url": "http://10.0.0.1/x.pdf"}, blobs, documents))
-    assert refused["success"] is False and refused["failure_reason"]
-    web.fail("/down", "503")
-    with pytest.raises(RetryableStepError):
-        asyncio.run(run_step({"source_url": web.url("/down/x.pdf")}, blobs, documents))
-    text_pdf = build_pdf([[TextRun(72, 700, 12, "Only a table: 1 2 3 4")]])
-    web.set_response("/table.pdf", text_pdf, content_type="application/pdf")
-    weak = asyncio.run(run_step({"source_url": web.url("/table.pdf")}, blobs, documents))
-    assert weak["success"] is False and weak["parsed_key"]
-
-
-def test_step_lambda_entry_point(web: ScholarlyWeb, monkeypatch: pytest.MonkeyPatch) -> None:
-    from functions.extract import step
-
-    blobs, documents = InMemoryBlobStore(), InMemoryDocumentRepository()
-    monkeypatch.setattr(step, "_storage", lambda: (blobs, documents))
-    web.set_response("/arxiv-site/pdf/2403.00003", PDF, content_type="application/pdf")
-    result = step.handler({"source_url": "arXiv:2403.00003", "focus_areas": []}, None)
-    assert result["success"] is True and result["parsed_key"] and blobs.exists(result["parsed_key"])

@@ -5,6 +5,7 @@ falls back to the layout within the metadata budget."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 
 import pytest
@@ -20,11 +21,9 @@ from functions.extract.service import ExtractionService
 from functions.search.config import SearchSettings
 from tests.support.pdfgen import (
     SAMPLE_ABSTRACT,
-    SAMPLE_REFERENCES,
-    SAMPLE_SECTIONS,
     TextRun,
     build_pdf,
-    paper_pages,
+    sample_paper_pages,
 )
 from tests.support.scholarly_fixtures import SamplePaper, crossref_works, openalex_works
 from tests.support.scholarly_web import ScholarlyWeb
@@ -46,13 +45,7 @@ RECORD = SamplePaper(
 
 
 def pdf_with_doi() -> bytes:
-    pages = paper_pages(
-        title=LAYOUT_TITLE,
-        authors="Maria Keller and Tomas Lindqvist",
-        abstract=SAMPLE_ABSTRACT,
-        sections=SAMPLE_SECTIONS,
-        references=SAMPLE_REFERENCES,
-    )
+    pages = sample_paper_pages(title=LAYOUT_TITLE)
     pages[0].append(TextRun(72, 40, 8, f"https://doi.org/{DOI}"))
     return build_pdf(pages)
 
@@ -63,7 +56,7 @@ def crossref_work() -> dict[str, object]:
     return {"status": "ok", "message-type": "work", "message-version": "1.0.0", "message": item}
 
 
-def run_extraction(web: ScholarlyWeb) -> tuple[ExtractedPaper, float]:
+def run_extraction(web: ScholarlyWeb, source_url: str | None = None) -> tuple[ExtractedPaper, float]:
     web.set_response("/papers/routing.pdf", pdf_with_doi(), content_type="application/pdf")
 
     async def go() -> tuple[ExtractedPaper, float]:
@@ -81,7 +74,7 @@ def run_extraction(web: ScholarlyWeb) -> tuple[ExtractedPaper, float]:
         )
         started = time.monotonic()
         try:
-            paper = await service.extract(web.url("/papers/routing.pdf"))
+            paper = await service.extract(source_url or web.url("/papers/routing.pdf"))
         finally:
             await client.aclose()
         return paper, time.monotonic() - started
@@ -133,3 +126,14 @@ def test_a_failing_registry_falls_back_to_the_layout_within_the_budget(
     assert paper.metadata_sources["title"] == "layout"
     assert paper.identifiers == {"doi": DOI}
     assert elapsed < budget + 2.0
+
+
+def test_a_doi_source_asks_each_registry_for_its_record_once(web: ScholarlyWeb, budget: float) -> None:
+    """The open-access lookup of a DOI reads the same Crossref and OpenAlex records that the metadata
+    lookup needs: they are fetched once and serve both."""
+    record = dataclasses.replace(RECORD, pdf_url=web.url("/papers/routing.pdf"))
+    web.set_response(f"/crossref/works/{DOI}", crossref_work())
+    web.set_response(f"/openalex/works/doi:{DOI}", openalex_works([record])["results"][0])
+    paper, _ = run_extraction(web, f"https://doi.org/{DOI}")
+    assert paper.success and paper.title == REGISTRY_TITLE and paper.abstract == OA_ABSTRACT
+    assert web.count(f"/crossref/works/{DOI}") == 1 and web.count(f"/openalex/works/doi:{DOI}") == 1

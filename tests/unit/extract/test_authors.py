@@ -8,16 +8,13 @@ from functions.extract.authors import choose, from_metadata, names_in
 from functions.extract.extraction import from_parsed
 from functions.extract.pdf import ParsedPdf, SizedLine, parse_pdf
 from tests.support.pdfgen import (
-    SAMPLE_ABSTRACT,
-    SAMPLE_REFERENCES,
-    SAMPLE_SECTIONS,
     SAMPLE_TITLE,
     TextRun,
     author_block,
     build_pdf,
     cover_page,
-    paper_pages,
     paper_with_authors,
+    sample_paper_pages,
 )
 
 
@@ -95,14 +92,7 @@ def test_multi_column_author_block() -> None:
 def test_author_block_behind_a_cover_sheet() -> None:
     cover = cover_page("HAL", ["HAL Id: hal-01234567", "Submitted on 3 Mar 2021", "Keller, Lindqvist"])
     block = author_block([["Maria Keller*", "University of Oslo"], ["Tomas Lindqvist", "ETH Zurich"]])
-    article = paper_pages(
-        title=SAMPLE_TITLE,
-        authors="",
-        abstract=SAMPLE_ABSTRACT,
-        sections=SAMPLE_SECTIONS,
-        references=SAMPLE_REFERENCES,
-        author_block=block,
-    )
+    article = sample_paper_pages(authors="", author_block=block)
     assert authors_of(build_pdf([cover, *article])) == ["Maria Keller", "Tomas Lindqvist"]
 
 

@@ -11,12 +11,10 @@ from functions.extract.identifiers import embedded_hints, find_identifiers
 from functions.extract.pdf import parse_pdf
 from tests.support.pdfgen import (
     SAMPLE_ABSTRACT,
-    SAMPLE_REFERENCES,
-    SAMPLE_SECTIONS,
     TextRun,
     build_pdf,
     cover_page,
-    paper_pages,
+    sample_paper_pages,
 )
 
 TWO_LINE_TITLE = ("Learning Sparse Routing for Journal-Length", "Scientific Documents with Transformers")
@@ -31,14 +29,8 @@ def analysed(data: bytes) -> tuple[str, str, list[str]]:
 def article(
     title_lines: tuple[str, ...], *, label: str | None = None, abstract: str = SAMPLE_ABSTRACT
 ) -> list[list[TextRun]]:
-    return paper_pages(
-        title=title_lines[0],
-        title_continuation=list(title_lines[1:]),
-        type_label=label,
-        authors="Maria Keller and Tomas Lindqvist",
-        abstract=abstract,
-        sections=SAMPLE_SECTIONS,
-        references=SAMPLE_REFERENCES,
+    return sample_paper_pages(
+        title=title_lines[0], title_continuation=list(title_lines[1:]), type_label=label, abstract=abstract
     )
 
 

@@ -6,8 +6,9 @@ import asyncio
 import json
 import time
 
+from functions.common.models import LookupKind, WorkMetadata
 from functions.extract.identifiers import DocumentIdentifiers
-from functions.extract.metadata import IdentifierKind, LayoutFacts, MetadataResolver, WorkMetadata
+from functions.extract.metadata import LayoutFacts, MetadataResolver
 from functions.search.connectors import arxiv, crossref, openalex, semantic_scholar
 from tests.support.scholarly_fixtures import SamplePaper, arxiv_feed, crossref_works, openalex_works
 
@@ -33,9 +34,7 @@ class FakeRegistries:
         self.slow = slow
         self.calls: list[tuple[str, str, str]] = []
 
-    async def lookup(
-        self, source: str, kind: IdentifierKind, value: str, timeout: float
-    ) -> list[WorkMetadata]:
+    async def lookup(self, source: str, kind: LookupKind, value: str, timeout: float) -> list[WorkMetadata]:
         self.calls.append((source, kind, value))
         if source in self.slow:
             await asyncio.sleep(30)
