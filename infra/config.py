@@ -18,10 +18,25 @@ from infra.bundling import BundlingMode
 @dataclass(frozen=True)
 class ApiFunctionSpec:
     logical_id: str
-    family: str  # functions/<family>/ holds app.py and handler.py
+    family: str  # functions/<family>/ holds app.py (and handler.py unless it streams)
     memory_mb: int
-    timeout_seconds: int  # API Gateway's integration timeout is 29 s
+    timeout_seconds: int  # a buffered integration ends at 29 s (API Gateway); a streamed one at 15 min
     reserved_concurrency: int | None = None  # protects the upstream scholarly APIs from a burst
+    # True: the app runs under the Lambda Web Adapter in response_stream mode (uvicorn on a port instead
+    # of Mangum) and every route of it is integrated with ResponseTransferMode STREAM (docs/infra.md).
+    streams: bool = False
+
+    @property
+    def entry(self) -> str:
+        """What the function's asset is built from: the Mangum handler, or the ASGI app uvicorn serves."""
+        return (
+            f"functions.{self.family}.app.app" if self.streams else f"functions.{self.family}.handler.handler"
+        )
+
+    @property
+    def asgi_app(self) -> str:
+        """uvicorn's `module:attribute` form of the app."""
+        return f"functions.{self.family}.app:app"
 
 
 API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
@@ -31,7 +46,36 @@ API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
     ),
     ApiFunctionSpec("OrchestrateFunction", "orchestrate", memory_mb=512, timeout_seconds=29),
     ApiFunctionSpec("RagFunction", "rag", memory_mb=1536, timeout_seconds=29),
+    # Both answer faces: embeds with MiniLM and parses PDFs (2 GB buys about 1.2 vCPU). Streamed, so the
+    # gateway does not cut it at 29 s; 60 s bounds a whole `/v1/query/stream` answer as well as a
+    # buffered `/v1/query`.
+    ApiFunctionSpec("AnswerFunction", "answer", memory_mb=2048, timeout_seconds=60, streams=True),
 )
+
+
+@dataclass(frozen=True)
+class WebAdapter:
+    """The AWS Lambda Web Adapter layer (github.com/awslabs/aws-lambda-web-adapter, README "Zip Packages"):
+    its `/opt/bootstrap` exec wrapper starts `$LAMBDA_TASK_ROOT/$_HANDLER` (our `run.sh`: uvicorn), and
+    its extension relays each invocation to that server as HTTP, streaming the answer back."""
+
+    account: str = "753240598075"
+    layer_name: str = "LambdaAdapterLayerArm64"  # the functions run on arm64
+    version: int = 26
+    port: int = 8000
+    invoke_mode: str = "response_stream"
+    entry_script: str = "run.sh"
+    server_distribution: str = "uvicorn"  # what `run.sh` starts; bundled although no import names it
+
+    def environment(self) -> dict[str, str]:
+        return {
+            "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
+            "AWS_LWA_INVOKE_MODE": self.invoke_mode,
+            "AWS_LWA_PORT": str(self.port),
+        }
+
+
+WEB_ADAPTER = WebAdapter()
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Duration, Stack
 from constructs import Construct
 from fastapi import FastAPI
 
@@ -16,7 +16,7 @@ from infra.components.events import JobEvents, ResearchSchedules, UploadTrigger
 from infra.components.functions import Functions, depend_only_on_role_policy, module_exists
 from infra.components.monitoring import Monitoring
 from infra.components.workflow import Workflow
-from infra.config import KB_INGEST, Registry, StackOptions
+from infra.config import API_FUNCTIONS, KB_INGEST, Registry, StackOptions
 from infra.nag import suppress
 from infra.routes import routes_of
 
@@ -34,7 +34,11 @@ class ResearchStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.registry = registry or Registry.current()
-        apps = function_apps if function_apps is not None else load_function_apps()
+        apps = (
+            function_apps
+            if function_apps is not None
+            else load_function_apps([spec.family for spec in API_FUNCTIONS])
+        )
         self.routes = routes_of(apps)
 
         self.data = Data(
@@ -109,6 +113,10 @@ class ResearchStack(Stack):
             routes=self.routes,
             functions={family: deployed.function for family, deployed in self.functions.api.items()},
             options=options,
+            # a streamed integration waits as long as the function may run
+            streamed={
+                spec.family: Duration.seconds(spec.timeout_seconds) for spec in API_FUNCTIONS if spec.streams
+            },
         )
         self.monitoring = Monitoring(
             self,

@@ -34,6 +34,29 @@ class Embedder(Protocol):
         ...
 
 
+class MemoEmbedder:
+    """Remembers each text's vector (for one task, e.g. one answer): texts embedded early, while other
+    searches are still running, cost nothing when they are scored."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._vectors: dict[str, NDArray[np.float32]] = {}
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> NDArray[np.float32]:
+        if not texts:
+            return self.inner.embed(texts)
+        with self._lock:
+            missing = [text for text in dict.fromkeys(texts) if text not in self._vectors]
+        if missing:
+            vectors = self.inner.embed(missing)
+            with self._lock:
+                self._vectors.update(zip(missing, vectors, strict=True))
+        with self._lock:
+            return np.stack([self._vectors[text] for text in texts]).astype(np.float32, copy=False)
+
+
 def _load(directory: Path) -> MiniLmEmbedder | None:
     if (directory / "model.safetensors").is_file():
         return MiniLmEmbedder.from_model_dir(directory)

@@ -9,15 +9,16 @@ Redirects are followed by hand so that every hop passes through the same guard.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import ipaddress
 import math
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urljoin
 
 import httpcore
@@ -248,16 +249,57 @@ class HttpClient:
                     return exc.response
         except TimeoutError as exc:
             raise FetchTimeout(f"{method} {url} exceeded its {total:.0f} s budget") from exc
-        except httpx.TimeoutException as exc:
-            raise FetchTimeout(f"{method} {url} timed out: {exc.__class__.__name__}") from exc
         except httpx.TransportError as exc:
-            cause = exc.__cause__ or exc.__context__
-            if isinstance(cause, FetchError):
-                raise cause from None
-            raise FetchError(f"{method} {url} failed: {exc}") from exc
+            _raise_fetch_error(method, url, exc)
 
     async def get(self, url: str, **kwargs: Any) -> FetchedResponse:
         return await self.request("GET", url, **kwargs)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        timeout: float | None = None,
+        total_timeout: float | None = None,
+        max_bytes: int | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        """Send one request and read its body as it arrives (server-sent events, long generations).
+
+        Same SSRF guard and byte cap as `request`; `timeout` bounds connecting and each read, and
+        `total_timeout` the whole exchange up to the last byte read. No retries, and redirects are not
+        followed (a 3xx is handed back as it is). Raises FetchError subclasses, on opening and while
+        reading, like `request`.
+        """
+        method = method.upper()
+        check_url_shape(url)
+        total = total_timeout or self._settings.fetch_timeout_seconds * 2
+        deadline = asyncio.get_running_loop().time() + total
+        request = self._client.build_request(
+            method,
+            url,
+            params=params,
+            headers=headers,
+            json=json,
+            timeout=httpx.Timeout(timeout or self._settings.fetch_timeout_seconds, connect=5.0),
+        )
+        try:
+            async with asyncio.timeout_at(deadline):
+                response = await self._client.send(request, stream=True)
+        except TimeoutError as exc:
+            raise FetchTimeout(f"{method} {url} exceeded its {total:g} s budget") from exc
+        except httpx.TransportError as exc:
+            _raise_fetch_error(method, url, exc)
+        try:
+            yield StreamedResponse(
+                response, method, url, deadline, total, max_bytes or self._settings.fetch_max_bytes
+            )
+        finally:
+            await response.aclose()
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -312,6 +354,82 @@ class HttpClient:
                 redirects=hops,
             )
         raise FetchError(f"too many redirects (more than {limit}) starting at {url}")
+
+
+def _raise_fetch_error(method: str, url: str, exc: httpx.TransportError) -> NoReturn:
+    if isinstance(exc, httpx.TimeoutException):
+        raise FetchTimeout(f"{method} {url} timed out: {exc.__class__.__name__}") from exc
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, FetchError):  # the SSRF guard's refusal, raised inside the connection pool
+        raise cause from None
+    raise FetchError(f"{method} {url} failed: {exc}") from exc
+
+
+class StreamedResponse:
+    """A response whose body is read incrementally, within the byte cap and the exchange's deadline."""
+
+    def __init__(
+        self, response: httpx.Response, method: str, url: str, deadline: float, total: float, cap: int
+    ) -> None:
+        self._response = response
+        self._method = method
+        self._url = url
+        self._deadline = deadline
+        self._total = total
+        self._cap = cap
+        self._size = 0
+
+    @property
+    def url(self) -> str:
+        return str(self._response.url)
+
+    @property
+    def status_code(self) -> int:
+        return self._response.status_code
+
+    @property
+    def headers(self) -> httpx.Headers:
+        return self._response.headers
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body's chunks as they arrive; raises FetchTooLarge past the cap, FetchTimeout past the
+        deadline or when one read waits longer than the per-read timeout."""
+        declared = self._response.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self._cap:
+            raise FetchTooLarge(f"response of {int(declared)} bytes exceeds the {self._cap} byte limit")
+        chunks = self._response.aiter_bytes()
+        while True:
+            # The deadline covers each read on its own, never a `yield`: a time-out scope left open
+            # across a yield would cancel whatever the consumer happens to be awaiting.
+            try:
+                async with asyncio.timeout_at(self._deadline):
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                return
+            except TimeoutError as exc:
+                raise FetchTimeout(
+                    f"{self._method} {self._url} exceeded its {self._total:g} s budget"
+                ) from exc
+            except httpx.TransportError as exc:
+                _raise_fetch_error(self._method, self._url, exc)
+            self._size += len(chunk)
+            if self._size > self._cap:
+                raise FetchTooLarge(f"response exceeds the {self._cap} byte limit")
+            yield chunk
+
+    async def aiter_lines(self) -> AsyncIterator[str]:
+        """The body's lines (UTF-8, without their line ending) as each one completes."""
+        pending = b""
+        async for chunk in self.aiter_bytes():
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for line in complete:
+                yield line.removesuffix(b"\r").decode("utf-8", errors="replace")
+        if pending:
+            yield pending.removesuffix(b"\r").decode("utf-8", errors="replace")
+
+    async def read(self) -> bytes:
+        return b"".join([chunk async for chunk in self.aiter_bytes()])
 
 
 async def _read_capped(response: httpx.Response, cap: int) -> bytes:

@@ -58,6 +58,7 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec("cache_table", "cache_key", ttl_attribute="expires_at", purpose="upstream response cache"),
     TableSpec("rate_limit_table", "bucket_key", ttl_attribute="expires_at", purpose="token buckets"),
     TableSpec("documents_table", "document_id", purpose="uploaded documents"),
+    TableSpec("traces_table", "trace_id", "seq", ttl_attribute="expires_at", purpose="answer and job traces"),
 )
 
 BUCKETS: tuple[BucketSpec, ...] = (

@@ -42,6 +42,8 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     openai_base_url: str | None = None
     openai_api_key: SecretStr | None = None
+    # Budget of one model call, first byte to last (a streamed answer included).
+    llm_timeout_seconds: float = 60.0
 
     # AWS resources; names are given by CDK on AWS and by the local runtime locally.
     aws_endpoint_url: str | None = None
@@ -50,10 +52,13 @@ class Settings(BaseSettings):
     cache_table: str = "research-cache"
     rate_limit_table: str = "research-rate-limits"
     documents_table: str = "research-documents"
+    traces_table: str = "research-traces"
     data_bucket: str = "research-data"
     artifacts_bucket: str = "research-artifacts"
     state_machine_arn: str | None = None
     event_bus_name: str = "default"
+    # Agent traces (GET /v1/traces/{trace_id}) expire this many days after their last event.
+    trace_ttl_days: int = 30
 
     # Our own per-client rate limit on the public search API.
     client_rate_limit_per_minute: int = 100

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
-FUNCTION_APPS = ("search", "extract", "orchestrate", "rag")
+FUNCTION_APPS = ("search", "extract", "orchestrate", "rag", "answer")
 
 
 def load_function_apps(names: Sequence[str] = FUNCTION_APPS) -> dict[str, FastAPI]:

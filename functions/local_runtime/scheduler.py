@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from functions.common.observability import get_logger
-from functions.orchestrate.schedules import JobStarter, ScheduleStore, due_fires
+from functions.schedules.service import JobStarter, ScheduleStore, due_fires
 
 logger = get_logger("local-scheduler")
 
@@ -91,6 +91,6 @@ class LocalScheduler:
 
 def start_local_scheduler(poll_seconds: float = 5.0) -> LocalScheduler:
     """For `python -m functions.local_runtime`, after EmbeddedAws has started (it sets STATE_MACHINE_ARN)."""
-    from functions.orchestrate.schedules_router import schedule_store
+    from functions.schedules.wiring import schedule_store
 
     return LocalScheduler(store=schedule_store(), poll_seconds=poll_seconds).start()

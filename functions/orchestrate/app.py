@@ -6,7 +6,7 @@ from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.orchestrate.errors import install_error_handlers
 from functions.orchestrate.routes import router as agent_router
-from functions.orchestrate.schedules_router import router as schedules_router
+from functions.schedules.routes import router as schedule_router
 
 logger = get_logger("orchestrate")
 
@@ -14,7 +14,7 @@ app = create_app(
     title="orchestrate",
     description="Autonomous research jobs: plan, search, screen, extract, synthesise with cited evidence; "
     "scheduled research.",
-    routers=[agent_router, schedules_router],
+    routers=[agent_router, schedule_router],
     logger=logger,
     install_error_handlers=install_error_handlers,
 )

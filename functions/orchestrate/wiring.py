@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from functions.common.llm import provider_from_settings
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import S3BlobStore
+from functions.common.traces import DynamoDbTraceStore
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.llm import provider_from_settings
 from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.store import (
     DynamoDbJobStore,
@@ -118,6 +119,7 @@ def workflow() -> Workflow:
         llm=provider_from_settings,
         relevance_scorer=lambda: RelevanceScorer(default_embedder()),
         artifact_uri=lambda key: f"s3://{settings.artifacts_bucket}/{key}",
+        traces=DynamoDbTraceStore,
     )
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.common.errors import (
     DomainError,
@@ -24,12 +25,11 @@ from functions.common.errors import (
     RetryableStepError,
     UpstreamError,
 )
+from functions.common.llm import LlmProvider
 from functions.common.models import ExtractedPaper, Paper
 from functions.common.observability import get_logger, record_metric
 from functions.common.storage import BlobStore, get_json, put_json
-from functions.orchestrate import outputs
 from functions.orchestrate.config import WorkflowSettings
-from functions.orchestrate.llm import LlmProvider
 from functions.orchestrate.models import (
     ARTIFACT_NAMES,
     ExecuteRequest,
@@ -39,7 +39,7 @@ from functions.orchestrate.models import (
     utc_now,
 )
 from functions.orchestrate.store import EventPublisher, JobStore
-from functions.orchestrate.synthesis import synthesize
+from functions.research import outputs
 from functions.research.planning import (
     PlannedQuery,
     Renderer,
@@ -49,6 +49,20 @@ from functions.research.planning import (
 )
 from functions.research.relevance import RelevanceScorer
 from functions.research.screening import Candidate, screen
+from functions.research.synthesis import synthesize
+from functions.research.trace import (
+    DECISION,
+    PLANNER,
+    RED_TEAM,
+    RETRIEVER,
+    VERIFIER,
+    WRITER,
+    TraceEvent,
+    utc_timestamp,
+)
+
+if TYPE_CHECKING:
+    from functions.common.traces import TraceStore
 
 logger = get_logger("orchestrate")
 
@@ -116,6 +130,24 @@ class Workflow:
     relevance_scorer: Callable[[], RelevanceScorer] = field(default=lambda: RelevanceScorer(None))
     run: Callable[[Coroutine[Any, Any, Any]], Any] = field(default=asyncio.run)
     artifact_uri: Callable[[str], str] = field(default=lambda key: key)
+    # The job's agent trace (its id is the job id), readable at GET /v1/traces/{job_id}.
+    traces: Callable[[], TraceStore | None] = field(default=lambda: None)
+
+    def _trace(
+        self, job_id: str, agent: str, event_type: str, name: str, query: str | None = None, **payload: Any
+    ) -> None:
+        """One trace event; a trace store that fails never fails the job (the audit log stays complete)."""
+        store = self.traces()
+        if store is None:
+            return
+        event = TraceEvent(f"evt-{uuid.uuid4().hex[:12]}", agent, event_type, name, utc_timestamp(), payload)
+        try:
+            if query is not None:
+                store.put(job_id, query, [event.to_dict()], kind="job")
+            else:
+                store.append(job_id, [event.to_dict()])
+        except Exception:
+            logger.warning("trace event not stored", job_id=job_id, trace_event=name, exc_info=True)
 
     # --- Plan -------------------------------------------------------------------------------------
 
@@ -149,6 +181,17 @@ class Workflow:
                     f"{len(plan.queries)} database queries"
                 ]
             },
+        )
+        self._trace(
+            job_id,
+            PLANNER,
+            "plan",
+            "plan_created",
+            query=plan.goal,
+            sub_questions=plan.sub_questions,
+            queries=len(plan.queries),
+            concepts=plan.key_phrases,
+            connectors=list(self._connectors(plan)),
         )
         scope = job.get("scope_parameters") or {}
         return {
@@ -199,6 +242,15 @@ class Workflow:
                     ]
                 },
             )
+            self._trace(
+                job_id,
+                RETRIEVER,
+                "search",
+                "search_completed",
+                query_id=query.query_id,
+                connector=query.connector,
+                error=exc.message,
+            )
             return {**outcome_base, "failed_connectors": {query.connector: exc.message}, "error": exc.message}
         key = f"payloads/{job_id}/search/{query.query_id}.json"
         put_json(self.data, key, [paper.model_dump(mode="json") for paper in outcome.papers])
@@ -213,6 +265,17 @@ class Workflow:
             job_id,
             add_counters={"queries_done": 1, "hits_found": len(outcome.papers)},
             append=appended,
+        )
+        self._trace(
+            job_id,
+            RETRIEVER,
+            "search",
+            "search_completed",
+            query_id=query.query_id,
+            connector=query.connector,
+            query_text=query.query,
+            result_count=len(outcome.papers),
+            failed_connectors=failed,
         )
         return {**outcome_base, "key": key, "count": len(outcome.papers), "failed_connectors": failed}
 
@@ -330,6 +393,17 @@ class Workflow:
                 ],
             },
         )
+        self._trace(
+            job_id,
+            RETRIEVER,
+            "rank",
+            "sources_ranked",
+            discovered=unique,
+            passed=result.passed,
+            selected=[c.source_id for c in result.selected],
+            rejected=result.rejection_counts,
+            method=scorer.method,
+        )
         return {
             "action": "EXTRACT",
             "refined_queries": [],
@@ -423,10 +497,29 @@ class Workflow:
                 add_counters={"extract_done": 1, "extract_failed": 1},
                 append={"audit": [audit_event("EXTRACTING", event_name, f"{url}: {reason}")]},
             )
+            self._trace(
+                job_id,
+                RETRIEVER,
+                "retrieve",
+                "source_read",
+                source_id=source_id,
+                success=False,
+                reason=reason,
+            )
             return {**base, "success": False, "failure_reason": reason, "unavailable": no_open_full_text}
         key = f"payloads/{job_id}/extracted/{source_id}.json"
         put_json(self.data, key, paper.model_dump(mode="json"))
         self.jobs.update(job_id, add_counters={"extract_done": 1, "extract_ok": 1})
+        self._trace(
+            job_id,
+            RETRIEVER,
+            "retrieve",
+            "source_read",
+            source_id=source_id,
+            success=True,
+            evidence=len(paper.evidence),
+            pages=paper.page_count,
+        )
         return {
             **base,
             "success": True,
@@ -475,7 +568,7 @@ class Workflow:
                         "EXTRACTING", "SOURCE_STEP_FAILED", f"{item.get('url')}: {item.get('failure_reason')}"
                     )
                 )
-        result = synthesize(plan, sources, provider=self.llm())
+        result = self.run(synthesize(plan, sources, provider=self.llm()))
         key = f"payloads/{job_id}/synthesis.json"
         put_json(self.data, key, result.to_dict())
         kept = sum(1 for claim in result.claims if claim.kept)
@@ -496,6 +589,31 @@ class Workflow:
                     f"Synthesised {len(result.primary_themes)} themes from {len(result.evidence)} evidence quotes"
                 ],
             },
+        )
+        self._trace(
+            job_id,
+            WRITER,
+            "write",
+            "draft_written",
+            writer=result.writer,
+            themes=result.primary_themes,
+            claims=len(result.claims),
+        )
+        self._trace(
+            job_id,
+            VERIFIER,
+            "verify",
+            "verification_completed",
+            verdicts={claim.claim_id: claim.verdict for claim in result.claims},
+            removed=[claim.claim_id for claim in result.claims if not claim.kept],
+        )
+        self._trace(
+            job_id,
+            RED_TEAM,
+            "critique",
+            "redteam_completed",
+            flags=result.red_team.get("flags", []),
+            force_refusal=result.red_team.get("force_refusal", False),
         )
         return {"synthesis_key": key, "refused": result.refusal, "confidence_score": result.confidence_score}
 
@@ -604,6 +722,17 @@ class Workflow:
             results_key(job_id), outputs.to_json(results).encode("utf-8"), "application/json"
         )
         finished = audit_event("FINALIZING", "JOB_FINISHED", f"status {status.value}")
+        # Before the status moves: a client that sees the job finished finds its whole trace.
+        self._trace(
+            job_id,
+            DECISION,
+            "refuse" if synthesis.get("refusal") else "finalize",
+            "decision",
+            status=status.value,
+            refusal=bool(synthesis.get("refusal")),
+            reason=synthesis.get("refusal_reason"),
+            confidence=synthesis.get("confidence_score", 0.0),
+        )
         moved = self.jobs.update(
             job_id,
             status=status,
@@ -650,6 +779,7 @@ class Workflow:
                 self.jobs.create(self.new_job_record(job_id, request, str(state.get("source") or "schedule")))
             except ValueError:
                 self.jobs.create(self.new_job_record(job_id, _placeholder_request(), "schedule"))
+        self._trace(job_id, DECISION, "refuse", "job_failed", reason=reason)
         moved = self.jobs.update(
             job_id,
             status=JobStatus.FAILED,

@@ -182,7 +182,7 @@ def boolean_groups(facets: list[Facet]) -> list[list[str]]:
     return groups
 
 
-def _natural(facets: list[Facet], max_words: int = MAX_NATURAL_WORDS) -> str:
+def natural_phrase(facets: list[Facet], max_words: int = MAX_NATURAL_WORDS) -> str:
     """A short phrase for engines that rank natural text: the concepts' words, at most `max_words`."""
     words: list[str] = []
     for facet in facets:
@@ -206,7 +206,7 @@ def query_units(facets: list[Facet], count: int) -> list[list[Facet]]:
 def _planned(
     query_id: str, connector: str, unit: list[Facet], policies: Policies, limit: int, render: Renderer
 ) -> PlannedQuery:
-    text = _natural(unit)
+    text = natural_phrase(unit)
     concepts = boolean_groups(unit)
     return PlannedQuery(
         query_id=query_id,
@@ -293,7 +293,7 @@ def build_plan(
     )
 
 
-def _head(facet: Facet) -> Facet | None:
+def concept_head(facet: Facet) -> Facet | None:
     """The head of a long concept, its last two words ('scalar field dark matter' -> 'dark matter'):
     English puts the noun a phrase is about at its end, and papers vary the modifiers before it."""
     words = facet.phrase.split(" of ")[0].split()
@@ -316,7 +316,7 @@ def refined_queries(
             if token not in known:
                 vocabulary[token] = vocabulary.get(token, 0) + 1
     expansions = [word for word, _ in sorted(vocabulary.items(), key=lambda kv: (-kv[1], kv[0]))[:1]]
-    units: list[list[Facet]] = [[head] for head in map(_head, plan.facets) if head is not None]
+    units: list[list[Facet]] = [[head] for head in map(concept_head, plan.facets) if head is not None]
     first = plan.facets[0] if plan.facets else Facet(plan.topic)
     units.append([first, Facet(expansions[0])] if expansions else [first, Facet("review")])
     policies = plan.policies

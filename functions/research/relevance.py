@@ -140,10 +140,12 @@ class RelevanceScorer:
             semantic[embedded] = vectors @ self.embedder.embed(aspects).T
         return Features(semantic, pairs[:, :, 0], pairs[:, :, 1])
 
-    def score(self, goal: str, aspects: list[str], documents: list[str]) -> list[Relevance]:
+    def score(
+        self, goal: str, aspects: list[str], documents: list[str], max_embedded: int = MAX_EMBEDDED_DOCUMENTS
+    ) -> list[Relevance]:
         """One Relevance per document; the goal is always the first aspect."""
         aspects = list(dict.fromkeys([goal, *aspects]))
-        features = self.features(aspects, documents)
+        features = self.features(aspects, documents, max_embedded)
         results = []
         for row in range(len(documents)):
             probabilities = [features.probability(row, col) for col in range(len(aspects))]

@@ -1,4 +1,4 @@
-"""The REST API: every route of the four function apps, API keys on all of them, usage plans per tier."""
+"""The REST API: every route of the function apps, API keys on all of them, usage plans per tier."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ BINARY_MEDIA_TYPES = (
     "application/x-bibtex",
     "application/zip",
 )
+# A buffered integration may not take longer (without a quota increase); a streamed one may take up to
+# 15 minutes (API Gateway developer guide, "Stream the integration response for your proxy integrations").
+BUFFERED_TIMEOUT = Duration.seconds(29)
 _QUOTA_PERIODS = {"DAY": apigw.Period.DAY, "WEEK": apigw.Period.WEEK, "MONTH": apigw.Period.MONTH}
 
 
@@ -39,7 +42,12 @@ class Api(Construct):
         routes: Sequence[Route],
         functions: Mapping[str, lambda_.IFunction],
         options: StackOptions,
+        streamed: Mapping[str, Duration] | None = None,
     ) -> None:
+        """`streamed`: the families whose function answers as a response stream (Lambda Web Adapter in
+        response_stream mode), with their integration timeout. Every route of such a function is a STREAM
+        integration (InvokeWithResponseStream): a buffered Invoke would hand API Gateway the stream's
+        prelude and body where it expects the proxy JSON."""
         super().__init__(scope, construct_id)
         stack_name = Stack.of(self).stack_name
         access_logs = logs.LogGroup(
@@ -52,7 +60,7 @@ class Api(Construct):
             self,
             "RestApi",
             rest_api_name=f"{stack_name}-research-api",
-            description="Evidence-grounded research API: search, extract, agent jobs, knowledge base",
+            description="Evidence-grounded research API: search, extract, agent jobs, answers, knowledge base",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             api_key_source_type=apigw.ApiKeySourceType.HEADER,
             binary_media_types=list(BINARY_MEDIA_TYPES),
@@ -93,8 +101,16 @@ class Api(Construct):
         )
         self._add_gateway_responses(options.cors_origins)
 
+        streamed = streamed or {}
         integrations = {
-            family: apigw.LambdaIntegration(function, allow_test_invoke=False, timeout=Duration.seconds(29))
+            family: apigw.LambdaIntegration(
+                function,
+                allow_test_invoke=False,
+                timeout=streamed.get(family, BUFFERED_TIMEOUT),
+                response_transfer_mode=apigw.ResponseTransferMode.STREAM
+                if family in streamed
+                else apigw.ResponseTransferMode.BUFFERED,
+            )
             for family, function in functions.items()
         }
         self.methods: dict[tuple[str, str], apigw.Method] = {}

@@ -1,4 +1,5 @@
-"""The four API functions (FastAPI via Mangum), the step Lambdas of the registry, the knowledge-base ingest.
+"""The API functions (FastAPI via Mangum, or under the Lambda Web Adapter when they stream), the step
+Lambdas of the registry, the knowledge-base ingest.
 
 Python 3.13 on arm64, X-Ray tracing, Powertools settings, their own log groups, and grants that follow
 the settings each function's code reads.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aws_cdk import CfnResource, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, CfnResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -21,13 +22,18 @@ from constructs import Construct
 from functions.common import resources
 from functions.common.observability import NAMESPACE
 from infra import bundling
-from infra.config import API_FUNCTIONS, KB_INGEST, StackOptions
+from infra.config import API_FUNCTIONS, KB_INGEST, WEB_ADAPTER, StackOptions
 from infra.nag import suppress, suppress_function_role
 
 # A function may use a registry table or bucket when a source file it carries names its setting
 # (`get_settings().documents_table`, ...): grants follow the code's import closure, so a new registry
-# entry or a new use of one needs no infra edit. These families only read the resources listed here.
-READ_ONLY: Mapping[str, frozenset[str]] = {"rag": frozenset({"data_bucket"})}
+# entry or a new use of one needs no infra edit. These families only read the resources listed here:
+# the knowledge base its index; the answer function uploaded documents' records (uploading is the extract
+# function's route), while it does write the extraction cache in the data bucket.
+READ_ONLY: Mapping[str, frozenset[str]] = {
+    "rag": frozenset({"data_bucket"}),
+    "answer": frozenset({"documents_table"}),
+}
 # numpy's BLAS threads only contend on Lambda's vCPUs for the knowledge base's small products
 SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
@@ -35,8 +41,9 @@ SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 @dataclass(frozen=True)
 class DeployedFunction:
     function: lambda_.Function
-    family: str  # "search" | "extract" | "orchestrate" | "rag" | "steps" | "ingest"
+    family: str  # "search" | "extract" | "orchestrate" | "rag" | "answer" | "steps" | "ingest"
     sources: bundling.FunctionSources
+    streams: bool = False  # under the Lambda Web Adapter in response_stream mode
 
 
 class Functions(Construct):
@@ -71,15 +78,27 @@ class Functions(Construct):
         self.ingest: DeployedFunction | None = None  # the knowledge-base ingest, when the rag family has one
 
         for api_spec in API_FUNCTIONS:
-            deployed = self._function(
-                api_spec.logical_id,
-                handler=f"functions.{api_spec.family}.handler.handler",
-                family=api_spec.family,
-                memory_mb=api_spec.memory_mb,
-                timeout_seconds=api_spec.timeout_seconds,
-                reserved=api_spec.reserved_concurrency,
-                environment=environment,
-            )
+            if api_spec.streams:
+                deployed = self._web_adapter_function(
+                    api_spec.logical_id,
+                    entry=api_spec.entry,
+                    asgi_app=api_spec.asgi_app,
+                    family=api_spec.family,
+                    memory_mb=api_spec.memory_mb,
+                    timeout_seconds=api_spec.timeout_seconds,
+                    reserved=api_spec.reserved_concurrency,
+                    environment=environment,
+                )
+            else:
+                deployed = self._function(
+                    api_spec.logical_id,
+                    handler=api_spec.entry,
+                    family=api_spec.family,
+                    memory_mb=api_spec.memory_mb,
+                    timeout_seconds=api_spec.timeout_seconds,
+                    reserved=api_spec.reserved_concurrency,
+                    environment=environment,
+                )
             self.api[api_spec.family] = deployed
         if module_exists(KB_INGEST.handler):
             self.ingest = self._function(
@@ -129,6 +148,46 @@ class Functions(Construct):
             assert deployed.function.role is not None
             depend_only_on_role_policy(deployed.function, deployed.function.role)
 
+    def _web_adapter_function(
+        self,
+        logical_id: str,
+        *,
+        entry: str,
+        asgi_app: str,
+        family: str,
+        memory_mb: int,
+        timeout_seconds: int,
+        reserved: int | None,
+        environment: Mapping[str, str],
+    ) -> DeployedFunction:
+        """An app served by uvicorn behind the Lambda Web Adapter layer, which answers each invocation as
+        a response stream (the format API Gateway's STREAM integrations read), so its SSE routes stream."""
+        sources = bundling.analyse(
+            entry, locked=self._locked, extra_distributions=(WEB_ADAPTER.server_distribution,)
+        )
+        start_script = bundling.web_adapter_start_script(asgi_app)
+        layer_arn = Stack.of(self).format_arn(
+            service="lambda",
+            account=WEB_ADAPTER.account,
+            resource="layer",
+            resource_name=f"{WEB_ADAPTER.layer_name}:{WEB_ADAPTER.version}",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        deployed = self._function(
+            logical_id,
+            handler=WEB_ADAPTER.entry_script,
+            family=family,
+            memory_mb=memory_mb,
+            timeout_seconds=timeout_seconds,
+            reserved=reserved,
+            environment={**environment, **WEB_ADAPTER.environment()},
+            sources=sources,
+            executables={WEB_ADAPTER.entry_script: start_script},
+            layers=[lambda_.LayerVersion.from_layer_version_arn(self, f"{logical_id}WebAdapter", layer_arn)],
+            description=f"{asgi_app} under the Lambda Web Adapter ({family})",
+        )
+        return DeployedFunction(function=deployed.function, family=family, sources=sources, streams=True)
+
     def _function(
         self,
         logical_id: str,
@@ -139,16 +198,20 @@ class Functions(Construct):
         timeout_seconds: int,
         reserved: int | None,
         environment: Mapping[str, str],
+        sources: bundling.FunctionSources | None = None,
+        executables: Mapping[str, str] | None = None,
+        layers: list[lambda_.ILayerVersion] | None = None,
+        description: str | None = None,
     ) -> DeployedFunction:
-        sources = bundling.analyse(handler, locked=self._locked)
-        asset = bundling.build_asset(sources, self._options.bundling)
+        sources = sources or bundling.analyse(handler, locked=self._locked)
+        asset = bundling.build_asset(sources, self._options.bundling, executables=executables)
         log_group = logs.LogGroup(
             self,
             f"{logical_id}Logs",
             retention=retention(self._options.log_retention_days),
             removal_policy=RemovalPolicy.DESTROY,
         )
-        service = handler.split(".")[1]
+        service = sources.handler.split(".")[1]
         if service == "rag":  # the knowledge base's API and its ingest
             environment = {**environment, **SINGLE_THREADED_BLAS}
         function = lambda_.Function(
@@ -164,7 +227,8 @@ class Functions(Construct):
             log_group=log_group,
             reserved_concurrent_executions=reserved if self._options.reserved_concurrency else None,
             environment={**environment, "POWERTOOLS_SERVICE_NAME": service},
-            description=f"{handler} ({family})",
+            layers=layers,
+            description=description or f"{handler} ({family})",
         )
         suppress(
             function,

@@ -21,7 +21,7 @@ from aws_cdk.cx_api import CloudFormationStackArtifact
 from fastapi import APIRouter, FastAPI
 
 from functions.common import resources
-from functions.orchestrate.schedules_router import router as schedules_router
+from functions.schedules.routes import router as schedule_router
 from infra.app import build
 from infra.config import Registry
 from infra.stack import ResearchStack
@@ -66,11 +66,15 @@ def probe_apps() -> dict[str, FastAPI]:
     rag = APIRouter(prefix="/entity")
     rag.add_api_route("/{entity_type}/{number}", lambda entity_type, number: {}, methods=["GET"])
     rag.add_api_route("/files/{key:path}", lambda key: {}, methods=["GET"])
+    answer = APIRouter(prefix="/v1")  # the streaming function: STREAM integrations
+    answer.add_api_route("/query/stream", lambda: {}, methods=["POST"])
+    answer.add_api_route("/traces/{trace_id}", lambda trace_id: {}, methods=["GET"])
     return {
         "search": app_with(search),
         "extract": app_with(extract),
-        "orchestrate": app_with(schedules_router),
+        "orchestrate": app_with(schedule_router),
         "rag": app_with(rag),
+        "answer": app_with(answer),
     }
 
 

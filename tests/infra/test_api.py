@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from functions.local_runtime.gateway import load_function_apps
 from infra.components.api import STAGE
-from infra.config import DEFAULT_TIERS
+from infra.config import API_FUNCTIONS, DEFAULT_TIERS
 from infra.routes import Route, gateway_path, routes_of
 from tests.infra.conftest import PROBE_TEAMS, Synthesized, probe_apps
 from tests.infra.template_facts import integrated_function, methods
@@ -47,7 +50,50 @@ def _assert_routed_and_protected(synthesized: Synthesized, apps: dict[str, FastA
 
 
 def test_every_route_of_the_function_apps_is_routed_and_key_protected(deployed: Synthesized) -> None:
-    _assert_routed_and_protected(deployed, load_function_apps())
+    _assert_routed_and_protected(deployed, load_function_apps([spec.family for spec in API_FUNCTIONS]))
+
+
+def _uri(method: dict[str, Any]) -> str:
+    """The integration URI with the function's ARN and pseudo parameters as placeholders."""
+    parts = method["Integration"]["Uri"]["Fn::Join"][1]
+    return "".join(part if isinstance(part, str) else "<token>" for part in parts)
+
+
+def test_routes_of_a_streaming_function_are_stream_integrations(synthesized: Synthesized) -> None:
+    """API Gateway invokes a STREAM integration with InvokeWithResponseStream (the 2021-11-15
+    `response-streaming-invocations` path), which is what the Lambda Web Adapter in response_stream mode
+    answers; every other function keeps the buffered Invoke and the 29 s limit."""
+    streams = {spec.family: spec.timeout_seconds for spec in API_FUNCTIONS if spec.streams}
+    deployed_methods = methods(synthesized.template_json)
+    assert Route("/v1/query/stream", "POST", "answer") in synthesized.stack.routes
+    for route in synthesized.stack.routes:
+        integration = deployed_methods[(route.path, route.method)]["Integration"]
+        uri = _uri(deployed_methods[(route.path, route.method)])
+        if route.family in streams:
+            assert integration["ResponseTransferMode"] == "STREAM", route
+            assert (
+                uri.endswith("/response-streaming-invocations")
+                and ":lambda:path/2021-11-15/functions/" in uri
+            )
+            assert integration["TimeoutInMillis"] == streams[route.family] * 1000
+        else:
+            assert integration.get("ResponseTransferMode", "BUFFERED") == "BUFFERED", route
+            assert uri.endswith("/invocations") and ":lambda:path/2015-03-31/functions/" in uri
+            assert integration["TimeoutInMillis"] == 29_000
+        assert integration["Type"] == "AWS_PROXY" and integration["IntegrationHttpMethod"] == "POST"
+
+
+def test_api_gateway_may_invoke_the_streaming_function_per_route(synthesized: Synthesized) -> None:
+    """InvokeWithResponseStream is authorised by `lambda:InvokeFunction` (Lambda API reference)."""
+    answer_id = synthesized.logical_id(synthesized.stack.functions.api["answer"].function)
+    source_arns = [
+        json.dumps(permission["Properties"]["SourceArn"])
+        for permission in synthesized.resources("AWS::Lambda::Permission").values()
+        if permission["Properties"]["FunctionName"] == {"Fn::GetAtt": [answer_id, "Arn"]}
+        and permission["Properties"]["Action"] == "lambda:InvokeFunction"
+        and permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
+    ]
+    assert any('/POST/v1/query/stream"' in arn for arn in source_arns), source_arns
 
 
 def test_probe_routes_include_parameters_and_greedy_paths(probe: Synthesized) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from functions.common.resources import STEP_FUNCTIONS
 from infra import bundling
-from infra.config import API_FUNCTIONS
+from infra.config import API_FUNCTIONS, WEB_ADAPTER
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:
@@ -126,11 +126,38 @@ def test_full_assets_reuse_one_wheel_install_per_requirement_set(
 def test_api_handlers_carry_their_own_family_but_not_the_local_runtime() -> None:
     locked = bundling.LockedDependencies()
     for spec in API_FUNCTIONS:
-        sources = bundling.analyse(f"functions.{spec.family}.handler.handler", locked=locked)
+        extra = (WEB_ADAPTER.server_distribution,) if spec.streams else ()
+        sources = bundling.analyse(spec.entry, locked=locked, extra_distributions=extra)
         modules = {path.parts[1] for path in sources.files if len(path.parts) > 2}
         assert spec.family in modules and "common" in modules
         assert "local_runtime" not in modules
-        assert {"fastapi", "mangum", "aws-lambda-powertools"} <= sources.distribution_names
+        server = {"uvicorn", "h11", "click"} if spec.streams else {"mangum"}
+        assert {"fastapi", "aws-lambda-powertools", *server} <= sources.distribution_names
+
+
+def test_extra_distributions_are_locked_and_held_to_the_runtime_rule(project: Path) -> None:
+    sources = bundling.analyse("app.handler.handler", root=project, extra_distributions=["Uvicorn"])
+    assert {"uvicorn", "h11", "click"} <= sources.distribution_names
+    assert "uvicorn==0.54.0" in sources.requirements
+    with pytest.raises(bundling.BundlingError, match="pytest"):
+        bundling.analyse("app.handler.handler", root=project, extra_distributions=["pytest"])
+
+
+def test_a_web_adapter_asset_carries_an_executable_start_script(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    sources = bundling.analyse("app.handler.handler", root=project)
+    script = bundling.web_adapter_start_script("app.web:app")
+    asset = bundling.build_asset(sources, "source", root=project, executables={"run.sh": script})
+    started = asset / "run.sh"
+    assert started.stat().st_mode & 0o777 == 0o755
+    assert started.read_text(encoding="utf-8") == script
+    assert script.splitlines()[-1] == (
+        'exec python3 -m uvicorn app.web:app --host 127.0.0.1 --port "$AWS_LWA_PORT" --no-access-log'
+    )
+    plain = bundling.build_asset(sources, "source", root=project)
+    assert plain != asset and not (plain / "run.sh").exists()  # the script is part of the asset's key
 
 
 def test_workflow_steps_carry_no_web_framework() -> None:

@@ -85,3 +85,12 @@ def test_functions_get_resource_names_through_their_settings(deployed: Synthesiz
         for setting in settings:
             assert setting.upper() in environment
         assert any(isinstance(item, dict) and "Ref" in item for item in walk(environment["JOBS_TABLE"]))
+
+
+def test_the_traces_table_expires_its_items(deployed: Synthesized) -> None:
+    """Answer and job traces: one key `trace_id`, DynamoDB TTL on `expires_at` (the store writes it)."""
+    table = _table(deployed, "traces_table")
+    keys = {key["AttributeName"]: key["KeyType"] for key in table["KeySchema"]}  # type: ignore[attr-defined]
+    assert keys["trace_id"] == "HASH"
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert table["BillingMode"] == "PAY_PER_REQUEST"

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
+from typing import Any
 
-from infra.config import API_FUNCTIONS
+from infra import bundling
+from infra.config import API_FUNCTIONS, WEB_ADAPTER
 from tests.infra.conftest import Synthesized
 
 DEV_ONLY = {"moto", "pytest", "aws-cdk-lib", "cdk-nag", "cfn-lint", "uvicorn", "mypy", "ruff", "jsii"}
+STREAMING = [spec for spec in API_FUNCTIONS if spec.streams]
 
 
 def test_functions_run_python_313_on_arm64_with_tracing_and_powertools(synthesized: Synthesized) -> None:
@@ -31,12 +35,74 @@ def test_step_functions_outlive_the_45_second_task_timeout(synthesized: Synthesi
         assert resource["Properties"]["Timeout"] > 45
 
 
+def _properties(synthesized: Synthesized, family: str) -> dict[str, Any]:
+    function = synthesized.stack.functions.api[family].function
+    properties: dict[str, Any] = synthesized.template_json["Resources"][synthesized.logical_id(function)][
+        "Properties"
+    ]
+    return properties
+
+
 def test_api_functions_fit_the_gateway_timeout_and_protect_upstreams(deployed: Synthesized) -> None:
     for spec in API_FUNCTIONS:
-        function = deployed.stack.functions.api[spec.family].function
-        properties = deployed.template_json["Resources"][deployed.logical_id(function)]["Properties"]
-        assert properties["Timeout"] <= 29 and properties["MemorySize"] == spec.memory_mb
+        properties = _properties(deployed, spec.family)
+        # buffered integrations end at 29 s; streamed ones may run up to 15 minutes
+        assert properties["Timeout"] <= (900 if spec.streams else 29)
+        assert properties["MemorySize"] == spec.memory_mb
         assert properties.get("ReservedConcurrentExecutions") == spec.reserved_concurrency
+
+
+def _joined(value: Any) -> str:
+    """A template string, with `Fn::Join` parts flattened and pseudo parameters kept as `${Name}`."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(_joined(part) for part in parts)
+    if isinstance(value, dict) and "Ref" in value:
+        return "${" + str(value["Ref"]) + "}"
+    raise AssertionError(f"unexpected template value {value!r}")
+
+
+def test_the_answer_function_runs_under_the_lambda_web_adapter(deployed: Synthesized) -> None:
+    assert [spec.family for spec in STREAMING] == ["answer"]
+    properties = _properties(deployed, "answer")
+    assert properties["Handler"] == "run.sh"  # /opt/bootstrap execs $LAMBDA_TASK_ROOT/$_HANDLER
+    assert properties["MemorySize"] == 2048 and properties["Timeout"] == 60
+    assert properties["Runtime"] == "python3.13" and properties["Architectures"] == ["arm64"]
+    (layer,) = properties["Layers"]
+    assert _joined(layer) == (
+        "arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:LambdaAdapterLayerArm64:26"
+    )
+    variables = properties["Environment"]["Variables"]
+    assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+    assert variables["AWS_LWA_INVOKE_MODE"] == "response_stream"
+    assert variables["AWS_LWA_PORT"] == str(WEB_ADAPTER.port)
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "answer"
+    for spec in API_FUNCTIONS:
+        if not spec.streams:  # Mangum functions keep the plain Python runtime
+            other = _properties(deployed, spec.family)
+            assert "Layers" not in other and other["Handler"] == spec.entry
+            assert "AWS_LAMBDA_EXEC_WRAPPER" not in other["Environment"]["Variables"]
+
+
+def test_the_staged_answer_asset_starts_uvicorn_on_the_adapter_port(deployed: Synthesized) -> None:
+    """The very directory `cdk deploy` zips (the CLI keeps each file's mode): an executable run.sh that
+    serves the answer app, the locked uvicorn among the requirements, the embedder's module."""
+    properties = _properties(deployed, "answer")
+    key = properties["Code"]["S3Key"]
+    asset = Path(deployed.artifact.assembly.directory) / f"asset.{key.removesuffix('.zip')}"
+    script = asset / "run.sh"
+    mode = script.stat().st_mode
+    assert mode & stat.S_IXUSR and mode & stat.S_IXGRP and mode & stat.S_IXOTH
+    text = script.read_text(encoding="utf-8")
+    assert text.startswith("#!/bin/bash\n")
+    assert 'exec python3 -m uvicorn functions.answer.app:app --host 127.0.0.1 --port "$AWS_LWA_PORT"' in text
+    assert (asset / "functions" / "answer" / "app.py").is_file()
+    requirements = (asset / "requirements.lock.txt").read_text(encoding="utf-8").splitlines()
+    assert "uvicorn==0.54.0" in requirements and "mangum" not in " ".join(requirements)
+    sources = deployed.stack.functions.api["answer"].sources
+    assert bundling.EMBEDDER_MODULE in sources.files  # full bundling ships the int8 MiniLM weights
 
 
 def test_each_asset_carries_only_its_own_closure(synthesized: Synthesized) -> None:
@@ -46,7 +112,9 @@ def test_each_asset_carries_only_its_own_closure(synthesized: Synthesized) -> No
         assert Path(*handler_module.split(".")).with_suffix(".py") in sources.files
         assert not any(path.parts[:2] == ("functions", "local_runtime") for path in sources.files)
         assert not sources.distribution_names & {"boto3", "botocore", "s3transfer"}  # the runtime has them
-        assert not sources.distribution_names & DEV_ONLY
+        # uvicorn only where the Lambda Web Adapter starts it
+        server = {WEB_ADAPTER.server_distribution} if deployed_function.streams else set()
+        assert sources.distribution_names & DEV_ONLY == server
 
 
 def test_alarms_cover_functions_machines_and_api_5xx(synthesized: Synthesized) -> None:
@@ -124,3 +192,45 @@ def test_grants_follow_the_settings_each_function_reads(deployed: Synthesized) -
     assert rag.role is not None
     rag_policies = _policy_text(deployed, deployed.logical_id(rag.role))
     assert "s3:GetObject" in rag_policies and "s3:PutObject" not in rag_policies  # reads the index only
+
+
+def _actions_on(synthesized: Synthesized, role_id: str, resource_id: str) -> set[str]:
+    """Every action a role's policies allow on a resource (named by logical id in `Resource`)."""
+    actions: set[str] = set()
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} not in policy["Properties"]["Roles"]:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Effect"] == "Allow" and f'"{resource_id}"' in json.dumps(statement["Resource"]):
+                action = statement["Action"]
+                actions.update([action] if isinstance(action, str) else action)
+    return actions
+
+
+def test_the_answer_function_gets_exactly_what_its_code_uses(deployed: Synthesized) -> None:
+    """Traces read/write (it stores and serves them); the cache and rate-limit tables and the data bucket
+    read/write (search cache, token buckets, extraction cache); uploaded documents read only; nothing of
+    the jobs table, the artifacts bucket, the event bus or the state machine, which its code never names."""
+    answer = deployed.stack.functions.api["answer"]
+    role = answer.function.role
+    assert role is not None
+    role_id = deployed.logical_id(role)
+    tables = {setting: deployed.logical_id(table) for setting, table in deployed.stack.data.tables.items()}
+    buckets = {setting: deployed.logical_id(b) for setting, b in deployed.stack.data.buckets.items()}
+    used = answer.sources.names_used([*tables, *buckets, "event_bus_name"])
+    assert {"traces_table", "cache_table", "rate_limit_table", "documents_table", "data_bucket"} <= used
+    assert not used & {"jobs_table", "artifacts_bucket", "event_bus_name"}
+
+    read_write = {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+    for setting in ("traces_table", "cache_table", "rate_limit_table"):
+        assert read_write <= _actions_on(deployed, role_id, tables[setting]), setting
+    documents = _actions_on(deployed, role_id, tables["documents_table"])
+    assert {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan"} <= documents
+    assert not {action for action in documents if action.startswith(("dynamodb:Put", "dynamodb:Update"))}
+    assert not {a for a in documents if a.startswith(("dynamodb:Delete", "dynamodb:BatchWrite"))}
+    data = _actions_on(deployed, role_id, buckets["data_bucket"])
+    assert "s3:PutObject" in data and {"s3:GetObject*", "s3:List*"} <= data
+    for resource in (tables["jobs_table"], buckets["artifacts_bucket"]):
+        assert not _actions_on(deployed, role_id, resource)
+    policies = _policy_text(deployed, role_id)
+    assert "events:PutEvents" not in policies and "states:" not in policies

@@ -1,36 +1,29 @@
-"""`research-agent`: start a research job through the HTTP API and follow it to the end.
+"""The research-job commands: start a job through the HTTP API and follow it to the end.
 
-    research-agent research "What are recent advances in transformer architectures?" --depth rapid
-    research-agent research "..." --url https://abc.execute-api.eu-west-1.amazonaws.com/prod --api-key KEY
-    research-agent status JOB_ID
-    research-agent results JOB_ID
-
-Local by default (`make run` serves every API on http://127.0.0.1:8000).
+research-agent research "What are recent advances in transformer architectures?" --depth rapid
+research-agent research "..." --url https://abc.execute-api.eu-west-1.amazonaws.com/prod --api-key KEY
+research-agent status JOB_ID
+research-agent results JOB_ID
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
 import uuid
 from typing import Any, TextIO
 
 import httpx
 
-DEFAULT_URL = "http://127.0.0.1:8000"
 TERMINAL = {"COMPLETED", "PARTIAL", "FAILED", "REFUSED"}
 BAR_WIDTH = 30
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="research-agent", description="Evidence-grounded research jobs.")
-    parser.add_argument("--url", default=os.environ.get("RESEARCH_API_URL", DEFAULT_URL), help="API base URL")
-    parser.add_argument("--api-key", default=os.environ.get("RESEARCH_API_KEY"), help="API Gateway key")
-    commands = parser.add_subparsers(dest="command", required=True)
-    research = commands.add_parser("research", help="start a job and follow it")
+def add_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    research = commands.add_parser("research", parents=[common], help="start a job and follow it")
     research.add_argument("goal", help="the research goal (10-500 characters)")
     research.add_argument(
         "--depth", choices=["rapid", "focused", "comprehensive", "exhaustive"], default="focused"
@@ -43,10 +36,11 @@ def _parser() -> argparse.ArgumentParser:
     research.add_argument("--no-wait", action="store_true", help="print the job id and exit")
     research.add_argument("--timeout", type=float, default=900.0, help="seconds to follow the job")
     research.add_argument("--interval", type=float, default=1.0, help="seconds between status polls")
-    for name in ("status", "results"):
-        command = commands.add_parser(name, help=f"show the {name} of a job")
+    research.set_defaults(run=run_research)
+    for name, run in (("status", run_status), ("results", run_results)):
+        command = commands.add_parser(name, parents=[common], help=f"show the {name} of a job")
         command.add_argument("job_id")
-    return parser
+        command.set_defaults(run=run)
 
 
 def _bar(status: dict[str, Any]) -> str:
@@ -117,34 +111,40 @@ def print_results(results: dict[str, Any], base_url: str, out: TextIO) -> None:
                 out.write(f"  {'':<26} {link['url']}\n")
 
 
-def main(
-    argv: list[str] | None = None, *, client: httpx.Client | None = None, out: TextIO | None = None
-) -> int:
-    args = _parser().parse_args(argv)
-    out = out or sys.stdout
-    headers = {"x-api-key": args.api_key} if args.api_key else {}
-    http = client or httpx.Client(base_url=args.url, headers=headers, timeout=30.0)
+def run_status(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
     try:
-        if args.command == "status":
-            response = http.get(f"/api/agent/status/{args.job_id}")
-            out.write(json.dumps(response.json(), indent=2) + "\n")
-            return 0 if response.status_code == 200 else 1
-        if args.command == "results":
-            response = http.get(f"/api/agent/results/{args.job_id}")
-            if response.status_code != 200:
-                out.write(_error(response) + "\n")
-                return 1
-            print_results(response.json(), args.url, out)
-            return 0
-        body = {
-            "research_goal": args.goal,
-            "scope_parameters": {
-                "temporal_boundary": {"publication_window_years": args.years},
-                "quality_threshold": {"impact_level": args.impact},
-                "discovery_depth": args.depth,
-                "source_diversity_requirement": not args.no_diversity,
-            },
-        }
+        response = http.get(f"/api/agent/status/{args.job_id}")
+    except httpx.HTTPError as exc:
+        out.write(f"error: {exc}\n")
+        return 1
+    out.write(json.dumps(response.json(), indent=2) + "\n")
+    return 0 if response.status_code == 200 else 1
+
+
+def run_results(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+    try:
+        response = http.get(f"/api/agent/results/{args.job_id}")
+    except httpx.HTTPError as exc:
+        out.write(f"error: {exc}\n")
+        return 1
+    if response.status_code != 200:
+        out.write(_error(response) + "\n")
+        return 1
+    print_results(response.json(), args.url, out)
+    return 0
+
+
+def run_research(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+    body = {
+        "research_goal": args.goal,
+        "scope_parameters": {
+            "temporal_boundary": {"publication_window_years": args.years},
+            "quality_threshold": {"impact_level": args.impact},
+            "discovery_depth": args.depth,
+            "source_diversity_requirement": not args.no_diversity,
+        },
+    }
+    try:
         response = http.post("/api/agent/execute", json=body, headers={"Idempotency-Key": str(uuid.uuid4())})
         if response.status_code not in (200, 202):
             out.write(f"could not start the job: {_error(response)}\n")
@@ -166,10 +166,3 @@ def main(
     except (httpx.HTTPError, RuntimeError, TimeoutError) as exc:
         out.write(f"error: {exc}\n")
         return 1
-    finally:
-        if client is None:
-            http.close()
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.scheduler import LocalScheduler, start_local_scheduler
 from functions.orchestrate.app import app
-from functions.orchestrate.schedules import job_input
-from functions.orchestrate.schedules_router import schedule_store
+from functions.schedules.service import job_input
+from functions.schedules.wiring import schedule_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -1,18 +1,15 @@
 from __future__ import annotations
 
-import json
+import asyncio
 import re
 from dataclasses import replace
+from typing import Any
 
-from functions.orchestrate.synthesis import (
-    PARTIAL,
-    SINGLE_SOURCE_CONFIDENCE_CAP,
-    SUPPORTED,
-    UNSUPPORTED,
-    synthesize,
-    verify_claim,
-)
+from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP
+from functions.research.synthesis import PARTIAL, SUPPORTED, UNSUPPORTED, SynthesisResult, verify_claim
+from functions.research.synthesis import synthesize as synthesize_async
 from tests.unit.orchestrate.fixtures import extracted, plan
+from tests.unit.research.scripted_llm import ScriptedLlm
 
 SOURCES = [
     extracted(
@@ -43,16 +40,8 @@ SOURCES = [
 ]
 
 
-class StubProvider:
-    name = "stub"
-
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.prompts: list[str] = []
-
-    def complete(self, system: str, prompt: str) -> str:
-        self.prompts.append(prompt)
-        return self.answer
+def synthesize(*args: Any, **kwargs: Any) -> SynthesisResult:
+    return asyncio.run(synthesize_async(*args, **kwargs))
 
 
 def _quotes(result_evidence: list[dict[str, object]]) -> set[str]:
@@ -90,36 +79,24 @@ def test_verification_needs_the_words_and_numbers_of_the_quote() -> None:
 def test_llm_sentences_are_checked_and_unsupported_ones_dropped() -> None:
     evidence_ids = [item["evidence_id"] for item in synthesize(plan("rapid"), SOURCES).to_dict()["evidence"]]
     first, second = evidence_ids[0], evidence_ids[3]
-    answer = json.dumps(
-        {
-            "themes": [
-                {
-                    "name": "Sparse attention",
-                    "sentences": [
-                        f"Block sparse attention reduced training time by 38% on long document benchmarks [{first}]",
-                        f"Block sparse attention reduced training time by 75% [{first}]",
-                        "Sparse attention is universally adopted [ev-ffffffffff]",
-                    ],
-                },
-                {
-                    "name": "Mixture of experts",
-                    "sentences": [
-                        f"Block sparse attention kept accuracy within 0.4 points of dense attention [{second}]",
-                    ],
-                },
-            ],
-            "summary": [f"Block sparse attention reduced training time by 38% [{first}]"],
-            "gaps": [],
-        }
+    answer = (
+        "### Sparse attention\n\n"
+        f"Block sparse attention reduced training time by 38% on long document benchmarks [{first}]. "
+        f"Block sparse attention reduced training time by 75% [{first}]. "
+        "Sparse attention is universally adopted [ev-ffffffffff].\n\n"
+        "### Mixture of experts\n\n"
+        f"Block sparse attention kept accuracy within 0.4 points of dense attention [{second}].\n\n"
+        "### Gaps\n\n"
+        f"Block sparse attention reduced training time by 38% [{first}]."
     )
-    provider = StubProvider("Here is the JSON:\n" + answer)
+    provider = ScriptedLlm(answer)
     result = synthesize(plan("rapid"), SOURCES, provider=provider).to_dict()
-    assert result["writer"] == "llm:stub"
+    assert result["writer"] == "llm:scripted"
     assert first in provider.prompts[0]
     dropped = [c for c in result["claims"] if not c["kept"]]
     assert {c["claim_text"] for c in dropped} == {
-        "Block sparse attention reduced training time by 75%",
-        "Sparse attention is universally adopted",
+        "Block sparse attention reduced training time by 75%.",
+        "Sparse attention is universally adopted.",
     }
     assert "75%" not in result["synthesis_text"] and "universally" not in result["synthesis_text"]
     assert "38%" in result["synthesis_text"]
@@ -127,7 +104,7 @@ def test_llm_sentences_are_checked_and_unsupported_ones_dropped() -> None:
 
 
 def test_a_failing_provider_falls_back_to_the_extractive_writer() -> None:
-    result = synthesize(plan("rapid"), SOURCES, provider=StubProvider("no json here")).to_dict()
+    result = synthesize(plan("rapid"), SOURCES, provider=ScriptedLlm("", fail=True)).to_dict()
     assert result["writer"] == "extractive" and result["primary_themes"]
     assert "LLM writer failed" in result["notes"][0]
 
@@ -155,9 +132,7 @@ def test_no_relevant_evidence_is_refused() -> None:
     unverifiable = synthesize(
         plan("rapid"),
         SOURCES[:1],
-        provider=StubProvider(
-            '{"themes": [{"name": "x", "sentences": ["Transformers cured 99% of cancers [ev-0000000000]."]}], "summary": [], "gaps": []}'
-        ),
+        provider=ScriptedLlm("### x\n\nTransformers cured 99% of cancers [ev-0000000000]."),
     ).to_dict()
     assert (
         unverifiable["refusal"]

@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from functions.cli.main import main
 from functions.common.storage import InMemoryBlobStore
-from functions.orchestrate import cli
 from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
@@ -62,7 +62,7 @@ def _client() -> TestClient:
 def test_research_command_follows_the_job_and_prints_artifacts() -> None:
     out = io.StringIO()
     with _client() as client:
-        code = cli.main(
+        code = main(
             [
                 "research",
                 "What are recent advances in transformer architectures?",
@@ -85,8 +85,8 @@ def test_research_command_follows_the_job_and_prints_artifacts() -> None:
 def test_bad_goal_and_unknown_job_fail_cleanly() -> None:
     out = io.StringIO()
     with _client() as client:
-        assert cli.main(["research", "short"], client=client, out=out) == 1
+        assert main(["research", "short"], client=client, out=out) == 1
         assert "research_goal" in out.getvalue()
-        assert cli.main(["results", "0b5c1f4e-0000-4000-8000-000000000000"], client=client, out=out) == 1
+        assert main(["results", "0b5c1f4e-0000-4000-8000-000000000000"], client=client, out=out) == 1
         assert "JOB_NOT_FOUND" in out.getvalue()
     app.dependency_overrides.clear()

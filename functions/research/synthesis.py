@@ -1,23 +1,30 @@
-"""Synthesize: evidence with opaque ids, themes, cited summary, claim verification, confidence, refusal.
+"""The research job's synthesis: evidence with opaque ids, themes, cited summary, claim verification,
+confidence, refusal.
 
-Never lets a model write a citation: the writer (extractive, or an LLM) only refers to evidence ids,
-every cited sentence is checked against the quotes it cites, and unsupported sentences are dropped.
+Never lets a model write a citation: the writer (extractive theme clustering, or the answer engine's LLM
+writer in report style) only refers to evidence ids, every cited sentence goes through the answer
+engine's Verifier against the quotes it cites, and unsupported sentences are dropped.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-from rapidfuzz import fuzz
+from typing import TYPE_CHECKING, Any
 
 from functions.common.models import ExtractedPaper, short_hash
-from functions.orchestrate.llm import LlmProvider
+from functions.research.evidence import PAGE, EvidenceChunk
+from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP
 from functions.research.planning import ResearchPlan, content_tokens
+from functions.research.presets import STYLE_REPORT
+from functions.research.redteam import injection_cue, red_team
 from functions.research.screening import Candidate
+from functions.research.verifier import PARTIAL, SUPPORTED, UNSUPPORTED, Verifier, verify_claim
+from functions.research.writer import GAPS_SECTION, LlmWriter
+
+if TYPE_CHECKING:
+    from functions.common.llm import LlmProvider
 
 _GAP_SIGNAL = re.compile(
     r"\b(limitation\w*|future (work|research|studies)|remains? (unclear|open|unknown|challenging)|"
@@ -25,8 +32,6 @@ _GAP_SIGNAL = re.compile(
     r"lack of|little is known|is needed|are needed|we leave)\b",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_CITATION_MARK = re.compile(r"\s*\[((?:ev-[0-9a-f]+)(?:\s*,\s*ev-[0-9a-f]+)*)\]")
 METHODOLOGY_PATTERNS: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern, re.IGNORECASE)
     for name, pattern in {
@@ -44,7 +49,7 @@ METHODOLOGY_PATTERNS: dict[str, re.Pattern[str]] = {
         "Controlled experiment": r"\bexperiment(s|al)?\b",
     }.items()
 }
-SUPPORTED, PARTIAL, UNSUPPORTED = "supported", "partially_supported", "unsupported"
+__all__ = ["PARTIAL", "SUPPORTED", "UNSUPPORTED", "synthesize", "verify_claim"]
 # Words of research reporting that say nothing about the subject (never theme labels on their own).
 _GENERIC = frozenset(
     [
@@ -162,17 +167,10 @@ class SynthesisResult:
     refusal_reason: str | None
     writer: str
     notes: list[str] = field(default_factory=list)
+    red_team: dict[str, Any] = field(default_factory=dict)  # the answer engine's Red-Team report
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # evidence and claims become dicts too
-
-
-# A synthesis that rests on one source cannot show agreement between sources.
-SINGLE_SOURCE_CONFIDENCE_CAP = 0.5
-
-
-def _normalise(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z0-9.% ]", " ", text.lower()).split())
 
 
 def build_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> list[Evidence]:
@@ -181,7 +179,7 @@ def build_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> list[Evid
     for candidate, paper in sources:
         for quote in paper.evidence:
             text = " ".join(quote.quote.split())
-            if len(text) < 20:
+            if len(text) < 20 or injection_cue(text):  # retrieved text is data: instructions are dropped
                 continue
             evidence_id = "ev-" + short_hash(
                 f"{candidate.source_id}|{quote.page}|{quote.char_start}|{text}", 10
@@ -203,32 +201,6 @@ def build_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> list[Evid
                 )
             )
     return evidence
-
-
-def verify_claim(claim_text: str, quotes: list[str]) -> tuple[str, float, str]:
-    """Verdict of one claim against the quotes it cites: lexical containment plus number agreement."""
-    if not quotes:
-        return UNSUPPORTED, 0.0, "cites no known evidence"
-    claim = _normalise(claim_text)
-    normalised = [_normalise(quote) for quote in quotes]
-    joined = " ".join(normalised)
-    containment = max(fuzz.partial_ratio(claim, quote) for quote in normalised) / 100
-    claim_terms = set(content_tokens(claim_text))
-    quote_terms = set(content_tokens(joined))
-    coverage = len(claim_terms & quote_terms) / len(claim_terms) if claim_terms else 0.0
-    quoted_numbers = set(_NUMBER.findall(joined))
-    missing_numbers = [n for n in _NUMBER.findall(claim) if n not in quoted_numbers]
-    if missing_numbers:
-        return (
-            UNSUPPORTED,
-            round(min(containment, coverage) * 0.3, 3),
-            (f"numbers not in the cited evidence: {', '.join(missing_numbers[:3])}"),
-        )
-    if containment >= 0.9 or coverage >= 0.85:
-        return SUPPORTED, round(max(containment, coverage), 3), "stated in the cited evidence"
-    if coverage >= 0.5:
-        return PARTIAL, round(coverage, 3), "only partly stated in the cited evidence"
-    return UNSUPPORTED, round(coverage, 3), "not stated in the cited evidence"
 
 
 def _stem(token: str) -> str:
@@ -347,40 +319,40 @@ def extractive_draft(plan: ResearchPlan, evidence: list[Evidence]) -> Draft:
     return Draft(themes=themes, summary=summary, gaps=unique_gaps, writer="extractive")
 
 
-_LLM_SYSTEM = (
-    "You write research syntheses strictly from numbered evidence. Every sentence must end with the ids "
-    "of the evidence that states it, like [ev-0123456789]. Use only the given ids; never invent numbers, "
-    "sources or citations. Answer with JSON only."
-)
+MAX_LLM_EVIDENCE = 60
 
 
-def llm_draft(plan: ResearchPlan, evidence: list[Evidence], provider: LlmProvider) -> Draft:
-    ranked = sorted(evidence, key=lambda e: (-e.relevance_score, e.evidence_id))[:60]
-    listing = "\n".join(f"[{e.evidence_id}] ({e.kind}, p.{e.page}) {e.quote}" for e in ranked)
-    prompt = (
-        f"Research goal: {plan.goal}\n\nEvidence:\n{listing}\n\n"
-        'Return JSON: {"themes": [{"name": str, "sentences": [str]}], "summary": [str], "gaps": [str]} '
-        "with 2-5 themes, every sentence ending in its evidence ids in square brackets."
-    )
-    raw = provider.complete(_LLM_SYSTEM, prompt)
-    match = re.search(r"\{.*\}", raw, re.DOTALL)
-    if not match:
-        raise ValueError("the model did not answer with JSON")
-    data = json.loads(match.group(0))
-
-    def cited(sentence: str) -> tuple[str, list[str]]:
-        ids = [i.strip() for group in _CITATION_MARK.findall(sentence) for i in group.split(",")]
-        return _CITATION_MARK.sub("", sentence).strip(), ids
-
-    themes = [
-        (str(theme.get("name", "")).strip() or "Theme", [cited(str(s)) for s in theme.get("sentences", [])])
-        for theme in data.get("themes", [])
+async def llm_draft(plan: ResearchPlan, evidence: list[Evidence], provider: LlmProvider) -> Draft:
+    """The answer engine's LLM writer in report style: theme headings become themes, the gaps heading
+    the gaps, and each theme's first sentence the summary."""
+    ranked = sorted(evidence, key=lambda e: (-e.relevance_score, e.evidence_id))[:MAX_LLM_EVIDENCE]
+    chunks = [
+        EvidenceChunk(
+            e.evidence_id,
+            e.source_id,
+            e.quote,
+            e.relevance_score,
+            PAGE,
+            e.page,
+            e.char_start,
+            e.char_end,
+            e.section,
+        )
+        for e in ranked
     ]
+    draft = await LlmWriter(provider).write(plan.goal, STYLE_REPORT, chunks, titles={})
+    themes: dict[str, list[tuple[str, list[str]]]] = {}
+    gaps: list[tuple[str, list[str]]] = []
+    for sentence in draft.sentences:
+        if sentence.section and sentence.section.strip().lower() == GAPS_SECTION.lower():
+            gaps.append((sentence.text, sentence.chunk_ids))
+        else:
+            themes.setdefault(sentence.section or "Findings", []).append((sentence.text, sentence.chunk_ids))
     return Draft(
-        themes=themes,
-        summary=[cited(str(s)) for s in data.get("summary", [])],
-        gaps=[cited(str(s)) for s in data.get("gaps", [])],
-        writer=f"llm:{provider.name}",
+        themes=list(themes.items()),
+        summary=[sentences[0] for sentences in themes.values() if sentences],
+        gaps=gaps,
+        writer=draft.writer,
     )
 
 
@@ -388,7 +360,7 @@ def _cite(text: str, ids: list[str]) -> str:
     return f"{text} [{', '.join(ids)}]"
 
 
-def synthesize(
+async def synthesize(
     plan: ResearchPlan,
     sources: list[tuple[Candidate, ExtractedPaper]],
     *,
@@ -408,34 +380,65 @@ def synthesize(
     draft = extractive_draft(plan, evidence)
     if provider is not None and evidence:
         try:
-            draft = llm_draft(plan, evidence, provider)
+            draft = await llm_draft(plan, evidence, provider)
         except Exception as exc:  # a provider or format failure falls back to the extractive writer
             notes.append(f"LLM writer failed ({type(exc).__name__}: {exc}); used the extractive writer")
 
-    claims: list[Claim] = []
-    claim_index: dict[tuple[str, tuple[str, ...]], Claim] = {}
+    drafted = list(
+        dict.fromkeys(
+            (text, tuple(ids))
+            for text, ids in [
+                *(pair for _, sentences in draft.themes for pair in sentences),
+                *draft.summary,
+                *draft.gaps,
+            ]
+            if text
+        )
+    )
+    verifications = await Verifier(provider).verify(
+        [(text, list(ids)) for text, ids in drafted], {item.evidence_id: item.quote for item in evidence}
+    )
+    claims = [
+        Claim(v.claim_id, v.claim_text, v.evidence_chunk_ids, v.verdict, v.confidence, v.notes, v.kept)
+        for v in verifications
+    ]
+    claim_index = {(text, ids): claim for (text, ids), claim in zip(drafted, claims, strict=True)}
+    chunks = {
+        e.evidence_id: EvidenceChunk(
+            e.evidence_id,
+            e.source_id,
+            e.quote,
+            e.relevance_score,
+            PAGE,
+            e.page,
+            e.char_start,
+            e.char_end,
+            e.section,
+        )
+        for e in evidence
+    }
+    quarantined = [
+        (
+            EvidenceChunk(
+                "quarantined",
+                candidate.source_id,
+                quote.quote,
+                0.0,
+                PAGE,
+                quote.page,
+                quote.char_start,
+                quote.char_end,
+            ),
+            cue,
+        )
+        for candidate, paper in sources
+        for quote in paper.evidence
+        if (cue := injection_cue(quote.quote))
+    ]
+    report = red_team([v for v in verifications if v.kept], verifications, chunks, quarantined)
 
     def check(text: str, ids: list[str]) -> Claim:
-        key = (text, tuple(ids))
-        if key in claim_index:
-            return claim_index[key]
-        known = [i for i in ids if i in by_id]
-        if len(known) != len(ids) or not ids:
-            verdict, confidence, why = UNSUPPORTED, 0.0, "cites ids that are not evidence of this job"
-        else:
-            verdict, confidence, why = verify_claim(text, [by_id[i].quote for i in known])
-        claim = Claim(
-            claim_id=f"clm-{len(claims) + 1:03d}",
-            claim_text=text,
-            evidence_ids=ids,
-            verdict=verdict,
-            confidence=confidence,
-            notes=why,
-            kept=verdict != UNSUPPORTED,
-        )
-        claims.append(claim)
-        claim_index[key] = claim
-        return claim
+        return claim_index[(text, tuple(ids))]
 
     themes: list[tuple[str, list[tuple[str, list[str]]]]] = []
     for name, sentences in draft.themes:
@@ -557,4 +560,5 @@ def synthesize(
         refusal_reason=refusal_reason,
         writer=draft.writer,
         notes=notes,
+        red_team=report.to_dict(),
     )

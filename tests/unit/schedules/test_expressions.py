@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions.common.errors import InvalidInput
-from functions.orchestrate.schedules import StoredSchedule, due_fires, parse_expression
+from functions.schedules.service import StoredSchedule, due_fires, parse_expression
 
 MONDAY_NOON = datetime(2030, 1, 7, 12, 0, tzinfo=UTC)  # 7 January 2030 is a Monday
 

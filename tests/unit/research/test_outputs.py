@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import asyncio
+
 from bibtexparser.entrypoint import parse_string
 
-from functions.orchestrate import outputs
-from functions.orchestrate.synthesis import synthesize
+from functions.research import outputs
 from functions.research.screening import Candidate, source_id_for
+from functions.research.synthesis import synthesize
 from tests.unit.orchestrate.fixtures import extracted, paper, plan
 
 
@@ -36,7 +38,7 @@ def test_report_and_libraries_use_verified_evidence() -> None:
         extracted(1, [("finding", "Sparse attention cut memory use by 40% on long documents.")]),
         extracted(2, [("finding", "Sparse attention kept accuracy within one point of dense models.")]),
     ]
-    synthesis = synthesize(plan("rapid"), sources).to_dict()
+    synthesis = asyncio.run(synthesize(plan("rapid"), sources)).to_dict()
     candidates = [candidate for candidate, _ in sources]
     _, keys = outputs.bibtex_entries(candidates)
     report = outputs.report_markdown(synthesis, candidates, keys, "COMPLETED")

@@ -1,0 +1,79 @@
+"""The multi-source face: `/api/v1/research`, `/api/v1/ask`, `/api/v1/presets`, `/api/v1/focus-modes`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+
+from functions.answer.schemas import (
+    DetailResponse,
+    FocusModeInfo,
+    FocusModesResponse,
+    PresetInfo,
+    PresetsResponse,
+    ResearchRequest,
+    ResearchResponse,
+)
+from functions.answer.service import AnswerService, new_trace_id, to_research_response
+from functions.answer.wiring import answer_service
+from functions.common.api import client_identity
+from functions.research.pipeline import AnswerRequest
+from functions.research.presets import EFFORT_LOW, FOCUS_MODES, PRESETS
+
+router = APIRouter(prefix="/api/v1", tags=["answer"])
+ServiceDep = Annotated[AnswerService, Depends(answer_service)]
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": DetailResponse, "description": "Invalid request body"},
+    404: {"model": DetailResponse, "description": "No search results found"},
+    429: {"model": DetailResponse, "description": "Rate limit exceeded"},
+    500: {"model": DetailResponse, "description": "Synthesis error"},
+    503: {"model": DetailResponse, "description": "No search connectors configured or available"},
+}
+
+
+async def _research(body: ResearchRequest, effort: str, request: Request, service: AnswerService) -> Any:
+    await service.admit(client_identity(request))
+    service.check_connectors(body.connectors)
+    answer_request = AnswerRequest(
+        question=body.query,
+        preset=body.preset,
+        focus_mode=body.focus_mode,
+        reasoning_effort=effort,
+        top_k=body.top_k,
+        connectors=body.connectors,
+    )
+    received = {"face": request.url.path, "options": body.model_dump(exclude={"query"}), "effort": effort}
+    result = await service.answer(answer_request, trace_id=new_trace_id(), received=received)
+    return to_research_response(answer_request, result)
+
+
+@router.post("/research", response_model=ResearchResponse, responses=ERRORS)
+async def research(body: ResearchRequest, request: Request, service: ServiceDep) -> Any:
+    """Full research pipeline: search, evidence, a cited answer, verification, quality gate."""
+    return await _research(body, body.reasoning_effort, request, service)
+
+
+@router.post("/ask", response_model=ResearchResponse, responses=ERRORS)
+async def ask(body: ResearchRequest, request: Request, service: ServiceDep) -> Any:
+    """Quick answer: as `/research` with `reasoning_effort` set to "low" (the request's is ignored)."""
+    return await _research(body, EFFORT_LOW, request, service)
+
+
+@router.get("/presets", response_model=PresetsResponse)
+async def presets() -> PresetsResponse:
+    return PresetsResponse(
+        presets=[
+            PresetInfo(name=preset.name, description=preset.description, features=list(preset.features))
+            for preset in PRESETS.values()
+        ]
+    )
+
+
+@router.get("/focus-modes", response_model=FocusModesResponse)
+async def focus_modes() -> FocusModesResponse:
+    return FocusModesResponse(
+        focus_modes=[
+            FocusModeInfo(name=mode.name, description=mode.description) for mode in FOCUS_MODES.values()
+        ]
+    )

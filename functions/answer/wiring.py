@@ -1,0 +1,89 @@
+"""The answer function's composition root: the deployed (and local-runtime) adapters behind the pipeline.
+
+Per container: the search service (its breakers, HTTP clients and cache outlive a request), the relevance
+scorer (MiniLM weights load once) and the answer service. Per request: the extraction service (it owns
+an HTTP client, closed when the answer is done) and the LLM provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import cache
+
+from functions.answer.service import AnswerService
+from functions.common.embedder import default_embedder
+from functions.common.llm import provider_from_settings
+from functions.common.settings import Settings, get_settings
+from functions.common.traces import DynamoDbTraceStore
+from functions.extract.documents import DocumentRepository, DynamoDocumentRepository
+from functions.extract.service import ExtractionService
+from functions.research.pipeline import AnswerPipeline
+from functions.research.relevance import RelevanceScorer
+from functions.research.retriever import Retriever, UploadedDocument
+from functions.search.service import SearchService
+
+
+class UploadedDocuments:
+    """The Retriever's document port over the extract function's document records."""
+
+    def __init__(self, repository: DocumentRepository) -> None:
+        self._repository = repository
+
+    def get(self, document_id: str) -> UploadedDocument | None:
+        record = self._repository.get(document_id)
+        if record is None or record.status != "indexed":
+            return None
+        return UploadedDocument(
+            document_id=record.document_id,
+            title=record.title or record.filename,
+            source_url=record.source_url,
+        )
+
+
+@cache
+def relevance_scorer() -> RelevanceScorer:
+    return RelevanceScorer(default_embedder())
+
+
+_service: tuple[Settings, AnswerService] | None = None
+
+
+def answer_service() -> AnswerService:
+    """One service per container and settings (tests and the local runtime change the settings)."""
+    global _service
+    settings = get_settings()
+    if _service is None or _service[0] is not settings:
+        _service = (settings, build_service(settings))
+    return _service[1]
+
+
+def build_service(settings: Settings) -> AnswerService:
+    search = SearchService.from_settings(settings)
+
+    @asynccontextmanager
+    async def pipeline() -> AsyncIterator[AnswerPipeline]:
+        # The first request loads the MiniLM weights: off the event loop, so a stream's first event
+        # is written meanwhile.
+        scorer = await asyncio.to_thread(relevance_scorer)
+        extraction = ExtractionService.from_settings(settings)
+        try:
+            retriever = Retriever(
+                search=service.search_port,
+                full_text=extraction,
+                documents=UploadedDocuments(DynamoDocumentRepository()),
+                scorer=scorer,
+            )
+            yield AnswerPipeline(retriever, llm=provider_from_settings(settings))
+        finally:
+            await extraction.aclose()
+
+    service = AnswerService(
+        pipeline,
+        DynamoDbTraceStore(ttl_days=settings.trace_ttl_days),
+        search,
+        llm_configured=settings.llm_provider != "none",
+        admit=search.admit_client_async,
+    )
+    return service

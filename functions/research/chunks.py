@@ -1,0 +1,69 @@
+"""Evidence chunks: sentences cut from a source's text with their offsets, ranked against the question."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import bm25s
+import numpy as np
+import Stemmer
+
+# A sentence ends at . ! ? followed by space and an upper-case letter, digit or bracket; abbreviations
+# that end in a full stop ("et al.", "e.g.", "Fig.") do not end one.
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
+_ABBREVIATION = re.compile(r"(?:\bet al|\be\.g|\bi\.e|\bFig|\bEq|\bSec|\bvs|\bcf|\bapprox|\bNo|\b[A-Z])\.$")
+MIN_CHUNK_CHARS = 40
+MAX_CHUNK_CHARS = 600
+
+
+def sentence_spans(text: str, *, merge_short: bool = True) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`; very short sentences join the next one (evidence
+    chunks), unless `merge_short` is off (a draft, where every sentence is its own claim)."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        end = match.start()
+        if _ABBREVIATION.search(text[start:end]):
+            continue
+        spans.append((start, end))
+        start = match.end()
+    if start < len(text):
+        spans.append((start, len(text.rstrip())))
+    if not merge_short:
+        return [(begin, end) for begin, end in spans if end > begin]
+    merged: list[tuple[int, int]] = []
+    for begin, end in spans:
+        if merged and merged[-1][1] - merged[-1][0] < MIN_CHUNK_CHARS:
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((begin, end))
+    return [(begin, end) for begin, end in merged if end - begin >= MIN_CHUNK_CHARS // 2]
+
+
+def bounded(text: str, start: int, end: int) -> tuple[int, int]:
+    """A span no longer than MAX_CHUNK_CHARS, cut at a word boundary."""
+    if end - start <= MAX_CHUNK_CHARS:
+        return start, end
+    cut = text.rfind(" ", start, start + MAX_CHUNK_CHARS)
+    return start, cut if cut > start else start + MAX_CHUNK_CHARS
+
+
+def bm25_scores(query: str, texts: Sequence[str]) -> list[float]:
+    """BM25 of every text against the query, scaled to 0..1 by the best (all 0 when nothing matches)."""
+    if not texts:
+        return []
+    stemmer = Stemmer.Stemmer("english")
+    corpus = bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer, show_progress=False)
+    retriever = bm25s.BM25()
+    retriever.index(corpus, show_progress=False)
+    query_tokens = bm25s.tokenize(
+        [query], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
+    )
+    vocabulary = retriever.vocab_dict
+    usable = [token for token in query_tokens[0] if token in vocabulary]
+    if not usable:
+        return [0.0] * len(texts)
+    scores = np.asarray(retriever.get_scores(usable), dtype=np.float64)
+    best = float(scores.max())
+    return [float(value / best) if best > 0 else 0.0 for value in scores]

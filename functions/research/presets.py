@@ -1,0 +1,187 @@
+"""The answer engine's presets, focus modes and reasoning effort: what each changes in the pipeline.
+
+Presets choose the stages and the style (the multi-source contract's five). Focus modes steer what is
+searched and which evidence ranks first (its seven). Reasoning effort sets how much is read. Verification
+is never switched off: every sentence of every preset is checked against the evidence it cites, because
+checking costs milliseconds and an unchecked claim is what this API exists to avoid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EFFORT_LOW, EFFORT_MEDIUM, EFFORT_HIGH = "low", "medium", "high"
+REASONING_EFFORTS = (EFFORT_LOW, EFFORT_MEDIUM, EFFORT_HIGH)
+
+STYLE_ANSWER, STYLE_ACADEMIC, STYLE_TUTORIAL, STYLE_CONTRADICTIONS = (
+    "answer",
+    "academic",
+    "tutorial",
+    "contradictions",
+)
+STYLE_REPORT = "report"  # the research job's synthesis: themes, then gaps
+
+
+@dataclass(frozen=True)
+class Effort:
+    name: str
+    queries: int  # searches planned (the whole question first, then its concepts)
+    sources: int  # fused sources kept after relevance ranking
+    chunks: int  # evidence chunks the writer may use
+    full_text_papers: int  # top sources read in full (PDF through the extraction service), when allowed
+    # Sources scored with the MiniLM embedder as well as lexically (the ones with most term overlap);
+    # embedding costs 40-80 ms a source on one core, the rest get the calibrated lexical model.
+    embedded_sources: int
+
+
+EFFORTS: dict[str, Effort] = {
+    EFFORT_LOW: Effort(EFFORT_LOW, queries=2, sources=6, chunks=8, full_text_papers=0, embedded_sources=6),
+    EFFORT_MEDIUM: Effort(
+        EFFORT_MEDIUM, queries=3, sources=8, chunks=12, full_text_papers=2, embedded_sources=16
+    ),
+    EFFORT_HIGH: Effort(
+        EFFORT_HIGH, queries=5, sources=12, chunks=18, full_text_papers=4, embedded_sources=24
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    display_name: str
+    description: str
+    features: tuple[str, ...]
+    full_text: bool  # may read the top sources in full (how many: the reasoning effort)
+    critic: bool  # coverage, single-source and contradiction critique
+    rcs: bool  # per-source relevance-scored summaries
+    quality_gate: bool  # refuse below the confidence threshold (otherwise only when nothing is verified)
+    style: str
+    source_bonus: int = 0  # extra sources kept (contradiction hunting needs more voices)
+
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        Preset(
+            "fast",
+            "Fast",
+            "Quick answer from abstracts: one round of searches, no full text, no critique",
+            ("basic_synthesis", "verification"),
+            full_text=False,
+            critic=False,
+            rcs=False,
+            quality_gate=False,
+            style=STYLE_ANSWER,
+        ),
+        Preset(
+            "comprehensive",
+            "Comprehensive",
+            "Full pipeline with quality gate, RCS, and contradiction detection",
+            ("quality_gate", "rcs", "contradictions", "outline", "full_text", "verification"),
+            full_text=True,
+            critic=True,
+            rcs=True,
+            quality_gate=True,
+            style=STYLE_ACADEMIC,
+        ),
+        Preset(
+            "contracrow",
+            "ContraCrow",
+            "Focus on contradiction detection: more sources, the answer sets disagreeing findings side by side",
+            ("quality_gate", "rcs", "contradictions", "full_text", "verification"),
+            full_text=True,
+            critic=True,
+            rcs=True,
+            quality_gate=True,
+            style=STYLE_CONTRADICTIONS,
+            source_bonus=4,
+        ),
+        Preset(
+            "academic",
+            "Academic",
+            "Academic style with outline: background, findings, limitations",
+            ("quality_gate", "rcs", "outline", "academic_style", "full_text", "verification"),
+            full_text=True,
+            critic=True,
+            rcs=True,
+            quality_gate=True,
+            style=STYLE_ACADEMIC,
+        ),
+        Preset(
+            "tutorial",
+            "Tutorial",
+            "Tutorial style with outline: what it is, how it works, what to watch for",
+            ("quality_gate", "outline", "tutorial_style", "verification"),
+            full_text=True,
+            critic=True,
+            rcs=False,
+            quality_gate=True,
+            style=STYLE_TUTORIAL,
+        ),
+    )
+}
+# No preset: the full pipeline in plain answer style.
+DEFAULT_PRESET = Preset(
+    "default",
+    "Default",
+    "Answer with critique, quality gate and per-source summaries",
+    ("quality_gate", "rcs", "contradictions", "verification"),
+    full_text=True,
+    critic=True,
+    rcs=True,
+    quality_gate=True,
+    style=STYLE_ANSWER,
+)
+
+
+@dataclass(frozen=True)
+class FocusMode:
+    name: str
+    description: str
+    # Sentence cues that rank evidence higher (lower-case substrings).
+    chunk_cues: tuple[str, ...] = ()
+    recent_years: int | None = None  # only sources from the last N years
+    prefer_peer_reviewed: bool = False  # rank sources with a venue, a DOI and citations first
+    split_alternatives: bool = False  # search each compared item on its own, balance the evidence
+
+
+_DEFINITIONAL = ("is a ", "is an ", "refers to", "is defined", "consists of", "we propose", "we introduce")
+
+FOCUS_MODES: dict[str, FocusMode] = {
+    mode.name: mode
+    for mode in (
+        FocusMode("general", "Balanced search across all sources"),
+        FocusMode(
+            "academic",
+            "Prioritize scholarly and research sources: peer-reviewed venues and cited work rank first",
+            prefer_peer_reviewed=True,
+        ),
+        FocusMode(
+            "documentation",
+            "Focus on definitions and method descriptions: how a technique is specified",
+            chunk_cues=(*_DEFINITIONAL, "method", "algorithm", "implementation", "architecture"),
+        ),
+        FocusMode(
+            "comparison",
+            "Compare alternatives: each compared item is searched on its own and evidence is balanced",
+            chunk_cues=("compared", "than", "outperform", "versus", "whereas", "baseline"),
+            split_alternatives=True,
+        ),
+        FocusMode(
+            "debugging",
+            "Failure modes and limitations: what goes wrong and why",
+            chunk_cues=("fail", "error", "limitation", "does not", "unstable", "degrad", "problem", "issue"),
+        ),
+        FocusMode(
+            "tutorial",
+            "Step-by-step understanding: definitions first, then how it works",
+            chunk_cues=(*_DEFINITIONAL, "first", "step", "example", "works by"),
+        ),
+        FocusMode(
+            "news",
+            "Recent work: sources from the last two years, newest first",
+            recent_years=2,
+        ),
+    )
+}
+DEFAULT_FOCUS = FOCUS_MODES["general"]

@@ -1,0 +1,515 @@
+"""Retriever: every planned search at once, fused by reciprocal rank, sources ranked by calibrated
+relevance to the question, and evidence chunks cut from abstracts (and from the full text of the top
+sources when the preset and effort allow) and ranked against the question.
+
+Retrieved text is data: chunks that carry instructions aimed at the model are quarantined here, never
+shown to the writer, and reported by the Red-Team.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from functions.common.embedder import MemoEmbedder
+from functions.common.errors import DomainError, InvalidInput, NotFound, UpstreamError
+from functions.common.models import ExtractedPaper, Paper
+from functions.research.chunks import bm25_scores, bounded, sentence_spans
+from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc, chunk_id_for, source_id_for
+from functions.research.planner import AnswerPlan, broadened
+from functions.research.presets import EFFORT_LOW
+from functions.research.redteam import injection_cue
+from functions.research.relevance import RelevanceScorer
+from functions.research.screening import document_text
+from functions.research.trace import RETRIEVER, TraceRecorder
+from functions.search.models import PaperQuery, SearchOutcome
+
+RRF_K = 60
+MIN_COVERAGE = 0.5  # below this share of concepts covered, one broader round of searches runs
+RELEVANCE_THRESHOLD = 0.5  # the relevance model's decision boundary (as in screening)
+FULL_TEXT_BUDGET_SECONDS = 12.0  # a slow PDF host must not hold the answer past API Gateway's 29 s
+MAX_CHUNKS_PER_SOURCE = 3
+# Chunk rank: its own match to the question, its source's relevance, and the focus mode's cues.
+CHUNK_WEIGHTS = (0.6, 0.4, 0.15)
+
+
+class SearchPort(Protocol):
+    @property
+    def connector_names(self) -> list[str]: ...
+
+    def connector_prefix(self, name: str) -> str: ...
+
+    async def search(self, query: PaperQuery) -> SearchOutcome: ...
+
+
+class FullTextPort(Protocol):
+    async def extract(
+        self,
+        source_url: str,
+        *,
+        focus_areas: list[str] | None = None,
+        max_length: int = 5000,
+        budget_seconds: float = 40.0,
+    ) -> ExtractedPaper: ...
+
+
+@dataclass(frozen=True)
+class UploadedDocument:
+    document_id: str
+    title: str
+    source_url: str  # what the extraction service reads it by
+
+
+class DocumentPort(Protocol):
+    def get(self, document_id: str) -> UploadedDocument | None: ...
+
+
+@dataclass
+class Retrieval:
+    sources: list[SourceDoc]
+    chunks: list[EvidenceChunk]  # ranked, the ones the writer may use
+    connectors_used: list[str]
+    failed_connectors: dict[str, str]
+    total_found: int
+    filtered_sources: int  # fused sources left out as not relevant to the question
+    quarantined: list[tuple[EvidenceChunk, str]] = field(default_factory=list)
+    full_text_read: list[str] = field(default_factory=list)  # source ids
+    notes: list[str] = field(default_factory=list)
+
+
+def published_at(year: int | None) -> str | None:
+    return f"{year:04d}-01-01T00:00:00Z" if year else None
+
+
+def abstract_chunks(source: SourceDoc, abstract: str) -> list[EvidenceChunk]:
+    chunks = []
+    for start, end in sentence_spans(abstract):
+        start, end = bounded(abstract, start, end)
+        chunks.append(
+            EvidenceChunk(
+                chunk_id=chunk_id_for(source.source_id, ABSTRACT, None, start),
+                source_id=source.source_id,
+                text=abstract[start:end],
+                score=0.0,
+                origin=ABSTRACT,
+                page=None,
+                char_start=start,
+                char_end=end,
+            )
+        )
+    return chunks
+
+
+def page_chunks(source_id: str, paper: ExtractedPaper) -> list[EvidenceChunk]:
+    return [
+        EvidenceChunk(
+            chunk_id=chunk_id_for(source_id, PAGE, quote.page, quote.char_start),
+            source_id=source_id,
+            text=quote.quote,
+            score=0.0,
+            origin=PAGE,
+            page=quote.page,
+            char_start=quote.char_start,
+            char_end=quote.char_end,
+            section=quote.section,
+        )
+        for quote in paper.evidence
+        if len(quote.quote) >= 20
+    ]
+
+
+class Retriever:
+    def __init__(
+        self,
+        search: SearchPort,
+        full_text: FullTextPort | None = None,
+        documents: DocumentPort | None = None,
+        scorer: RelevanceScorer | None = None,
+        lexical_scorer: RelevanceScorer | None = None,
+    ) -> None:
+        self.search = search
+        self.full_text = full_text
+        self.documents = documents
+        self._semantic = scorer
+        self._lexical = lexical_scorer or RelevanceScorer(None)
+
+    def queries(self, plan: AnswerPlan) -> list[PaperQuery]:
+        connectors = plan.connectors or self.search.connector_names
+        return [
+            PaperQuery(
+                query=search.text or plan.question,
+                concepts=search.concepts or None,
+                year_start=plan.year_start,
+                year_end=plan.year_end,
+                per_connector=plan.per_connector,
+                max_results=plan.per_connector * max(1, len(connectors)),
+                connectors=plan.connectors,
+            )
+            for search in plan.searches
+        ]
+
+    async def fused_search(
+        self,
+        plan: AnswerPlan,
+        trace: TraceRecorder,
+        on_results: Callable[[list[Paper]], None] | None = None,
+    ) -> tuple[list[tuple[Paper, float]], list[str], dict[str, str], int]:
+        """Every planned search concurrently, each reported as it finishes (`on_results` gets its
+        ranked papers then); papers fused by reciprocal rank across searches."""
+        queries = self.queries(plan)
+        for query in queries:
+            await trace.emit(
+                RETRIEVER, "search", "search_started", query=query.query, connectors=query.connectors or "all"
+            )
+
+        async def one(query: PaperQuery) -> SearchOutcome | Exception:
+            try:
+                outcome = await self.search.search(query)
+            except InvalidInput:
+                raise
+            except Exception as exc:  # one failed search leaves the others' results
+                await trace.emit(RETRIEVER, "search", "search_completed", query=query.query, error=str(exc))
+                return exc
+            await trace.emit(
+                RETRIEVER,
+                "search",
+                "search_completed",
+                query=query.query,
+                result_count=len(outcome.papers),
+                connectors_used=outcome.connectors_used,
+                failed_connectors=outcome.failed_connectors,
+                elapsed_ms=round(outcome.query_time_ms, 1),
+            )
+            if on_results is not None:
+                on_results(ranked_papers(outcome))
+            return outcome
+
+        outcomes = await asyncio.gather(*(one(query) for query in queries))
+        fused: dict[str, tuple[Paper, float]] = {}
+        used: list[str] = []
+        failed: dict[str, str] = {}
+        errors: list[Exception] = []
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                errors.append(outcome)
+                continue
+            for rank, paper in enumerate(ranked_papers(outcome), start=1):
+                key = paper.canonical_id
+                previous = fused.get(key)
+                fused[key] = (
+                    previous[0] if previous else paper,
+                    (previous[1] if previous else 0.0) + 1 / (RRF_K + rank),
+                )
+            used += [name for name in outcome.connectors_used if name not in used]
+            failed.update(outcome.failed_connectors)
+        if not fused and errors and len(errors) == len(queries):
+            first = errors[0]
+            if isinstance(first, DomainError):
+                raise first
+            raise UpstreamError(f"search failed: {type(first).__name__}")
+        failed = {name: reason for name, reason in failed.items() if name not in used}
+        ordered = sorted(fused.values(), key=lambda item: -item[1])
+        return ordered, used, failed, len(ordered)
+
+    def _scorer(self, plan: AnswerPlan) -> RelevanceScorer:
+        semantic = plan.effort.embedded_sources > 0 and self._semantic is not None
+        return self._semantic if semantic and self._semantic is not None else self._lexical
+
+    def rank_sources(
+        self, plan: AnswerPlan, fused: Sequence[tuple[Paper, float]], scorer: RelevanceScorer | None = None
+    ) -> tuple[list[SourceDoc], int]:
+        if not fused:
+            return [], 0
+        scorer = scorer or self._scorer(plan)
+        relevance = scorer.score(
+            plan.question,
+            plan.aspects,
+            [document_text(paper) for paper, _ in fused],
+            max_embedded=plan.effort.embedded_sources,
+        )
+        ranked: list[tuple[float, SourceDoc]] = []
+        filtered = 0
+        for (paper, rrf), found in zip(fused, relevance, strict=True):
+            if found.probability < RELEVANCE_THRESHOLD:
+                filtered += 1
+                continue
+            prefix = self.search.connector_prefix(paper.source)
+            source = SourceDoc(
+                source_id=source_id_for(prefix, paper.url),
+                title=paper.title,
+                url=paper.url,
+                connector=paper.source,
+                score=round(rrf, 5),
+                snippet=paper.abstract or "",
+                published_at=published_at(paper.year),
+                year=paper.year,
+                authors=list(paper.authors),
+                doi=paper.doi,
+                venue=paper.venue,
+                citations=paper.citations,
+                relevance=round(found.ranking_score, 4),
+                answers_question=found.goal_probability >= RELEVANCE_THRESHOLD,
+            )
+            key = found.ranking_score
+            if plan.focus.prefer_peer_reviewed:
+                reviewed = 0.1 * bool(paper.venue and paper.doi) + 0.05 * min(
+                    1.0, math.log1p(paper.citations or 0) / 6
+                )
+                key += reviewed
+            if plan.focus.recent_years is not None and paper.year:
+                key += 0.02 * paper.year  # newest first among relevant sources
+            ranked.append((key, source))
+        ranked.sort(key=lambda item: (-item[0], -item[1].score, item[1].source_id))
+        unique: dict[str, SourceDoc] = {}
+        for _, source in ranked:
+            unique.setdefault(source.source_id, source)
+        kept = list(unique.values())
+        return kept[: plan.max_sources], filtered + max(0, len(kept) - plan.max_sources)
+
+    def _prefetching_scorer(
+        self, plan: AnswerPlan
+    ) -> tuple[RelevanceScorer, Callable[[list[Paper]], None] | None, list[asyncio.Task[object]]]:
+        """The scorer for this answer and a hook that embeds each search's top papers (and the
+        question's aspects) in a worker thread as soon as that search returns, so the embedding
+        overlaps the wait for the slowest search instead of following it."""
+        scorer = self._scorer(plan)
+        tasks: list[asyncio.Task[object]] = []
+        if scorer.embedder is None:
+            return scorer, None, tasks
+        memo = MemoEmbedder(scorer.embedder)
+        per_search = max(2, plan.effort.embedded_sources // max(1, len(plan.searches)) + 1)
+        aspects = list(dict.fromkeys([plan.question, *plan.aspects]))
+        tasks.append(asyncio.create_task(asyncio.to_thread(memo.embed, aspects)))
+
+        def prefetch(papers: list[Paper]) -> None:
+            texts = [document_text(paper) for paper in papers[:per_search]]
+            if texts:
+                tasks.append(asyncio.create_task(asyncio.to_thread(memo.embed, texts)))
+
+        return RelevanceScorer(memo), prefetch, tasks
+
+    async def _read_full_text(
+        self, sources: list[SourceDoc], plan: AnswerPlan, trace: TraceRecorder
+    ) -> tuple[dict[str, ExtractedPaper], list[str]]:
+        if self.full_text is None or plan.full_text_papers <= 0:
+            return {}, []
+        chosen = [s for s in sources if s.document_id is None][: plan.full_text_papers]
+        notes: list[str] = []
+        full_text = self.full_text
+        focus = [facet.phrase for facet in plan.facets]
+
+        async def one(source: SourceDoc) -> tuple[str, ExtractedPaper | None]:
+            try:
+                paper = await full_text.extract(
+                    source.url, focus_areas=focus, max_length=20000, budget_seconds=FULL_TEXT_BUDGET_SECONDS
+                )
+            except DomainError as exc:
+                notes.append(f"full text of {source.source_id} unavailable: {exc.message}")
+                return source.source_id, None
+            except Exception as exc:  # an extraction bug must not lose the abstracts' answer
+                notes.append(f"full text of {source.source_id} failed: {type(exc).__name__}")
+                return source.source_id, None
+            return source.source_id, paper if paper.success else None
+
+        try:
+            async with asyncio.timeout(FULL_TEXT_BUDGET_SECONDS + 1):
+                results = await asyncio.gather(*(one(source) for source in chosen))
+        except TimeoutError:
+            notes.append(f"full text reading stopped at its {FULL_TEXT_BUDGET_SECONDS:.0f} s budget")
+            results = []
+        papers = {source_id: paper for source_id, paper in results if paper is not None}
+        await trace.emit(
+            RETRIEVER,
+            "retrieve",
+            "full_text_read",
+            requested=[s.source_id for s in chosen],
+            read=sorted(papers),
+        )
+        return papers, notes
+
+    async def uploaded(
+        self, plan: AnswerPlan, document_ids: Sequence[str]
+    ) -> list[tuple[SourceDoc, ExtractedPaper]]:
+        """The uploaded documents a request names: unknown ids are the caller's error (404)."""
+        if not document_ids:
+            return []
+        if self.documents is None or self.full_text is None:
+            raise InvalidInput("documents: uploaded documents are not available here", field="documents")
+        found: list[tuple[SourceDoc, ExtractedPaper]] = []
+        for document_id in dict.fromkeys(document_ids):
+            record = self.documents.get(document_id)
+            if record is None:
+                raise NotFound(f"document {document_id} not found")
+            paper = await self.full_text.extract(
+                record.source_url,
+                focus_areas=[f.phrase for f in plan.facets],
+                max_length=20000,
+                budget_seconds=FULL_TEXT_BUDGET_SECONDS,
+            )
+            source = SourceDoc(
+                source_id=source_id_for(self.search.connector_prefix("library"), record.source_url),
+                title=paper.title or record.title,
+                url=record.source_url,
+                connector="library",
+                score=1.0,
+                snippet=paper.abstract,
+                published_at=published_at(paper.year),
+                year=paper.year,
+                authors=list(paper.authors),
+                relevance=1.0,
+                answers_question=True,
+                document_id=document_id,
+            )
+            found.append((source, paper))
+        return found
+
+    def rank_chunks(
+        self, plan: AnswerPlan, sources: list[SourceDoc], chunks: list[EvidenceChunk]
+    ) -> list[EvidenceChunk]:
+        if not chunks:
+            return []
+        query = " ".join([plan.question, *(facet.phrase for facet in plan.facets)])
+        lexical = bm25_scores(query, [chunk.text for chunk in chunks])
+        relevance = {source.source_id: source.relevance for source in sources}
+        w_text, w_source, w_cue = CHUNK_WEIGHTS
+        scored = []
+        for chunk, text_score in zip(chunks, lexical, strict=True):
+            cue = 1.0 if any(c in chunk.text.lower() for c in plan.focus.chunk_cues) else 0.0
+            value = w_text * text_score + w_source * relevance.get(chunk.source_id, 0.0) + w_cue * cue
+            scored.append(_with_score(chunk, min(1.0, value)))
+        scored.sort(key=lambda c: (-c.score, c.chunk_id))
+        picked: list[EvidenceChunk] = []
+        per_source: dict[str, int] = {}
+        for chunk in scored:
+            if per_source.get(chunk.source_id, 0) >= MAX_CHUNKS_PER_SOURCE:
+                continue
+            per_source[chunk.source_id] = per_source.get(chunk.source_id, 0) + 1
+            picked.append(chunk)
+            if len(picked) >= plan.effort.chunks:
+                break
+        return picked
+
+    async def retrieve(
+        self, plan: AnswerPlan, trace: TraceRecorder, documents: Sequence[str] = ()
+    ) -> Retrieval:
+        uploads = await self.uploaded(plan, documents)
+        scorer, prefetch, prefetched = self._prefetching_scorer(plan)
+        fused, used, failed, total = await self.fused_search(plan, trace, prefetch)
+        await asyncio.gather(*prefetched)
+        sources, filtered = await asyncio.to_thread(self.rank_sources, plan, fused, scorer)
+        coverage = self.coverage(plan, sources)
+        wider = broadened(plan) if plan.effort.name != EFFORT_LOW else []
+        if wider and coverage < MIN_COVERAGE:  # the plan's searches left concepts uncovered: look wider
+            await trace.emit(
+                RETRIEVER, "search", "search_expanded", coverage=coverage, queries=[s.text for s in wider]
+            )
+            more, more_used, more_failed, _ = await self.fused_search(
+                replace(plan, searches=wider), trace, prefetch
+            )
+            await asyncio.gather(*prefetched)
+            fused = merge_fused(fused, more)
+            used += [name for name in more_used if name not in used]
+            failed = {k: v for k, v in {**failed, **more_failed}.items() if k not in used}
+            total = len(fused)
+            sources, filtered = await asyncio.to_thread(self.rank_sources, plan, fused, scorer)
+        await trace.emit(
+            RETRIEVER,
+            "rank",
+            "sources_ranked",
+            fused=total,
+            kept=[s.source_id for s in sources],
+            filtered=filtered,
+            method=self._scorer(plan).method,
+        )
+        full_texts, notes = await self._read_full_text(sources, plan, trace)
+        candidates: list[EvidenceChunk] = []
+        for source in sources:
+            candidates += abstract_chunks(source, source.snippet)
+            if source.source_id in full_texts:
+                candidates += page_chunks(source.source_id, full_texts[source.source_id])
+        for source, paper in uploads:
+            candidates += page_chunks(source.source_id, paper)
+        sources = [source for source, _ in uploads] + sources
+        clean: list[EvidenceChunk] = []
+        quarantined: list[tuple[EvidenceChunk, str]] = []
+        seen_text: set[str] = set()
+        for chunk in candidates:
+            cue = injection_cue(chunk.text)
+            if cue:
+                quarantined.append((chunk, cue))
+                continue
+            key = " ".join(chunk.text.lower().split())
+            if key in seen_text:
+                continue
+            seen_text.add(key)
+            clean.append(chunk)
+        chunks = await asyncio.to_thread(self.rank_chunks, plan, sources, clean)
+        covered = self.covered_sub_questions(plan, chunks)
+        await trace.emit(
+            RETRIEVER,
+            "retrieve",
+            "retrieval_completed",
+            sources=len(sources),
+            chunks=[c.chunk_id for c in chunks],
+            quarantined=[c.chunk_id for c, _ in quarantined],
+            coverage=round(len(covered) / len(plan.sub_questions), 3) if plan.sub_questions else 0.0,
+        )
+        return Retrieval(
+            sources=sources,
+            chunks=chunks,
+            connectors_used=used + (["library"] if uploads and "library" not in used else []),
+            failed_connectors=failed,
+            total_found=total,
+            filtered_sources=filtered,
+            quarantined=quarantined,
+            full_text_read=sorted(full_texts),
+            notes=notes,
+        )
+
+    def coverage(self, plan: AnswerPlan, sources: Sequence[SourceDoc]) -> float:
+        """Share of the question's concepts that some kept source's abstract mentions."""
+        if not plan.facets:
+            return 1.0
+        texts = [f"{source.title}. {source.snippet}" for source in sources]
+        if not texts:
+            return 0.0
+        hit = sum(1 for facet in plan.facets if any(v > 0 for v in bm25_scores(facet.phrase, texts)))
+        return round(hit / len(plan.facets), 3)
+
+    @staticmethod
+    def covered_sub_questions(plan: AnswerPlan, chunks: Sequence[EvidenceChunk]) -> list[str]:
+        if not chunks:
+            return []
+        covered = []
+        texts = [chunk.text for chunk in chunks]
+        for question, facet_phrase in zip(
+            plan.sub_questions, ["", *(f.phrase for f in plan.facets)], strict=False
+        ):
+            scores = bm25_scores(facet_phrase or question, texts)
+            if any(value > 0 for value in scores):
+                covered.append(question)
+        return covered
+
+
+def ranked_papers(outcome: SearchOutcome) -> list[Paper]:
+    return sorted(outcome.papers, key=lambda p: outcome.rrf_scores.get(p.canonical_id, 0.0), reverse=True)
+
+
+def merge_fused(
+    first: Sequence[tuple[Paper, float]], second: Sequence[tuple[Paper, float]]
+) -> list[tuple[Paper, float]]:
+    merged: dict[str, tuple[Paper, float]] = {}
+    for paper, score in [*first, *second]:
+        previous = merged.get(paper.canonical_id)
+        merged[paper.canonical_id] = (
+            previous[0] if previous else paper,
+            (previous[1] if previous else 0.0) + score,
+        )
+    return sorted(merged.values(), key=lambda item: -item[1])
+
+
+def _with_score(chunk: EvidenceChunk, score: float) -> EvidenceChunk:
+    return replace(chunk, score=round(score, 4))

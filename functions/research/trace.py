@@ -1,0 +1,65 @@
+"""Agent trace events: what every stage of the pipeline did, in order, with its payload.
+
+The recorder hands each event to a listener as it happens (the streaming route forwards them) and keeps
+them for the trace store, so a trace is readable after the answer by `GET /v1/traces/{trace_id}`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+PLANNER, RETRIEVER, WRITER, CRITIC, VERIFIER, RED_TEAM, DECISION = (
+    "Planner",
+    "Retriever",
+    "Writer",
+    "Critic",
+    "Verifier",
+    "Red-Team",
+    "Decision",
+)
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    event_id: str
+    agent: str
+    event_type: str  # plan, search, retrieve, rank, write, critique, verify, refuse, finalize
+    name: str  # plan_created, search_started, search_completed, retrieval_completed, draft_written, ...
+    timestamp: str
+    payload: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Listener = Callable[[TraceEvent], Awaitable[None]]
+
+
+def utc_timestamp(moment: datetime | None = None) -> str:
+    return (moment or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class TraceRecorder:
+    def __init__(self, trace_id: str, listener: Listener | None = None) -> None:
+        self.trace_id = trace_id
+        self.events: list[TraceEvent] = []
+        self._listener = listener
+        self._counter = itertools.count(1)
+
+    async def emit(self, agent: str, event_type: str, name: str, **payload: Any) -> TraceEvent:
+        event = TraceEvent(
+            event_id=f"evt-{next(self._counter):03d}",
+            agent=agent,
+            event_type=event_type,
+            name=name,
+            timestamp=utc_timestamp(),
+            payload=payload,
+        )
+        self.events.append(event)
+        if self._listener is not None:
+            await self._listener(event)
+        return event

@@ -1,0 +1,1 @@
+"""Scheduled research: EventBridge Scheduler schedules that start research jobs (served by the orchestrate app)."""

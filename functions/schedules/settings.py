@@ -1,0 +1,15 @@
+"""Where schedules live: the Scheduler group and the role its schedules assume to start the state machine."""
+
+from __future__ import annotations
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Locally (moto) any role ARN is accepted; on AWS the stack sets the role that may only start the machine.
+LOCAL_SCHEDULER_ROLE = "arn:aws:iam::123456789012:role/local-research-scheduler"
+
+
+class SchedulerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    schedule_group_name: str = "default"
+    scheduler_role_arn: str = LOCAL_SCHEDULER_ROLE

@@ -1,0 +1,178 @@
+"""OpenAiCompatibleProvider against a real model: SmolLM2 served by llama.cpp (xllamacpp) on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from functions.common.errors import UpstreamError
+from functions.common.llm import (
+    Completion,
+    CompletionStream,
+    OpenAiCompatibleProvider,
+    provider_from_settings,
+)
+from functions.common.settings import Settings
+from tests.support.llm_server import LlmServer
+
+pytestmark = [pytest.mark.llm, pytest.mark.timeout(60)]
+
+SYSTEM = "You are a concise assistant."
+# At temperature 0 SmolLM2 writes this essay until max_tokens runs out (1000 tokens: 6 s or more).
+LONG_ANSWER = "Write a very long essay about the history of the sea."
+CAPITAL_SCHEMA: dict[str, Any] = {
+    "title": "capital",
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+    "required": ["city", "country"],
+    "additionalProperties": False,
+}
+
+
+def _provider(server: LlmServer, *, base_url: str | None = None, **kwargs: Any) -> OpenAiCompatibleProvider:
+    settings = Settings(fetch_allow_private_hosts=f"127.0.0.1:{server.port}")
+    return OpenAiCompatibleProvider(base_url or server.base_url, server.model, settings=settings, **kwargs)
+
+
+async def _drain(stream: CompletionStream) -> list[tuple[float, str]]:
+    """Each delta with the time it arrived, counted from the start of the iteration."""
+    started = time.perf_counter()
+    return [(time.perf_counter() - started, delta) async for delta in stream]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_complete_from_settings_returns_text_and_usage(llm_env: LlmServer) -> None:
+    provider = provider_from_settings()
+    assert isinstance(provider, OpenAiCompatibleProvider)
+    assert (provider.base_url, provider.model) == (llm_env.base_url, "smollm2")
+
+    completion = asyncio.run(
+        provider.complete(SYSTEM, "What is the capital of France?", temperature=0, max_tokens=16)
+    )
+
+    assert isinstance(completion, Completion)
+    assert completion.text.strip()
+    assert completion.model == "smollm2"
+    assert completion.usage.prompt_tokens > 10  # the chat template wraps both messages
+    assert 0 < completion.usage.completion_tokens <= 16
+
+
+def test_json_schema_gives_json_matching_the_schema(llm_server: LlmServer) -> None:
+    completion = asyncio.run(
+        _provider(llm_server).complete(
+            "Answer with JSON.",
+            "Which city is the capital of France, and in which country is it?",
+            json_schema=CAPITAL_SCHEMA,
+            temperature=0,
+            max_tokens=64,
+        )
+    )
+
+    answer = json.loads(completion.text)
+    assert set(answer) == {"city", "country"}
+    assert all(isinstance(value, str) and value for value in answer.values())
+
+
+def test_stream_yields_deltas_as_they_are_generated(llm_server: LlmServer) -> None:
+    stream = _provider(llm_server).stream(
+        SYSTEM, "Count from 1 to 100, separated by commas.", temperature=0, max_tokens=64
+    )
+    arrivals = asyncio.run(_drain(stream))
+
+    assert len(arrivals) >= 20
+    first, last = arrivals[0][0], arrivals[-1][0]
+    # A buffered answer would arrive all at once; streamed deltas are spread over the generation of the
+    # 64 tokens, which takes most of the time (the prompt is read in a fraction of it).
+    assert first < last
+    assert last - first > 0.25 * last
+    assert stream.text == "".join(delta for _, delta in arrivals)
+    assert stream.usage is not None
+    assert stream.usage.completion_tokens == 64
+    assert stream.usage.prompt_tokens > 10
+    assert stream.model == "smollm2"
+
+
+def test_a_stream_closed_early_stops_the_generation(llm_server: LlmServer) -> None:
+    provider = _provider(llm_server)
+
+    async def take_three() -> list[str]:
+        async with provider.stream(SYSTEM, LONG_ANSWER, temperature=0, max_tokens=1000) as stream:
+            return [await anext(stream) for _ in range(3)]
+
+    assert len(asyncio.run(take_three())) == 3
+    # The 997 tokens left would take 6 s or more; the server stops when the client goes away.
+    deadline = time.monotonic() + 3
+    with httpx.Client(trust_env=False) as client:
+        while any(slot["is_processing"] for slot in client.get(f"{llm_server.address}/slots").json()):
+            assert time.monotonic() < deadline, "the abandoned generation is still running"
+            time.sleep(0.05)
+
+
+def test_unreachable_endpoint_is_an_upstream_error(llm_server: LlmServer) -> None:
+    port = _free_port()
+    settings = Settings(fetch_allow_private_hosts=f"127.0.0.1:{port}")
+    provider = OpenAiCompatibleProvider(f"http://127.0.0.1:{port}/v1", "smollm2", settings=settings)
+
+    with pytest.raises(UpstreamError) as completing:
+        asyncio.run(provider.complete(SYSTEM, "Hello?", max_tokens=4))
+    with pytest.raises(UpstreamError) as streaming:
+        asyncio.run(_drain(provider.stream(SYSTEM, "Hello?", max_tokens=4)))
+
+    for caught in (completing, streaming):
+        assert caught.value.status_code is None
+        assert f"127.0.0.1:{port}" in caught.value.message
+
+
+def test_a_loopback_endpoint_not_allowed_is_refused_by_the_ssrf_guard(llm_server: LlmServer) -> None:
+    provider = OpenAiCompatibleProvider(llm_server.base_url, "smollm2", settings=Settings())
+
+    with pytest.raises(UpstreamError, match="non-public address"):
+        asyncio.run(provider.complete(SYSTEM, "Hello?", max_tokens=4))
+    with pytest.raises(UpstreamError, match="non-public address"):
+        asyncio.run(_drain(provider.stream(SYSTEM, "Hello?", max_tokens=4)))
+
+
+def test_a_prompt_longer_than_the_context_is_an_upstream_400(llm_server: LlmServer) -> None:
+    provider = _provider(llm_server)
+    prompt = "word " * (llm_server.context_tokens + 500)
+
+    with pytest.raises(UpstreamError) as completing:
+        asyncio.run(provider.complete(SYSTEM, prompt, max_tokens=4))
+    with pytest.raises(UpstreamError) as streaming:
+        asyncio.run(_drain(provider.stream(SYSTEM, prompt, max_tokens=4)))
+
+    for caught in (completing, streaming):
+        assert caught.value.status_code == 400
+        assert "context size" in caught.value.message  # the server's own explanation is kept
+
+
+def test_an_unknown_route_is_an_upstream_404(llm_server: LlmServer) -> None:
+    provider = _provider(llm_server, base_url=f"{llm_server.address}/no-such-api")
+
+    with pytest.raises(UpstreamError) as completing:
+        asyncio.run(provider.complete(SYSTEM, "Hello?", max_tokens=4))
+    with pytest.raises(UpstreamError) as streaming:
+        asyncio.run(_drain(provider.stream(SYSTEM, "Hello?", max_tokens=4)))
+
+    assert completing.value.status_code == streaming.value.status_code == 404
+
+
+def test_a_generation_past_its_budget_is_an_upstream_error(llm_server: LlmServer) -> None:
+    provider = _provider(llm_server, timeout_seconds=0.3)
+
+    started = time.perf_counter()
+    with pytest.raises(UpstreamError, match="budget"):
+        asyncio.run(_drain(provider.stream(SYSTEM, LONG_ANSWER, temperature=0, max_tokens=1000)))
+    assert time.perf_counter() - started < 2
