@@ -48,6 +48,7 @@ from functions.research.planning import (
     refined_queries,
 )
 from functions.research.relevance import RelevanceScorer
+from functions.research.retriever import FullTextPort
 from functions.research.screening import Candidate, screen
 from functions.research.synthesis import synthesize
 from functions.research.trace import (
@@ -73,17 +74,6 @@ class CheckpointExpired(DomainError):
 
 class SearchPort(Protocol):
     async def search(self, query: Any) -> Any: ...
-
-
-class ExtractPort(Protocol):
-    async def extract(
-        self,
-        source_url: str,
-        *,
-        focus_areas: list[str] | None = None,
-        max_length: int = 5000,
-        budget_seconds: float = 40.0,
-    ) -> ExtractedPaper: ...
 
 
 def artifact_prefix(job_id: str) -> str:
@@ -121,7 +111,7 @@ class Workflow:
     data: BlobStore
     artifacts: BlobStore
     search_service: Callable[[], SearchPort]
-    extraction_service: Callable[[], ExtractPort]
+    extraction_service: Callable[[], FullTextPort]
     events: EventPublisher
     settings: WorkflowSettings
     new_job_record: Callable[[str, ExecuteRequest, str], dict[str, Any]]

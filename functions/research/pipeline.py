@@ -187,13 +187,11 @@ class AnswerPipeline:
             return await extractive.write(
                 plan, retrieval.chunks, contradictions=contradictions, primary=primary, on_delta=on_delta
             )
-        titles = {source.source_id: source.title for source in retrieval.sources}
         try:
             return await LlmWriter(self.llm).write(
                 plan.question,
                 plan.preset.style,
                 retrieval.chunks,
-                titles=titles,
                 on_delta=on_delta,
                 temperature=request.temperature,
             )
@@ -230,6 +228,8 @@ class AnswerPipeline:
             "write",
             "draft_written",
             writer=draft.writer,
+            model=draft.model,
+            usage={"prompt_tokens": draft.prompt_tokens, "completion_tokens": draft.completion_tokens},
             sentences=len(draft.sentences),
             cited_chunk_ids=sorted({i for _, ids in claims for i in ids}),
             notes=draft.notes,

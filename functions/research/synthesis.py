@@ -127,6 +127,20 @@ class Evidence:
     char_start: int
     char_end: int
 
+    def as_chunk(self) -> EvidenceChunk:
+        """The answer engine's view of a quote: what its writer and verifier read."""
+        return EvidenceChunk(
+            self.evidence_id,
+            self.source_id,
+            self.quote,
+            self.relevance_score,
+            PAGE,
+            self.page,
+            self.char_start,
+            self.char_end,
+            self.section,
+        )
+
 
 @dataclass
 class Claim:
@@ -326,21 +340,8 @@ async def llm_draft(plan: ResearchPlan, evidence: list[Evidence], provider: LlmP
     """The answer engine's LLM writer in report style: theme headings become themes, the gaps heading
     the gaps, and each theme's first sentence the summary."""
     ranked = sorted(evidence, key=lambda e: (-e.relevance_score, e.evidence_id))[:MAX_LLM_EVIDENCE]
-    chunks = [
-        EvidenceChunk(
-            e.evidence_id,
-            e.source_id,
-            e.quote,
-            e.relevance_score,
-            PAGE,
-            e.page,
-            e.char_start,
-            e.char_end,
-            e.section,
-        )
-        for e in ranked
-    ]
-    draft = await LlmWriter(provider).write(plan.goal, STYLE_REPORT, chunks, titles={})
+    chunks = [e.as_chunk() for e in ranked]
+    draft = await LlmWriter(provider).write(plan.goal, STYLE_REPORT, chunks)
     themes: dict[str, list[tuple[str, list[str]]]] = {}
     gaps: list[tuple[str, list[str]]] = []
     for sentence in draft.sentences:
@@ -403,20 +404,7 @@ async def synthesize(
         for v in verifications
     ]
     claim_index = {(text, ids): claim for (text, ids), claim in zip(drafted, claims, strict=True)}
-    chunks = {
-        e.evidence_id: EvidenceChunk(
-            e.evidence_id,
-            e.source_id,
-            e.quote,
-            e.relevance_score,
-            PAGE,
-            e.page,
-            e.char_start,
-            e.char_end,
-            e.section,
-        )
-        for e in evidence
-    }
+    chunks = {e.evidence_id: e.as_chunk() for e in evidence}
     quarantined = [
         (
             EvidenceChunk(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz
 
-from functions.research.planning import content_tokens
+from functions.search.text import stem, terms
 
 if TYPE_CHECKING:
     from functions.common.llm import LlmProvider
@@ -25,9 +25,12 @@ if TYPE_CHECKING:
 SUPPORTED, PARTIAL, UNSUPPORTED = "supported", "partially_supported", "unsupported"
 CONTAINMENT_SUPPORTED = 0.9
 COVERAGE_SUPPORTED = 0.85
-COVERAGE_PARTIAL = 0.5
+# Below this share of its terms in the evidence, a paraphrase says things the evidence does not.
+COVERAGE_PARTIAL = 0.7
+MIN_CLAIM_TERMS = 3
 MAX_JUDGED_CLAIMS = 8  # each judgement is an LLM call: the rest keep their lexical verdict
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NEGATION = re.compile(r"\b(?:no|not|never|cannot|neither|nor|without|fails? to|failed to)\b|n't\b", re.I)
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -67,17 +70,35 @@ def numbers_in(text: str) -> list[str]:
     return _NUMBER.findall(normalise(text))
 
 
+def _terms(text: str) -> set[str]:
+    """Every word that says something (stopwords and bare numbers aside), lightly stemmed."""
+    return {stem(word) for word in terms(text) if not word.replace(".", "").isdigit()}
+
+
+def _negated(text: str) -> bool:
+    return bool(_NEGATION.search(text))
+
+
 def verify_claim(claim_text: str, quotes: Sequence[str]) -> tuple[str, float, str]:
-    """Verdict of one claim against the quotes it cites: lexical containment plus number agreement."""
+    """Verdict of one claim against the quotes it cites: lexical containment plus number agreement.
+
+    Containment is how much of the claim lies inside a quote, never the other way round: a claim that
+    repeats a quote and adds to it is judged on what it adds (its terms), and a claim that negates
+    what the quote states, or is too short to state anything, is not supported by it."""
     if not quotes:
         return UNSUPPORTED, 0.0, "cites no known evidence"
     claim = normalise(claim_text)
     normalised = [normalise(quote) for quote in quotes]
     joined = " ".join(normalised)
-    containment = max(fuzz.partial_ratio(claim, quote) for quote in normalised) / 100
-    claim_terms = set(content_tokens(claim_text))
-    quote_terms = set(content_tokens(joined))
-    coverage = len(claim_terms & quote_terms) / len(claim_terms) if claim_terms else 0.0
+    claim_terms = _terms(claim_text)
+    if len(claim_terms) < MIN_CLAIM_TERMS:
+        return UNSUPPORTED, 0.0, "too short to state a checkable finding"
+    containment = max(
+        (fuzz.partial_ratio(claim, quote) / 100 for quote in normalised if len(claim) <= len(quote)),
+        default=0.0,
+    )
+    quote_terms = _terms(joined)
+    coverage = len(claim_terms & quote_terms) / len(claim_terms)
     quoted_numbers = set(_NUMBER.findall(joined))
     missing_numbers = [n for n in _NUMBER.findall(claim) if n not in quoted_numbers]
     if missing_numbers:
@@ -86,6 +107,8 @@ def verify_claim(claim_text: str, quotes: Sequence[str]) -> tuple[str, float, st
             round(min(containment, coverage) * 0.3, 3),
             f"numbers not in the cited evidence: {', '.join(missing_numbers[:3])}",
         )
+    if _negated(claim_text) and not any(_negated(quote) for quote in quotes):
+        return UNSUPPORTED, round(coverage * 0.3, 3), "negates what the cited evidence states"
     if containment >= CONTAINMENT_SUPPORTED or coverage >= COVERAGE_SUPPORTED:
         return SUPPORTED, round(max(containment, coverage), 3), "stated in the cited evidence"
     if coverage >= COVERAGE_PARTIAL:

@@ -33,6 +33,13 @@ Delta = Callable[[str], Awaitable[None]]
 _ID = r"(?:chunk|ev)-[0-9a-f]{10}"
 CHUNK_MARK = re.compile(rf"\[\s*({_ID}(?:\s*[,;]\s*{_ID})*)\s*\]")
 _ANY_ID = re.compile(_ID)
+_BARE_ID = re.compile(rf"\b{_ID}\b")
+# What may still grow into a mark or an id: an open bracket, or the start of "chunk-…" / "ev-…".
+_PARTIAL_TAIL = re.compile(
+    r"\[[^\]]{0,80}$|\b(?:c|ch|chu|chun|chunk|chunk-[0-9a-f]{0,9}|ev|ev-[0-9a-f]{0,9})$"
+)
+_PARTIAL_MARK = re.compile(r"\[\s*(?:c|e)|\b(?:chunk|ev)-")
+_EMPTY_BRACKETS = re.compile(r"\(\s*[,;]?\s*\)|\[\s*[,;]?\s*\]")
 _DEFINITIONAL = re.compile(
     r"\b(is|are) (a|an|the)\b|\brefers? to\b|\bis defined\b|\bwe (propose|introduce|present)\b", re.I
 )
@@ -222,7 +229,9 @@ MAX_ANSWER_TOKENS = 400
 
 
 class MarkerRewriter:
-    """Turns the model's `[chunk-…]` marks into numbered references while its tokens stream."""
+    """Turns the model's evidence ids (`[chunk-…]` marks, or bare ids) into numbered references while
+    its tokens stream: text that may be the start of a mark or an id is held back until it is complete,
+    and ids that are not evidence of this answer are dropped."""
 
     def __init__(self, known: set[str], numbers: CitationNumbers) -> None:
         self._known = known
@@ -231,43 +240,39 @@ class MarkerRewriter:
 
     def feed(self, delta: str) -> str:
         text = self._pending + delta
-        self._pending = ""
-        out: list[str] = []
-        while text:
-            start = text.find("[")
-            if start < 0:
-                out.append(text)
-                break
-            out.append(text[:start])
-            end = text.find("]", start)
-            if end < 0:
-                if len(text) - start > 80:  # not a citation mark: let it through
-                    out.append(text[start:])
-                else:
-                    self._pending = text[start:]
-                break
-            out.append(self._replace(text[start : end + 1]))
-            text = text[end + 1 :]
-        return "".join(out)
+        tail = _PARTIAL_TAIL.search(text)
+        cut = tail.start() if tail else len(text)
+        self._pending = text[cut:]
+        return self._rewrite(text[:cut])
 
     def flush(self) -> str:
         rest, self._pending = self._pending, ""
-        return rest
+        if _PARTIAL_MARK.match(rest):  # a mark the model never finished (it ran out of tokens)
+            return ""
+        return self._rewrite(rest)
 
-    def _replace(self, mark: str) -> str:
-        ids = _ANY_ID.findall(mark)
-        if not ids:
-            return mark
-        return (
-            self._numbers.mark([i for i in ids if i in self._known])
-            if any(i in self._known for i in ids)
-            else ""
-        )
+    def _mark(self, ids: Sequence[str]) -> str:
+        return self._numbers.mark([i for i in ids if i in self._known])
+
+    def _rewrite(self, text: str) -> str:
+        text = CHUNK_MARK.sub(lambda match: self._mark(_ANY_ID.findall(match.group(0))), text)
+        text = _BARE_ID.sub(lambda match: self._mark([match.group(0)]), text)
+        text = re.sub(r"\(\s*((?:\[\d+\])+)\s*\)", r"\1", text)  # "(chunk-…)" reads as "[1]"
+        return _EMPTY_BRACKETS.sub("", text)
+
+
+def strip_ids(text: str) -> str:
+    """The sentence without its evidence marks or ids, spaced as prose."""
+    clean = _BARE_ID.sub("", CHUNK_MARK.sub("", text))
+    clean = " ".join(_EMPTY_BRACKETS.sub("", clean).split())
+    return re.sub(r"\s+([.,;:!?])", r"\1", clean)
 
 
 def parse_cited(text: str) -> list[DraftSentence]:
-    """Sentences of the model's answer with the ids each one cites (marks removed); headings set sections."""
+    """Sentences of the model's answer with the ids each one cites (marks removed); headings set
+    sections; a sentence the model repeats counts once."""
     sentences: list[DraftSentence] = []
+    seen: set[str] = set()
     section: str | None = None
     for block in re.split(r"\n\s*\n|\n(?=#)", text):
         block = block.strip()
@@ -280,9 +285,10 @@ def parse_cited(text: str) -> list[DraftSentence]:
         for start, end in sentence_spans(block, merge_short=False) or [(0, len(block))]:
             piece = block[start:end]
             ids = list(dict.fromkeys(_ANY_ID.findall(piece)))
-            clean = " ".join(CHUNK_MARK.sub("", piece).split())
-            clean = re.sub(r"\s+([.,;:!?])", r"\1", clean)
-            if clean:
+            clean = strip_ids(piece)
+            key = clean.lower()
+            if clean and key not in seen:
+                seen.add(key)
                 sentences.append(DraftSentence(clean, ids, section))
     return sentences
 
@@ -293,10 +299,9 @@ class LlmWriter:
         self.name = f"llm:{provider.name}"
 
     @staticmethod
-    def prompt(question: str, style: str, chunks: Sequence[EvidenceChunk], titles: dict[str, str]) -> str:
-        listing = "\n".join(
-            f"[{c.chunk_id}] ({titles.get(c.source_id, c.source_id)}) {c.text}" for c in chunks
-        )
+    def prompt(question: str, style: str, chunks: Sequence[EvidenceChunk]) -> str:
+        # No titles: a small model copies them into its sentences, where they read as claims.
+        listing = "\n".join(f"[{c.chunk_id}] {c.text}" for c in chunks)
         return (
             f"Question: {question}\n\nEvidence:\n{listing}\n\n"
             f"{_STYLE_HINT.get(style, '')} Answer the question from the evidence, citing ids."
@@ -308,7 +313,6 @@ class LlmWriter:
         style: str,
         chunks: Sequence[EvidenceChunk],
         *,
-        titles: dict[str, str],
         on_delta: Delta | None = None,
         temperature: float | None = None,
     ) -> Draft:
@@ -316,7 +320,7 @@ class LlmWriter:
         pieces: list[str] = []
         stream = self.provider.stream(
             _SYSTEM,
-            self.prompt(question, style, chunks, titles),
+            self.prompt(question, style, chunks),
             temperature=temperature,
             max_tokens=MAX_ANSWER_TOKENS,
         )

@@ -4,8 +4,9 @@ on loopback (`LLM_PROVIDER=openai`), over the answer app, moto and a loopback sc
 The model is tiny, so these tests assert grounding, never prose: whatever it writes, an answer only
 carries sentences the Verifier kept, citing evidence retrieved for this question, located verbatim in a
 served abstract; otherwise the answer is a refusal with a reason code and no claim in its text. A model
-that does not cite ids, or that finds the evidence insufficient, ends in a refusal: that is a grounded
-outcome too, and each test says which of the two it got.
+that does not cite ids, or that finds the evidence insufficient, ends in a refusal: a grounded outcome
+too. `assert_grounded` checks whichever of the two came, in full (SmolLM2 keeps no verified claim in
+these prompts, so its drafts end in `no_supported_claims`; the extractive fallback exercises the answer side).
 
 Prompts stay small (the `fast` preset reads abstracts only, low effort, three served papers of two short
 sentences each, temperature 0 so that a run repeats), so each model call takes a few seconds on one thread.
@@ -13,7 +14,6 @@ sentences each, temperature 0 so that a run repeats), so each model call takes a
 
 from __future__ import annotations
 
-import json
 import re
 import socket
 from collections.abc import Iterator
@@ -283,27 +283,18 @@ def test_a_question_the_evidence_does_not_answer_is_refused(
 
 
 def test_an_unreachable_model_leaves_the_extractive_writer_answering(scholarly_web: ScholarlyWeb) -> None:
-    with answer_app(scholarly_web, **_unreachable_model()) as client:
+    model = _unreachable_model()
+    with answer_app(scholarly_web, **model) as client:
         assert client.get("/v1/health").json()["llm_configured"] is True
         response = client.post("/v1/query", json={"query": QUESTION, "options": OPTIONS})
         assert response.status_code == 200, response.text
         body = response.json()
         events = _trace_events(client, body["trace_id"])
 
-    assert events["draft_written"]["writer"] == "extractive"
+    written = events["draft_written"]
+    assert written["writer"] == "extractive"
+    (note,) = written["notes"]
+    assert note.startswith("LLM writer failed") and model["OPENAI_BASE_URL"].removesuffix("/v1") in note
     assert assert_grounded(body, events), body
     # The extractive writer quotes the evidence: every claim is a verbatim chunk, stated by what it cites.
     assert all(claim["verdict"] == "supported" for claim in body["claim_verifications"])
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the pipeline's note 'LLM writer failed (...)' (AnswerResult.notes) reaches neither the trace "
-    "nor a response body: only writer='extractive' in draft_written shows the fallback",
-)
-def test_the_trace_says_why_the_llm_writer_did_not_write(scholarly_web: ScholarlyWeb) -> None:
-    with answer_app(scholarly_web, **_unreachable_model()) as client:
-        body = client.post("/v1/query", json={"query": QUESTION, "options": OPTIONS}).json()
-        trace = client.get(f"/v1/traces/{body['trace_id']}").json()
-
-    assert "LLM writer failed" in json.dumps(trace["events"])

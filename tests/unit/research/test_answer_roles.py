@@ -17,7 +17,14 @@ from functions.research.gate import (
 from functions.research.planner import plan_answer
 from functions.research.presets import FOCUS_MODES, PRESETS
 from functions.research.redteam import RedTeamReport, injection_cue, red_team
-from functions.research.verifier import PARTIAL, SUPPORTED, UNSUPPORTED, ClaimVerification, Verifier
+from functions.research.verifier import (
+    PARTIAL,
+    SUPPORTED,
+    UNSUPPORTED,
+    ClaimVerification,
+    Verifier,
+    verify_claim,
+)
 from functions.research.writer import CitationNumbers, MarkerRewriter, parse_cited
 from tests.unit.research.scripted_llm import ScriptedLlm
 
@@ -96,8 +103,22 @@ def test_marker_rewriter_numbers_known_ids_across_split_deltas() -> None:
     assert text == "RAG helps [1]. It also [2][1] and ."
 
 
+def test_marker_rewriter_handles_bare_ids_and_marks_cut_off_by_the_token_limit() -> None:
+    def rewrite(*deltas: str) -> str:
+        rewriter = MarkerRewriter({"chunk-0123456789"}, CitationNumbers())
+        return "".join(rewriter.feed(d) for d in deltas) + rewriter.flush()
+
+    assert rewrite("See chunk-0123456789 (chunk-0123456789).") == "See [1] [1]."
+    assert rewrite("the ch", "unk-0123456789 is there") == "the [1] is there"
+    assert rewrite("Ends here [chunk-02000") == "Ends here "
+    assert "chunk-" not in rewrite("Unknown chunk-ffffffffff ids vanish.")
+
+
 def test_parse_cited_strips_marks_and_keeps_sections() -> None:
-    sentences = parse_cited("### Findings\n\nDense retrieval wins [chunk-0123456789]. Nothing cited here.")
+    sentences = parse_cited(
+        "### Findings\n\nDense retrieval wins [chunk-0123456789]. Nothing cited here. "
+        "Dense retrieval wins chunk-0123456789."  # a repeat, with a bare id: counted once
+    )
     assert [(s.text, s.chunk_ids, s.section) for s in sentences] == [
         ("Dense retrieval wins.", ["chunk-0123456789"], "Findings"),
         ("Nothing cited here.", [], "Findings"),
@@ -146,7 +167,7 @@ def test_verifier_drops_foreign_ids_and_unquoted_numbers_and_asks_the_judge_only
                 ("Dense passage retrieval improved top-20 accuracy by 9 points over BM25.", ["chunk-a"]),
                 ("Dense passage retrieval improved accuracy by 30 points.", ["chunk-a"]),
                 ("Sparse attention is universal.", ["chunk-zzz"]),
-                ("Dense passage retrieval beat BM25 in our reading of many papers.", ["chunk-a"]),
+                ("Dense passage retrieval improved accuracy over BM25 in several surveys.", ["chunk-a"]),
             ],
             evidence,
         )
@@ -156,10 +177,26 @@ def test_verifier_drops_foreign_ids_and_unquoted_numbers_and_asks_the_judge_only
     assert len(judge.prompts) == 1  # only the partly covered claim went to the judge
     rejected = asyncio.run(
         Verifier(ScriptedLlm("", verdict="unsupported")).verify(
-            [("Dense passage retrieval beat BM25 in our reading of many papers.", ["chunk-a"])], evidence
+            [("Dense passage retrieval improved accuracy over BM25 in several surveys.", ["chunk-a"])],
+            evidence,
         )
     )
     assert rejected[0].verdict == UNSUPPORTED
+
+
+def test_a_claim_is_judged_on_what_it_says_beyond_its_quote() -> None:
+    quote = "Sparse attention reduces the memory use of transformer architectures on long documents."
+    verdicts = [
+        verify_claim(claim, [quote])[0]
+        for claim in (
+            quote,
+            quote[:-1] + ", and it also doubles accuracy on every benchmark and cures cancer.",
+            "Sparse attention does not reduce the memory use of transformer architectures on long documents.",
+            "memory",
+            "Sparse attention reduces the memory use of transformers on 12 long documents.",
+        )
+    ]
+    assert verdicts == [SUPPORTED, UNSUPPORTED, UNSUPPORTED, UNSUPPORTED, UNSUPPORTED]
 
 
 def test_red_team_flags_injection_consensus_and_a_mostly_unsupported_draft() -> None:
