@@ -467,6 +467,9 @@ def test_request_ids_are_honoured_and_echoed_on_both_faces(served: Served) -> No
     ):
         response = client.request(method, path, json=body, headers={"X-Request-ID": "req-e2e-7f3a"})
         assert response.headers["X-Request-ID"] == "req-e2e-7f3a", (path, response.status_code)
+        if response.status_code == 200 and "trace_id" in response.json():  # and the trace can be joined
+            received = _named(_trace(client, response.json()["trace_id"])["events"], "request_received")
+            assert received[0]["payload"]["request_id"] == "req-e2e-7f3a"
     for path in ("/api/v1/presets", "/api/v1/focus-modes", "/v1/health"):
         generated = {client.get(path).headers["X-Request-ID"] for _ in range(2)}
         assert len(generated) == 2 and "" not in generated  # a fresh id per request

@@ -43,7 +43,12 @@ async def _research(body: ResearchRequest, effort: str, request: Request, servic
         top_k=body.top_k,
         connectors=body.connectors,
     )
-    received = {"face": request.url.path, "options": body.model_dump(exclude={"query"}), "effort": effort}
+    received = {
+        "face": request.url.path,
+        "request_id": getattr(request.state, "request_id", None),
+        "options": body.model_dump(exclude={"query"}),
+        "effort": effort,
+    }
     result = await service.answer(answer_request, trace_id=new_trace_id(), received=received)
     return to_research_response(answer_request, result)
 

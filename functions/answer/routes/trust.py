@@ -61,9 +61,10 @@ def answer_request(body: QueryRequest, service: AnswerService) -> AnswerRequest:
     return prepared
 
 
-def received(body: QueryRequest, answer_id: str) -> dict[str, Any]:
+def received(body: QueryRequest, answer_id: str, request: Request) -> dict[str, Any]:
     return {
         "answer_id": answer_id,
+        "request_id": getattr(request.state, "request_id", None),
         "user_id": body.user_id,
         "session_id": body.session_id,
         "documents": body.documents,
@@ -72,11 +73,15 @@ def received(body: QueryRequest, answer_id: str) -> dict[str, Any]:
 
 
 def event_stream(
-    service: AnswerService, body: QueryRequest, request: AnswerRequest
+    service: AnswerService, body: QueryRequest, prepared: AnswerRequest, http_request: Request
 ) -> sse.EventStreamResponse:
     answer_id = new_answer_id()
     events = answer_events(
-        service, request, answer_id=answer_id, trace_id=new_trace_id(), received=received(body, answer_id)
+        service,
+        prepared,
+        answer_id=answer_id,
+        trace_id=new_trace_id(),
+        received=received(body, answer_id, http_request),
     )
     return sse.EventStreamResponse(events)
 
@@ -93,9 +98,11 @@ async def query(body: QueryRequest, request: Request, service: ServiceDep) -> An
     await service.admit(client_identity(request))
     prepared = answer_request(body, service)
     if body.options.stream:
-        return event_stream(service, body, prepared)
+        return event_stream(service, body, prepared, request)
     answer_id = new_answer_id()
-    result = await service.answer(prepared, trace_id=new_trace_id(), received=received(body, answer_id))
+    result = await service.answer(
+        prepared, trace_id=new_trace_id(), received=received(body, answer_id, request)
+    )
     return to_query_response(answer_id, result)
 
 
@@ -107,7 +114,7 @@ async def query(body: QueryRequest, request: Request, service: ServiceDep) -> An
 async def query_stream(body: QueryRequest, request: Request, service: ServiceDep) -> sse.EventStreamResponse:
     """The `/v1/query` answer as Server-Sent Events (see the 200 response)."""
     await service.admit(client_identity(request))
-    return event_stream(service, body, answer_request(body, service))
+    return event_stream(service, body, answer_request(body, service), request)
 
 
 @router.post("/search", response_model=TrustSearchResponse, responses=ERRORS)
