@@ -18,6 +18,7 @@ from functions.research.presets import (
     EFFORTS,
     FOCUS_MODES,
     PRESETS,
+    REASONING_EFFORTS,
     Effort,
     FocusMode,
     Preset,
@@ -78,6 +79,10 @@ def plan_answer(
 ) -> AnswerPlan:
     chosen = PRESETS[preset] if preset else DEFAULT_PRESET
     focus = FOCUS_MODES[focus_mode] if focus_mode else DEFAULT_FOCUS
+    if chosen.max_effort is not None and REASONING_EFFORTS.index(reasoning_effort) > REASONING_EFFORTS.index(
+        chosen.max_effort
+    ):
+        reasoning_effort = chosen.max_effort
     effort = EFFORTS[reasoning_effort]
     facets = facets_of(question)
     units = query_units(facets, effort.queries)

@@ -57,6 +57,7 @@ class Preset:
     quality_gate: bool  # refuse below the confidence threshold (otherwise only when nothing is verified)
     style: str
     source_bonus: int = 0  # extra sources kept (contradiction hunting needs more voices)
+    max_effort: str | None = None  # a preset defined by its speed reads no more than this
 
 
 PRESETS: dict[str, Preset] = {
@@ -72,6 +73,7 @@ PRESETS: dict[str, Preset] = {
             rcs=False,
             quality_gate=False,
             style=STYLE_ANSWER,
+            max_effort=EFFORT_LOW,
         ),
         Preset(
             "comprehensive",

@@ -75,6 +75,7 @@ def test_planner_follows_effort_focus_and_preset() -> None:
     high = plan_answer("How do graph neural networks help drug discovery?", reasoning_effort="high")
     assert len(low.searches) <= 2 < len(high.searches)
     assert low.full_text_papers == 0 and high.full_text_papers > 0
+    assert plan_answer("graph neural networks", preset="fast", reasoning_effort="high").effort.name == "low"
     news = plan_answer("large language models", focus_mode="news", now=None)
     assert news.year_start is not None and news.year_end is not None and news.year_end - news.year_start == 2
     compare = plan_answer("BM25 versus dense retrieval for question answering", focus_mode="comparison")
