@@ -15,7 +15,7 @@ from pathlib import Path
 
 from functions.common import resources
 from infra import bundling
-from infra.config import API_FUNCTIONS, KB_INGEST
+from infra.config import API_FUNCTIONS, KB_INGEST, WEB_ADAPTER
 
 
 def zipped_size(directory: Path) -> int:
@@ -33,17 +33,27 @@ def main() -> None:
     args = parser.parse_args()
     if args.cache_dir:
         os.environ["XDG_CACHE_HOME"] = args.cache_dir
-    handlers = {spec.logical_id: f"functions.{spec.family}.handler.handler" for spec in API_FUNCTIONS}
-    handlers.update({spec.logical_id: spec.handler for spec in resources.STEP_FUNCTIONS})
-    handlers[KB_INGEST.logical_id] = KB_INGEST.handler
+    # (entry, extra distributions, executables): a streaming function is its ASGI app behind the Web Adapter
+    builds: dict[str, tuple[str, tuple[str, ...], dict[str, str]]] = {}
+    for spec in API_FUNCTIONS:
+        if spec.streams:
+            builds[spec.logical_id] = (
+                spec.entry,
+                (WEB_ADAPTER.server_distribution,),
+                {WEB_ADAPTER.entry_script: bundling.web_adapter_start_script(spec.asgi_app)},
+            )
+        else:
+            builds[spec.logical_id] = (spec.entry, (), {})
+    builds.update({spec.logical_id: (spec.handler, (), {}) for spec in resources.STEP_FUNCTIONS})
+    builds[KB_INGEST.logical_id] = (KB_INGEST.handler, (), {})
     locked = bundling.LockedDependencies()
     total_started = time.perf_counter()
     print(f"cache: {bundling.cache_root()}")
     print(f"{'function':<26}{'seconds':>8}{'files':>7}{'dists':>7}{'unzipped MB':>13}{'zipped MB':>11}")
-    for logical_id, handler in handlers.items():
+    for logical_id, (entry, extra, executables) in builds.items():
         started = time.perf_counter()
-        sources = bundling.analyse(handler, locked=locked)
-        asset = bundling.build_asset(sources, "full")
+        sources = bundling.analyse(entry, locked=locked, extra_distributions=extra)
+        asset = bundling.build_asset(sources, "full", executables=executables)
         seconds = time.perf_counter() - started
         files = sum(1 for path in asset.rglob("*") if path.is_file())
         print(
