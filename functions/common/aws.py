@@ -38,6 +38,20 @@ def generic_client(service: str) -> Any:
         return boto3.client(service, **_endpoint_kwargs())  # type: ignore[call-overload]
 
 
+@cache
+def llm_runtime_client(read_timeout_seconds: float) -> Any:
+    """Bedrock Runtime for the LLM port: a generation may take as long as the LLM budget, and a
+    retried generation is billed twice, so one attempt with the budget as its read timeout."""
+    kwargs = _endpoint_kwargs()
+    kwargs["config"] = Config(
+        retries={"mode": "standard", "total_max_attempts": 1},
+        connect_timeout=5,
+        read_timeout=read_timeout_seconds,
+    )
+    with _CREATING:
+        return boto3.client("bedrock-runtime", **kwargs)
+
+
 def s3_client() -> S3Client:
     return cast("S3Client", generic_client("s3"))
 
@@ -59,4 +73,5 @@ def dynamodb_resource() -> DynamoDBServiceResource:
 def reset_clients() -> None:
     """Drop cached clients (tests and the local runtime switch endpoints)."""
     generic_client.cache_clear()
+    llm_runtime_client.cache_clear()
     dynamodb_resource.cache_clear()

@@ -481,9 +481,10 @@ async def _in_thread(call: Callable[[], T]) -> T:
 def provider_from_settings(settings: Settings | None = None) -> LlmProvider | None:
     settings = settings or get_settings()
     if settings.llm_provider == "bedrock":
-        from functions.common.aws import generic_client
+        from functions.common.aws import llm_runtime_client
 
-        return BedrockProvider(settings.llm_model or DEFAULT_BEDROCK_MODEL, generic_client("bedrock-runtime"))
+        client = llm_runtime_client(settings.llm_timeout_seconds)
+        return BedrockProvider(settings.llm_model or DEFAULT_BEDROCK_MODEL, client)
     if settings.llm_provider == "openai":
         api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         return OpenAiCompatibleProvider(

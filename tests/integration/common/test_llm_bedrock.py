@@ -268,3 +268,5 @@ def test_provider_from_settings_builds_bedrock_on_the_configured_endpoint(
     assert isinstance(provider, BedrockProvider)
     assert provider.model == DEFAULT_BEDROCK_MODEL
     assert asyncio.run(provider.complete("", "Q?")).text == "The answer is forty-two."
+    config = provider._client.meta.config  # one attempt, read timeout = the LLM budget: never billed twice
+    assert config.retries["total_max_attempts"] == 1 and config.read_timeout == 60.0
