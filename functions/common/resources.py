@@ -59,6 +59,7 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec("rate_limit_table", "bucket_key", ttl_attribute="expires_at", purpose="token buckets"),
     TableSpec("documents_table", "document_id", purpose="uploaded documents"),
     TableSpec("traces_table", "trace_id", "seq", ttl_attribute="expires_at", purpose="answer and job traces"),
+    TableSpec("teams_table", "pk", "sk", purpose="teams and their tokens (hashed)"),
 )
 
 BUCKETS: tuple[BucketSpec, ...] = (

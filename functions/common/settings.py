@@ -53,6 +53,7 @@ class Settings(BaseSettings):
     rate_limit_table: str = "research-rate-limits"
     documents_table: str = "research-documents"
     traces_table: str = "research-traces"
+    teams_table: str = "research-teams"
     data_bucket: str = "research-data"
     artifacts_bucket: str = "research-artifacts"
     state_machine_arn: str | None = None
@@ -60,10 +61,15 @@ class Settings(BaseSettings):
     # Agent traces (GET /v1/traces/{trace_id}) expire this many days after their last event.
     trace_ttl_days: int = 30
 
+    # The admin routes (`/admin/teams...`): "token" checks `Authorization: Bearer <ADMIN_TOKEN>` (unset:
+    # the routes answer 503); "iam" trusts API Gateway, which IAM-authorises them on AWS.
+    admin_token: SecretStr | None = None
+    admin_auth: Literal["token", "iam"] = "token"
+
     # Our own per-client rate limit on the public search API.
     client_rate_limit_per_minute: int = 100
 
-    @field_validator("llm_provider", mode="before")
+    @field_validator("llm_provider", "admin_auth", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.lower() if isinstance(value, str) else value

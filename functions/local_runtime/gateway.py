@@ -2,13 +2,34 @@
 
 Each function keeps its own FastAPI app (its own error contract and handlers); the gateway only picks
 the app whose routes match, and serves a merged `/openapi.json`, `/docs` and `/redoc`.
+
+Team tokens, as the API Gateway authorizer (`functions/teams/authorizer.py`) enforces them on AWS:
+- `AUTH=required` in the environment (read once, when the gateway is built: `make run` reads it at
+  start) makes every HTTP request to a function's route carry `Authorization: Bearer <team token>`,
+  except the health routes (`/v1/health`, `/api/v1/health`) and `/admin/*` (the admin app checks the
+  admin token itself). The docs (`/docs`, `/redoc`, `/openapi.json`) and paths no function owns (404)
+  are the gateway's own and need none. Locally there are no API keys: bearer tokens only.
+- Without a valid token: 401 in the error format of the path's contract (`unauthorized_reply`), with
+  `WWW-Authenticate: Bearer` (RFC 6750: `error="invalid_token"` when a token was sent but is unknown or
+  revoked) and the request's `X-Request-Id` echoed (or a new one).
+- With one: the request reaches its app with `x-team-id: <team_id>`. A client-sent `x-team-id` is
+  always dropped first, with or without AUTH, so it cannot be forged.
+- The token is resolved through `functions.teams.wiring.team_service()` (DynamoDB), off the event loop.
+  A token that resolved is remembered for `token_cache_seconds` (30 s; unknown tokens are not cached):
+  a revoked token keeps working locally for at most that long, like a cached authorizer decision on AWS.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import importlib
-from collections.abc import Sequence
-from typing import Any
+import os
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
@@ -16,7 +37,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
-FUNCTION_APPS = ("search", "extract", "orchestrate", "rag", "answer")
+from functions.teams.tokens import bearer_token
+
+FUNCTION_APPS = ("search", "extract", "orchestrate", "rag", "answer", "admin")
 
 
 def load_function_apps(names: Sequence[str] = FUNCTION_APPS) -> dict[str, FastAPI]:
@@ -54,8 +77,123 @@ def _docs_paths(app: FastAPI) -> set[str]:
     return {path for path in paths if path}
 
 
+AUTH_ENV = "AUTH"
+TEAM_HEADER = b"x-team-id"
+REQUEST_ID_HEADER = b"x-request-id"
+EXEMPT_PATHS = frozenset({"/v1/health", "/api/v1/health"})
+ADMIN_PREFIX = "/admin"
+TOKEN_CACHE_SECONDS = 30.0
+TOKEN_CACHE_MAX_ENTRIES = 1024
+
+TeamLookup = Callable[[str], str | None]  # a token -> its team's id; None when unknown or revoked
+Refusal = Literal["missing", "invalid"]
+REFUSAL_MESSAGES: dict[Refusal, str] = {
+    "missing": "A bearer token is required: Authorization: Bearer <token>",
+    "invalid": "The bearer token is unknown or revoked",
+}
+
+
+def auth_required_from_env() -> bool:
+    """`AUTH=required` enforces team tokens; unset (or empty) is today's open gateway."""
+    value = os.environ.get(AUTH_ENV, "").strip().lower()
+    if value not in ("", "required"):
+        raise ValueError(f"{AUTH_ENV} must be 'required' or unset, not {value!r}")
+    return value == "required"
+
+
+def lookup_team(token: str) -> str | None:
+    """The team of a live token, through the teams composition root (DynamoDB on the local runtime)."""
+    from functions.teams.wiring import team_service
+
+    team = team_service().resolve(token)
+    return team.team_id if team is not None else None
+
+
+class TokenCache:
+    """Tokens that resolved, by their SHA-256 (no token is kept), for `ttl` seconds after the lookup."""
+
+    def __init__(
+        self,
+        ttl: float,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = TOKEN_CACHE_MAX_ENTRIES,
+    ) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._max_entries = max_entries
+        self._entries: dict[str, tuple[str, float]] = {}  # token hash -> (team id, expiry)
+
+    def get(self, token: str) -> str | None:
+        key = hashlib.sha256(token.encode("utf-8")).hexdigest()
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if entry[1] <= self._clock():
+            del self._entries[key]
+            return None
+        return entry[0]
+
+    def put(self, token: str, team_id: str) -> None:
+        if self._ttl <= 0:
+            return
+        now = self._clock()
+        if len(self._entries) >= self._max_entries:
+            self._entries = {key: entry for key, entry in self._entries.items() if entry[1] > now}
+            while len(self._entries) >= self._max_entries:
+                del self._entries[next(iter(self._entries))]  # the oldest
+        key = hashlib.sha256(token.encode("utf-8")).hexdigest()
+        self._entries[key] = (team_id, now + self._ttl)
+
+
+def _trust_body(message: str) -> dict[str, Any]:
+    return {"error": {"code": "unauthorized", "message": message, "details": {}}}
+
+
+def unauthorized_reply(path: str, refusal: Refusal) -> tuple[dict[str, Any], dict[str, str]]:
+    """The 401 body (and extra headers) in the error format of the contract `path` belongs to."""
+    message = REFUSAL_MESSAGES[refusal]
+    if path.startswith(("/v1/", ADMIN_PREFIX + "/")) or path in ("/v1", ADMIN_PREFIX):
+        return _trust_body(message), {}  # trust API §8.4 (functions/answer/errors.py, extract /v1/*)
+    if path.startswith("/api/v1/"):
+        return {"detail": "Unauthorized"}, {}  # multi-source seed (answer and search /api/v1/*)
+    if path.startswith("/api/tools/search"):
+        # API 1's search tool (functions/search/errors.py): {"error": <what>, "message": <why>}
+        return {"error": "Unauthorized", "message": message}, {}
+    if path.startswith(("/api/tools/", "/api/agent/", "/api/schedules")):
+        # the agent API's body (functions/orchestrate/errors.py, functions/extract/http_errors.py)
+        return {"error": "UNAUTHORIZED", "message": message}, {}
+    if path.startswith(("/search/", "/entity/")):
+        body = {  # the knowledge base's (functions/rag/errors.py)
+            "detail": message,
+            "status_code": 401,
+            "error_code": "UNAUTHORIZED",
+            "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        return body, {"Cache-Control": "no-store"}
+    return {"detail": "Unauthorized"}, {}
+
+
+def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
 class Gateway:
-    def __init__(self, apps: dict[str, FastAPI]) -> None:
+    def __init__(
+        self,
+        apps: dict[str, FastAPI],
+        *,
+        auth_required: bool | None = None,
+        lookup: TeamLookup = lookup_team,
+        token_cache_seconds: float = TOKEN_CACHE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`auth_required` None reads `AUTH` from the environment, now (not per request)."""
+        self.auth_required = auth_required_from_env() if auth_required is None else auth_required
+        self._lookup = lookup
+        self._tokens = TokenCache(token_cache_seconds, clock)
         # each app's own /docs and /openapi.json are left out: the gateway serves merged ones
         self._routes = [
             (app, route)
@@ -92,7 +230,44 @@ class Gateway:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
-        await self.app_for(scope)(scope, receive, send)
+        app = self.app_for(scope)
+        if scope["type"] in ("http", "websocket"):
+            # the team is the gateway's to say: a client's own x-team-id never reaches an app
+            headers = [(name, value) for name, value in scope["headers"] if name.lower() != TEAM_HEADER]
+            if scope["type"] == "http" and self.auth_required and self._guarded(app, scope["path"]):
+                token = bearer_token(_header(headers, b"authorization"))
+                team_id = await self._team_of(token) if token is not None else None
+                if team_id is None:
+                    refusal: Refusal = "missing" if token is None else "invalid"
+                    await self._unauthorized(scope["path"], headers, refusal)(scope, receive, send)
+                    return
+                headers.append((TEAM_HEADER, team_id.encode("latin-1")))
+            scope = {**scope, "headers": headers}
+        await app(scope, receive, send)
+
+    def _guarded(self, app: Any, path: str) -> bool:
+        if app is self._docs or path in EXEMPT_PATHS:
+            return False  # the gateway's docs and 404s, health checks
+        return not (path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"))
+
+    async def _team_of(self, token: str) -> str | None:
+        team_id = self._tokens.get(token)
+        if team_id is None:
+            team_id = await asyncio.to_thread(self._lookup, token)  # a blocking DynamoDB read
+            if team_id is not None:
+                self._tokens.put(token, team_id)
+        return team_id
+
+    @staticmethod
+    def _unauthorized(path: str, headers: Sequence[tuple[bytes, bytes]], refusal: Refusal) -> JSONResponse:
+        body, extra = unauthorized_reply(path, refusal)
+        challenge = "Bearer" if refusal == "missing" else 'Bearer error="invalid_token"'
+        request_id = _header(headers, REQUEST_ID_HEADER) or str(uuid.uuid4())
+        return JSONResponse(
+            body,
+            status_code=401,
+            headers={**extra, "WWW-Authenticate": challenge, "X-Request-Id": request_id},
+        )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

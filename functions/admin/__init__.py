@@ -1,0 +1,1 @@
+"""The admin function: team and token management (`/admin/*`)."""

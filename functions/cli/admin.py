@@ -1,0 +1,112 @@
+"""The admin commands: teams and their bearer tokens, over the admin routes (`/admin/teams...`).
+
+research-agent admin create-team "Platform research" --tier standard
+research-agent admin issue-token team-0123456789ab
+research-agent admin revoke-token team-0123456789ab tok-0123456789ab
+
+The admin credential comes from `--admin-token` or ADMIN_TOKEN and is sent as `Authorization: Bearer`
+(on AWS the admin routes are IAM-authorised instead). A new token is printed once, as JSON on stdout:
+the API keeps only its hash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any, TextIO
+from urllib.parse import quote
+
+import httpx
+
+from functions.teams.models import TIERS
+
+
+def add_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    admin = commands.add_parser("admin", parents=[common], help="manage teams and their tokens")
+    credential = argparse.ArgumentParser(add_help=False)
+    credential.add_argument(
+        "--admin-token",
+        default=os.environ.get("ADMIN_TOKEN"),
+        help="the admin credential (default: $ADMIN_TOKEN)",
+    )
+    actions = admin.add_subparsers(dest="admin_command", required=True)
+    create = actions.add_parser(
+        "create-team", parents=[common, credential], help="create a team; prints its id and first token"
+    )
+    create.add_argument("name", help="the team's display name")
+    create.add_argument("--tier", choices=TIERS, required=True, help="usage tier")
+    create.set_defaults(run=run_create_team)
+    issue = actions.add_parser(
+        "issue-token", parents=[common, credential], help="issue a new token of a team; prints it once"
+    )
+    issue.add_argument("team_id")
+    issue.set_defaults(run=run_issue_token)
+    revoke = actions.add_parser("revoke-token", parents=[common, credential], help="revoke a team's token")
+    revoke.add_argument("team_id")
+    revoke.add_argument("token_id")
+    revoke.set_defaults(run=run_revoke_token)
+
+
+def _error(response: httpx.Response) -> str:
+    """`401 unauthorized: <message>` from the §8.4 body, or the status and the start of the text."""
+    try:
+        body = response.json()
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(error, dict):
+            return f"{response.status_code} {error.get('code')}: {error.get('message')}"
+        detail = body.get("detail") if isinstance(body, dict) else None
+        if detail is not None:
+            return f"{response.status_code} {detail}"
+    except ValueError:
+        pass
+    return f"{response.status_code} {response.text[:200]}"
+
+
+def _send(
+    args: argparse.Namespace, http: httpx.Client, err: TextIO, method: str, path: str, **kwargs: Any
+) -> httpx.Response | None:
+    if not args.admin_token:
+        err.write("error: an admin token is required (--admin-token or ADMIN_TOKEN)\n")
+        return None
+    headers = {"Authorization": f"Bearer {args.admin_token}"}
+    try:
+        response = http.request(method, path, headers=headers, **kwargs)
+    except httpx.HTTPError as exc:
+        err.write(f"error: {type(exc).__name__}: {exc}\n")
+        return None
+    if response.is_error:
+        err.write(f"error: {_error(response)}\n")
+        return None
+    return response
+
+
+def _print_json(response: httpx.Response, out: TextIO) -> int:
+    out.write(json.dumps(response.json(), indent=2) + "\n")
+    return 0
+
+
+def run_create_team(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+    response = _send(args, http, err, "POST", "/admin/teams", json={"name": args.name, "tier": args.tier})
+    return 1 if response is None else _print_json(response, out)
+
+
+def run_issue_token(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+    response = _send(args, http, err, "POST", f"/admin/teams/{_segment(args.team_id)}/tokens")
+    return 1 if response is None else _print_json(response, out)
+
+
+def run_revoke_token(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+    path = f"/admin/teams/{_segment(args.team_id)}/tokens/{_segment(args.token_id)}"
+    response = _send(args, http, err, "DELETE", path)
+    if response is None:
+        return 1
+    out.write(f"revoked {args.token_id} of {args.team_id}\n")
+    return 0
+
+
+def _segment(value: str) -> str:
+    """One path segment: an id with `/` or `?` in it cannot reach another route."""
+    return quote(value, safe="")

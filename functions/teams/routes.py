@@ -1,0 +1,114 @@
+"""The admin routes: create teams, issue and revoke their tokens (served by the admin app).
+
+    POST   /admin/teams                               {"name", "tier"} -> 201 {"team_id", "token_id", "token"}
+    POST   /admin/teams/{team_id}/tokens              -> 201 {"token_id", "token"}
+    DELETE /admin/teams/{team_id}/tokens/{token_id}   -> 204
+
+Every route needs the admin credential. Locally (`ADMIN_AUTH=token`, the default) that is
+`Authorization: Bearer <ADMIN_TOKEN>`; with ADMIN_TOKEN unset the routes are disabled (503). On AWS
+(`ADMIN_AUTH=iam`) API Gateway IAM-authorises the caller before the function runs, so the app trusts it.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, Field
+
+from functions.common.errors import DomainError
+from functions.teams.models import NAME_MAX_CHARS, Tier
+from functions.teams.service import TeamService
+from functions.teams.tokens import bearer_token
+from functions.teams.wiring import admin_auth, admin_token, team_service
+
+
+class Unauthorized(DomainError):
+    """Missing or wrong admin credential (401)."""
+
+    code = "unauthorized"
+
+
+class AdminDisabled(DomainError):
+    """No admin credential is configured, so nobody may use the admin routes (503)."""
+
+    code = "admin_disabled"
+
+
+def require_admin(authorization: str | None) -> None:
+    """Raise unless `authorization` carries the admin credential (or API Gateway already checked it)."""
+    if admin_auth() == "iam":
+        return
+    expected = admin_token()
+    if expected is None:
+        raise AdminDisabled("the admin routes are disabled: ADMIN_TOKEN is not set")
+    presented = bearer_token(authorization)
+    if presented is None or not hmac.compare_digest(presented.encode(), expected.encode()):
+        raise Unauthorized("a valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>)")
+
+
+class AdminRoute(APIRoute):
+    """Checks the admin credential before anything else, the request body included (a dependency would
+    run only after FastAPI has parsed the body, so a stranger's malformed body would answer 400)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            require_admin(request.headers.get("authorization"))
+            return await handler(request)
+
+        return guarded
+
+
+# Only declares the scheme in the OpenAPI document (the docs' "Authorize" button); AdminRoute checks it.
+_admin_bearer = HTTPBearer(auto_error=False, scheme_name="AdminToken", description="ADMIN_TOKEN")
+
+
+def get_team_service() -> TeamService:
+    return team_service()
+
+
+Service = Annotated[TeamService, Depends(get_team_service)]
+
+router = APIRouter(
+    prefix="/admin/teams", tags=["admin"], route_class=AdminRoute, dependencies=[Depends(_admin_bearer)]
+)
+
+
+class CreateTeamRequest(BaseModel):
+    name: str = Field(max_length=NAME_MAX_CHARS, description="the team's display name (not empty)")
+    tier: Tier = Field(description="usage tier: basic, standard or premium")
+
+
+class CreatedTeam(BaseModel):
+    team_id: str
+    token_id: str
+    token: str = Field(description="the team's first bearer token; shown once, stored only as a hash")
+
+
+class IssuedToken(BaseModel):
+    token_id: str
+    token: str = Field(description="a bearer token of the team; shown once, stored only as a hash")
+
+
+@router.post("", status_code=201, response_model=CreatedTeam, summary="Create a team with its first token")
+def create_team(body: CreateTeamRequest, service: Service) -> CreatedTeam:
+    team, token_id, token = service.create_team(body.name, body.tier)
+    return CreatedTeam(team_id=team.team_id, token_id=token_id, token=token)
+
+
+@router.post("/{team_id}/tokens", status_code=201, response_model=IssuedToken, summary="Issue a new token")
+def issue_token(team_id: str, service: Service) -> IssuedToken:
+    token_id, token = service.issue_token(team_id)
+    return IssuedToken(token_id=token_id, token=token)
+
+
+@router.delete("/{team_id}/tokens/{token_id}", status_code=204, summary="Revoke a token")
+def revoke_token(team_id: str, token_id: str, service: Service) -> Response:
+    service.revoke_token(team_id, token_id)
+    return Response(status_code=204)

@@ -1,0 +1,235 @@
+"""Where teams and their tokens live: the registry table `teams_table` (DynamoDB), or memory in tests.
+
+Items (one table, `pk` + `sk`):
+
+| pk                 | sk                  | holds                                                 |
+|--------------------|---------------------|-------------------------------------------------------|
+| `TEAM#<team_id>`   | `TEAM`              | name, tier, created_at                                |
+| `TOKEN#<sha256>`   | `TOKEN`             | token_id, team_id, created_at, revoked_at (the lookup) |
+| `TEAM#<team_id>`   | `TOKEN#<token_id>`  | the same, to revoke a token by its id                 |
+
+Resolving a token is one GetItem on its hash. A token is written (both items, and a check that its team
+exists) in one transaction, and revoked the same way; the token itself is never stored.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from botocore.exceptions import ClientError
+
+from functions.common.aws import dynamodb_resource
+from functions.common.errors import Conflict, NotFound
+from functions.common.settings import get_settings
+from functions.teams.models import Team, Tier, TokenRecord
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.service_resource import Table
+
+TEAM_SK = "TEAM"
+TOKEN_SK = "TOKEN"  # noqa: S105 (a sort key, not a secret)
+
+
+def utc_now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class TeamStore(Protocol):
+    def create_team(self, team: Team) -> None:
+        """Conflict when a team with this id exists."""
+        ...
+
+    def get_team(self, team_id: str) -> Team | None: ...
+
+    def put_token(self, record: TokenRecord) -> None:
+        """NotFound when the record's team does not exist."""
+        ...
+
+    def revoke_token(self, team_id: str, token_id: str, revoked_at: str | None = None) -> bool:
+        """Revoke (idempotently: the first revocation time stays); False when the team has no such token."""
+        ...
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None: ...
+
+
+def _team_key(team_id: str) -> dict[str, str]:
+    return {"pk": f"TEAM#{team_id}", "sk": TEAM_SK}
+
+
+def _hash_key(token_hash: str) -> dict[str, str]:
+    return {"pk": f"TOKEN#{token_hash}", "sk": TOKEN_SK}
+
+
+def _index_key(team_id: str, token_id: str) -> dict[str, str]:
+    return {"pk": f"TEAM#{team_id}", "sk": f"TOKEN#{token_id}"}
+
+
+def _team_of(item: dict[str, Any]) -> Team:
+    return Team(
+        team_id=str(item["team_id"]),
+        name=str(item["name"]),
+        tier=cast(Tier, str(item["tier"])),
+        created_at=str(item["created_at"]),
+    )
+
+
+def _record_of(item: dict[str, Any]) -> TokenRecord:
+    revoked_at = item.get("revoked_at")
+    return TokenRecord(
+        token_id=str(item["token_id"]),
+        team_id=str(item["team_id"]),
+        token_hash=str(item["token_hash"]),
+        created_at=str(item["created_at"]),
+        revoked_at=str(revoked_at) if revoked_at else None,
+    )
+
+
+def _cancellation_codes(exc: ClientError) -> list[str]:
+    reasons = cast(list[dict[str, Any]], exc.response.get("CancellationReasons") or [])
+    return [str(reason.get("Code", "")) for reason in reasons]
+
+
+class DynamoDbTeamStore:
+    def __init__(self, table: Table | None = None) -> None:
+        self._table = table or dynamodb_resource().Table(get_settings().teams_table)
+        # The resource's own client: it (de)serialises plain Python values, as the Table does.
+        self._client: Any = self._table.meta.client
+
+    def create_team(self, team: Team) -> None:
+        item = {**_team_key(team.team_id), **_team_fields(team)}
+        try:
+            self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise Conflict(f"team {team.team_id} exists") from exc
+            raise
+
+    def get_team(self, team_id: str) -> Team | None:
+        item = self._table.get_item(Key=_team_key(team_id), ConsistentRead=True).get("Item")
+        return _team_of(dict(item)) if item else None
+
+    def put_token(self, record: TokenRecord) -> None:
+        fields = _token_fields(record)
+        table = self._table.name
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "ConditionCheck": {
+                            "TableName": table,
+                            "Key": _team_key(record.team_id),
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": {**_hash_key(record.token_hash), **fields},
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": {**_index_key(record.team_id, record.token_id), **fields},
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            codes = _cancellation_codes(exc)
+            if codes[:1] == ["ConditionalCheckFailed"]:
+                raise NotFound("team not found") from exc
+            if "ConditionalCheckFailed" in codes:
+                raise Conflict(f"token {record.token_id} exists") from exc
+            raise
+
+    def revoke_token(self, team_id: str, token_id: str, revoked_at: str | None = None) -> bool:
+        found = self._table.get_item(Key=_index_key(team_id, token_id), ConsistentRead=True).get("Item")
+        if not found:
+            return False
+        record = _record_of(dict(found))
+        if record.revoked:
+            return True
+        update = {
+            "TableName": self._table.name,
+            "UpdateExpression": "SET revoked_at = if_not_exists(revoked_at, :at)",
+            "ConditionExpression": "attribute_exists(pk)",
+            "ExpressionAttributeValues": {":at": revoked_at or utc_now_iso()},
+        }
+        self._client.transact_write_items(
+            TransactItems=[
+                {"Update": {**update, "Key": _hash_key(record.token_hash)}},
+                {"Update": {**update, "Key": _index_key(team_id, token_id)}},
+            ]
+        )
+        return True
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        item = self._table.get_item(Key=_hash_key(token_hash), ConsistentRead=True).get("Item")
+        return _record_of(dict(item)) if item else None
+
+
+def _team_fields(team: Team) -> dict[str, Any]:
+    return {"team_id": team.team_id, "name": team.name, "tier": team.tier, "created_at": team.created_at}
+
+
+def _token_fields(record: TokenRecord) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "token_id": record.token_id,
+        "team_id": record.team_id,
+        "token_hash": record.token_hash,
+        "created_at": record.created_at,
+    }
+    if record.revoked_at:
+        fields["revoked_at"] = record.revoked_at
+    return fields
+
+
+class InMemoryTeamStore:
+    """The same semantics as DynamoDbTeamStore, for tests and composition without AWS."""
+
+    def __init__(self) -> None:
+        self.teams: dict[str, Team] = {}
+        self.tokens: dict[str, TokenRecord] = {}  # by hash
+        self._ids: dict[tuple[str, str], str] = {}  # (team_id, token_id) -> hash
+        self._lock = threading.Lock()
+
+    def create_team(self, team: Team) -> None:
+        with self._lock:
+            if team.team_id in self.teams:
+                raise Conflict(f"team {team.team_id} exists")
+            self.teams[team.team_id] = team
+
+    def get_team(self, team_id: str) -> Team | None:
+        with self._lock:
+            return self.teams.get(team_id)
+
+    def put_token(self, record: TokenRecord) -> None:
+        with self._lock:
+            if record.team_id not in self.teams:
+                raise NotFound("team not found")
+            if record.token_hash in self.tokens or (record.team_id, record.token_id) in self._ids:
+                raise Conflict(f"token {record.token_id} exists")
+            self.tokens[record.token_hash] = record
+            self._ids[(record.team_id, record.token_id)] = record.token_hash
+
+    def revoke_token(self, team_id: str, token_id: str, revoked_at: str | None = None) -> bool:
+        with self._lock:
+            hashed = self._ids.get((team_id, token_id))
+            if hashed is None:
+                return False
+            record = self.tokens[hashed]
+            if not record.revoked:
+                self.tokens[hashed] = replace(record, revoked_at=revoked_at or utc_now_iso())
+            return True
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        with self._lock:
+            return self.tokens.get(token_hash)
