@@ -196,7 +196,7 @@ def analyse(
 ) -> None:
     """What the planner searched, which sources were kept or filtered and why, what the gate decided."""
     from functions.answer.wiring import relevance_scorer
-    from functions.research.planner import plan_answer
+    from functions.research.pipeline import plan_for
     from functions.research.relevance import RelevanceScorer
     from functions.research.screening import document_text
 
@@ -240,16 +240,7 @@ def analyse(
     out.append(draft_line)
 
     # each expected paper's fate: never returned / filtered as irrelevant / cut by max_sources / not cited
-    plan_obj = plan_answer(
-        request.question,
-        preset=request.preset,
-        focus_mode=request.focus_mode,
-        reasoning_effort=request.reasoning_effort,
-        top_k=request.top_k,
-        connectors=request.connectors,
-        max_sources=request.max_sources,
-        year_start=request.year_start,
-    )
+    plan_obj = plan_for(request)
     scorer = relevance_scorer() if plan_obj.effort.embedded_sources > 0 else RelevanceScorer(None)
     fates: list[str] = []
     for corpus_id in outcome.goal.expected:

@@ -1,8 +1,9 @@
 """The answer function's composition root: the deployed (and local-runtime) adapters behind the pipeline.
 
-Per container: the search service (its breakers, HTTP clients and cache outlive a request), the relevance
-scorer (MiniLM weights load once) and the answer service. Per request: the extraction service (it owns
-an HTTP client, closed when the answer is done) and the LLM provider.
+Per container: the search service (its breakers, HTTP clients and cache outlive a request), the
+uploaded-documents adapter, the relevance scorer (MiniLM weights load once) and the answer service. Per
+request: the extraction service (it owns an HTTP client, closed when the answer is done) and the LLM
+provider.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def answer_service() -> AnswerService:
 
 def build_service(settings: Settings) -> AnswerService:
     search = SearchService.from_settings(settings)
+    documents = UploadedDocuments(DynamoDocumentRepository())
 
     @asynccontextmanager
     async def pipeline() -> AsyncIterator[AnswerPipeline]:
@@ -72,7 +74,7 @@ def build_service(settings: Settings) -> AnswerService:
             retriever = Retriever(
                 search=service.search_port,
                 full_text=extraction,
-                documents=UploadedDocuments(DynamoDocumentRepository()),
+                documents=documents,
                 scorer=scorer,
             )
             yield AnswerPipeline(retriever, llm=provider_from_settings(settings))

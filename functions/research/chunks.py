@@ -49,21 +49,37 @@ def bounded(text: str, start: int, end: int) -> tuple[int, int]:
     return start, cut if cut > start else start + MAX_CHUNK_CHARS
 
 
+class Bm25Index:
+    """BM25 over a set of texts, built once and asked many queries."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.size = len(texts)
+        self._stemmer = Stemmer.Stemmer("english")
+        self._retriever = bm25s.BM25()
+        if texts:
+            corpus = bm25s.tokenize(list(texts), stopwords="en", stemmer=self._stemmer, show_progress=False)
+            self._retriever.index(corpus, show_progress=False)
+
+    def scores(self, query: str) -> list[float]:
+        """Every text's BM25 against the query, scaled to 0..1 by the best (all 0 without a match)."""
+        if not self.size:
+            return []
+        tokens = bm25s.tokenize(
+            [query], stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
+        )
+        vocabulary = self._retriever.vocab_dict
+        usable = [token for token in tokens[0] if token in vocabulary]
+        if not usable:
+            return [0.0] * self.size
+        scores = np.asarray(self._retriever.get_scores(usable), dtype=np.float64)
+        best = float(scores.max())
+        return [float(value / best) if best > 0 else 0.0 for value in scores]
+
+    def mentions(self, query: str) -> bool:
+        """Whether any text shares a term with the query."""
+        return any(value > 0 for value in self.scores(query))
+
+
 def bm25_scores(query: str, texts: Sequence[str]) -> list[float]:
-    """BM25 of every text against the query, scaled to 0..1 by the best (all 0 when nothing matches)."""
-    if not texts:
-        return []
-    stemmer = Stemmer.Stemmer("english")
-    corpus = bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer, show_progress=False)
-    retriever = bm25s.BM25()
-    retriever.index(corpus, show_progress=False)
-    query_tokens = bm25s.tokenize(
-        [query], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
-    )
-    vocabulary = retriever.vocab_dict
-    usable = [token for token in query_tokens[0] if token in vocabulary]
-    if not usable:
-        return [0.0] * len(texts)
-    scores = np.asarray(retriever.get_scores(usable), dtype=np.float64)
-    best = float(scores.max())
-    return [float(value / best) if best > 0 else 0.0 for value in scores]
+    """BM25 of every text against one query (see Bm25Index for several queries over the same texts)."""
+    return Bm25Index(texts).scores(query)

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
-from functions.research.chunks import bm25_scores
+from functions.research.chunks import Bm25Index
 from functions.research.evidence import EvidenceChunk
 from functions.research.planner import AnswerPlan
 from functions.search.text import stem, terms
@@ -178,11 +178,14 @@ def critique(
     """`claims`: the draft's (claim id, cited chunk ids)."""
     cited = [chunks[i] for _, ids in claims for i in ids if i in chunks]
     texts = [chunk.text for chunk in cited]
-    uncovered = []
-    for question, facet in zip(plan.sub_questions[1:], plan.facets, strict=False):
-        if not texts or not any(score > 0 for score in bm25_scores(facet.phrase, texts)):
-            uncovered.append(question)
-    if not texts:
+    if texts:
+        index = Bm25Index(texts)
+        uncovered = [
+            question
+            for question, facet in zip(plan.sub_questions[1:], plan.facets, strict=False)
+            if not index.mentions(facet.phrase)
+        ]
+    else:
         uncovered = list(plan.sub_questions)
     single = []
     for claim_id, ids in claims:

@@ -156,22 +156,24 @@ def citations_for(
     return text, citations
 
 
+def plan_for(request: AnswerRequest) -> AnswerPlan:
+    """The Planner's plan for a request."""
+    return plan_answer(
+        request.question,
+        preset=request.preset,
+        focus_mode=request.focus_mode,
+        reasoning_effort=request.reasoning_effort,
+        top_k=request.top_k,
+        connectors=request.connectors,
+        max_sources=request.max_sources,
+        year_start=request.year_start,
+    )
+
+
 class AnswerPipeline:
     def __init__(self, retriever: Retriever, llm: LlmProvider | None = None) -> None:
         self.retriever = retriever
         self.llm = llm
-
-    def plan(self, request: AnswerRequest) -> AnswerPlan:
-        return plan_answer(
-            request.question,
-            preset=request.preset,
-            focus_mode=request.focus_mode,
-            reasoning_effort=request.reasoning_effort,
-            top_k=request.top_k,
-            connectors=request.connectors,
-            max_sources=request.max_sources,
-            year_start=request.year_start,
-        )
 
     async def _write(
         self,
@@ -211,7 +213,7 @@ class AnswerPipeline:
         on_citations: CitationsListener | None = None,
     ) -> AnswerResult:
         started = time.perf_counter()
-        plan = self.plan(request)
+        plan = plan_for(request)
         await trace.emit(PLANNER, "plan", "plan_created", **plan.to_payload())
 
         retrieval = await self.retriever.retrieve(plan, trace, request.documents)

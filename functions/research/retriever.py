@@ -17,7 +17,7 @@ from typing import Protocol
 from functions.common.embedder import MemoEmbedder
 from functions.common.errors import DomainError, InvalidInput, NotFound, UpstreamError
 from functions.common.models import ExtractedPaper, Paper
-from functions.research.chunks import bm25_scores, bounded, sentence_spans
+from functions.research.chunks import Bm25Index, bounded, sentence_spans
 from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc, chunk_id_for, source_id_for
 from functions.research.planner import AnswerPlan, broadened
 from functions.research.presets import EFFORT_LOW
@@ -188,21 +188,17 @@ class Retriever:
             return outcome
 
         outcomes = await asyncio.gather(*(one(query) for query in queries))
-        fused: dict[str, tuple[Paper, float]] = {}
+        answered = [outcome for outcome in outcomes if not isinstance(outcome, Exception)]
+        errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
+        fused = merge_fused(
+            *(
+                [(paper, 1 / (RRF_K + rank)) for rank, paper in enumerate(ranked_papers(outcome), start=1)]
+                for outcome in answered
+            )
+        )
         used: list[str] = []
         failed: dict[str, str] = {}
-        errors: list[Exception] = []
-        for outcome in outcomes:
-            if isinstance(outcome, Exception):
-                errors.append(outcome)
-                continue
-            for rank, paper in enumerate(ranked_papers(outcome), start=1):
-                key = paper.canonical_id
-                previous = fused.get(key)
-                fused[key] = (
-                    previous[0] if previous else paper,
-                    (previous[1] if previous else 0.0) + 1 / (RRF_K + rank),
-                )
+        for outcome in answered:
             used += [name for name in outcome.connectors_used if name not in used]
             failed.update(outcome.failed_connectors)
         if not fused and errors and len(errors) == len(queries):
@@ -211,12 +207,12 @@ class Retriever:
                 raise first
             raise UpstreamError(f"search failed: {type(first).__name__}")
         failed = {name: reason for name, reason in failed.items() if name not in used}
-        ordered = sorted(fused.values(), key=lambda item: -item[1])
-        return ordered, used, failed, len(ordered)
+        return fused, used, failed, len(fused)
 
     def _scorer(self, plan: AnswerPlan) -> RelevanceScorer:
-        semantic = plan.effort.embedded_sources > 0 and self._semantic is not None
-        return self._semantic if semantic and self._semantic is not None else self._lexical
+        if plan.effort.embedded_sources > 0 and self._semantic is not None:
+            return self._semantic
+        return self._lexical
 
     def rank_sources(
         self, plan: AnswerPlan, fused: Sequence[tuple[Paper, float]], scorer: RelevanceScorer | None = None
@@ -372,7 +368,7 @@ class Retriever:
         if not chunks:
             return []
         query = " ".join([plan.question, *(facet.phrase for facet in plan.facets)])
-        lexical = bm25_scores(query, [chunk.text for chunk in chunks])
+        lexical = Bm25Index([chunk.text for chunk in chunks]).scores(query)
         relevance = {source.source_id: source.relevance for source in sources}
         w_text, w_source, w_cue = CHUNK_WEIGHTS
         scored = []
@@ -476,33 +472,31 @@ class Retriever:
         texts = [f"{source.title}. {source.snippet}" for source in sources]
         if not texts:
             return 0.0
-        hit = sum(1 for facet in plan.facets if any(v > 0 for v in bm25_scores(facet.phrase, texts)))
+        index = Bm25Index(texts)
+        hit = sum(1 for facet in plan.facets if index.mentions(facet.phrase))
         return round(hit / len(plan.facets), 3)
 
     @staticmethod
     def covered_sub_questions(plan: AnswerPlan, chunks: Sequence[EvidenceChunk]) -> list[str]:
         if not chunks:
             return []
-        covered = []
-        texts = [chunk.text for chunk in chunks]
-        for question, facet_phrase in zip(
-            plan.sub_questions, ["", *(f.phrase for f in plan.facets)], strict=False
-        ):
-            scores = bm25_scores(facet_phrase or question, texts)
-            if any(value > 0 for value in scores):
-                covered.append(question)
-        return covered
+        index = Bm25Index([chunk.text for chunk in chunks])
+        phrases = ["", *(facet.phrase for facet in plan.facets)]  # the whole question, then each concept
+        return [
+            question
+            for question, phrase in zip(plan.sub_questions, phrases, strict=False)
+            if index.mentions(phrase or question)
+        ]
 
 
 def ranked_papers(outcome: SearchOutcome) -> list[Paper]:
     return sorted(outcome.papers, key=lambda p: outcome.rrf_scores.get(p.canonical_id, 0.0), reverse=True)
 
 
-def merge_fused(
-    first: Sequence[tuple[Paper, float]], second: Sequence[tuple[Paper, float]]
-) -> list[tuple[Paper, float]]:
+def merge_fused(*rankings: Sequence[tuple[Paper, float]]) -> list[tuple[Paper, float]]:
+    """Reciprocal-rank fusion: a paper's scores summed over the rankings (first record kept), best first."""
     merged: dict[str, tuple[Paper, float]] = {}
-    for paper, score in [*first, *second]:
+    for paper, score in (item for ranking in rankings for item in ranking):
         previous = merged.get(paper.canonical_id)
         merged[paper.canonical_id] = (
             previous[0] if previous else paper,

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from functions.research.chunks import bm25_scores, sentence_spans
+from functions.research.chunks import Bm25Index, sentence_spans
 from functions.research.evidence import EvidenceChunk
 from functions.research.planner import AnswerPlan
 from functions.research.presets import (
@@ -151,9 +151,9 @@ def select_evidence(
             for chunk_id in contradiction.evidence_chunk_ids:
                 if chunk_id in by_id:
                     take(by_id[chunk_id], forced=True)
-    texts = [chunk.text for chunk in chunks]
+    index = Bm25Index([chunk.text for chunk in chunks])
     for facet in plan.facets:
-        scores = bm25_scores(facet.phrase, texts)
+        scores = index.scores(facet.phrase)
         best = max(range(len(chunks)), key=lambda i: (scores[i] * chunks[i].score, -i), default=None)
         if best is not None and scores[best] > 0:
             take(chunks[best])
