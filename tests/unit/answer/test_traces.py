@@ -17,6 +17,7 @@ from functions.common.traces import (
     InMemoryTraceStore,
     TraceStore,
 )
+from functions.local_runtime import dynamodb_atomic
 
 
 class Clock:
@@ -35,6 +36,9 @@ def make_store(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
     if request.param == "memory":
         yield lambda clock: InMemoryTraceStore(ttl_days=30, clock=clock)
         return
+    # moto applies an update without a lock; the embedded runtime's patch makes each request atomic, as
+    # on AWS, which the concurrent-append test relies on (without it, two ADDs can read the same counter).
+    dynamodb_atomic.install()
     with mock_aws():
         dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
         table = dynamodb.create_table(
@@ -49,7 +53,10 @@ def make_store(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
             ],
             BillingMode="PAY_PER_REQUEST",
         )
-        yield lambda clock: DynamoDbTraceStore(table, ttl_days=30, clock=clock)
+        try:
+            yield lambda clock: DynamoDbTraceStore(table, ttl_days=30, clock=clock)
+        finally:
+            dynamodb_atomic.uninstall()
 
 
 def event(number: int, writer: str = "answer", **payload: Any) -> dict[str, Any]:
