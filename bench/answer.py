@@ -42,6 +42,7 @@ from functions.answer.service import AnswerService, Listeners
 from functions.answer.wiring import UploadedDocuments, relevance_scorer
 from functions.common.models import ExtractedPaper
 from functions.common.settings import get_settings
+from functions.common.tenancy import DEFAULT_TEAM
 from functions.common.traces import InMemoryTraceStore
 from functions.extract.documents import DynamoDocumentRepository
 from functions.extract.service import ExtractionService
@@ -245,10 +246,15 @@ class OneReadAtATime:
         focus_areas: list[str] | None = None,
         max_length: int = 5000,
         budget_seconds: float = 40.0,
+        team_id: str | None = None,
     ) -> ExtractedPaper:
         async with self._lock:
             return await self.inner.extract(
-                source_url, focus_areas=focus_areas, max_length=max_length, budget_seconds=budget_seconds
+                source_url,
+                focus_areas=focus_areas,
+                max_length=max_length,
+                budget_seconds=budget_seconds,
+                team_id=team_id,
             )
 
 
@@ -290,7 +296,7 @@ async def sequential_run(service: AnswerService, web: SimulatedWeb, label: str, 
     trace_id = f"sequential-{round_}-{label}"
     result = await service.answer(request, trace_id=trace_id, listeners=Listeners(on_trace=on_trace))
     wall = time.perf_counter() - started
-    stored = service.traces.get(trace_id)
+    stored = service.traces.get(DEFAULT_TEAM, trace_id)
     assert stored is not None
     return Run(
         label,

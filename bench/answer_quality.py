@@ -337,12 +337,13 @@ async def run_goal(
     from functions.answer.routes.trust import answer_request
     from functions.answer.schemas import QueryRequest
     from functions.answer.service import Listeners, new_trace_id
+    from functions.common.tenancy import DEFAULT_TEAM
 
     outcome = Outcome(goal, preset)
     body = QueryRequest.model_validate(
         {"query": goal.text, "options": {"preset": preset, "reasoning_effort": PRESET_EFFORTS[preset]}}
     )
-    request = answer_request(body, service)
+    request = answer_request(body, service, DEFAULT_TEAM)
     events: list[dict[str, Any]] = []
 
     async def heard(event: dict[str, Any]) -> None:

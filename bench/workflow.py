@@ -24,6 +24,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from functions.common.resources import STEP_FUNCTIONS
+from functions.common.tenancy import DEFAULT_TEAM
 from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.lambda_adapter import resolve_handler
 from functions.orchestrate.config import reset_workflow_settings_cache
@@ -118,7 +119,7 @@ def run_sequential(web: ScholarlyWeb) -> dict[str, Any]:
         phases: dict[str, float] = {}
         started = time.perf_counter()
         job_id = "sequential-baseline"
-        service.jobs.create(service.new_record(job_id, request, "bench"))
+        service.jobs.create(service.new_record(DEFAULT_TEAM, job_id, request, "bench"))
         mark = time.perf_counter()
         state = flow.plan({"input": {"job_id": job_id}})
         phases["PLANNING"] = time.perf_counter() - mark

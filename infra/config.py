@@ -9,10 +9,18 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from functions.common import resources
+from functions.local_runtime.gateway import EXEMPT_PATHS
+from functions.teams.models import TIERS
 from infra.bundling import BundlingMode
+
+# How API Gateway admits a caller of a function's routes: "team" = the team authorizer (a bearer token or
+# the team's API key) and `apiKeyRequired` (usage plans); "iam" = SigV4-signed AWS principals only.
+Authorization = Literal["team", "iam"]
+# Routes that take no credential at all, as in the local gateway: the health checks.
+OPEN_PATHS: frozenset[str] = EXEMPT_PATHS
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,7 @@ class ApiFunctionSpec:
     # True: the app runs under the Lambda Web Adapter in response_stream mode (uvicorn on a port instead
     # of Mangum) and every route of it is integrated with ResponseTransferMode STREAM (docs/infra.md).
     streams: bool = False
+    authorization: Authorization = "team"
 
     @property
     def entry(self) -> str:
@@ -50,7 +59,31 @@ API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
     # gateway does not cut it at 29 s; 60 s bounds a whole `/v1/query/stream` answer as well as a
     # buffered `/v1/query`.
     ApiFunctionSpec("AnswerFunction", "answer", memory_mb=2048, timeout_seconds=60, streams=True),
+    # Team and token management (`/admin/...`): IAM-authorised, no team, no API key (docs/teams.md).
+    ApiFunctionSpec("AdminFunction", "admin", memory_mb=512, timeout_seconds=29, authorization="iam"),
 )
+
+
+@dataclass(frozen=True)
+class AuthorizerSpec:
+    """The REQUEST authorizer in front of every team route: a bearer token or a team API key -> the team."""
+
+    logical_id: str
+    handler: str
+    memory_mb: int
+    timeout_seconds: int
+
+
+# On the path of every request (API Gateway's result cache is off, docs/teams.md): 512 MB for a short cold
+# start (boto3 + one DynamoDB read); a warm decision takes a few milliseconds.
+TEAM_AUTHORIZER = AuthorizerSpec(
+    "TeamAuthorizerFunction", "functions.teams.authorizer.handler", memory_mb=512, timeout_seconds=10
+)
+
+
+def usage_plans_parameter(stack_name: str) -> str:
+    """The SSM parameter holding each tier's usage plan id (JSON), read by the admin function."""
+    return f"/{stack_name}/usage-plan-ids"
 
 
 @dataclass(frozen=True)
@@ -117,12 +150,6 @@ DEFAULT_TIERS: tuple[UsageTier, ...] = (
 
 
 @dataclass(frozen=True)
-class Team:
-    name: str
-    tier: str
-
-
-@dataclass(frozen=True)
 class Registry:
     """The resources of `functions/common/resources.py`, read when the stack is built (never cached)."""
 
@@ -152,7 +179,6 @@ class Registry:
 class StackOptions:
     bundling: BundlingMode = "full"
     tiers: tuple[UsageTier, ...] = DEFAULT_TIERS
-    teams: tuple[Team, ...] = ()
     cors_origins: tuple[str, ...] = ("*",)
     reserved_concurrency: bool = True
     retain_data: bool = True  # DESTROY only for throw-away stacks (LocalStack, previews)
@@ -183,18 +209,18 @@ class StackOptions:
             raise ValueError(f"bundling must be 'full' or 'source', not {requested!r}")
         bundling: BundlingMode = "source" if requested == "source" else "full"
         tiers = tuple(UsageTier(**tier) for tier in parsed("usageTiers") or ()) or DEFAULT_TIERS
-        teams = tuple(Team(**team) for team in parsed("teams") or ())
-        known = {tier.name for tier in tiers}
-        for team in teams:
-            if team.tier not in known:
-                raise ValueError(
-                    f"team {team.name!r} names unknown tier {team.tier!r}; tiers: {sorted(known)}"
-                )
+        missing = sorted(set(TIERS) - {tier.name for tier in tiers})
+        if missing:
+            raise ValueError(f"usageTiers must have a plan for every team tier; missing: {missing}")
+        if parsed("teams"):
+            raise ValueError(
+                "the `teams` context is gone: a team and its API key are created with POST /admin/teams "
+                "(docs/teams.md), so that both map to the team in the authorizer"
+            )
         origins = parsed("corsOrigins") or ["*"]
         return cls(
             bundling=bundling,
             tiers=tiers,
-            teams=teams,
             cors_origins=tuple(
                 origins if isinstance(origins, Sequence) and not isinstance(origins, str) else [origins]
             ),

@@ -1,4 +1,4 @@
-"""ResearchStack: data, events, functions, workflow, schedules, API and monitoring in one stack."""
+"""ResearchStack: data, events, functions, the team authorizer, workflow, schedules, API and monitoring."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from constructs import Construct
 from fastapi import FastAPI
 
 from functions.local_runtime.gateway import load_function_apps
-from infra.components.api import Api
+from infra.components.api import STAGE, Api
 from infra.components.data import Data
 from infra.components.events import JobEvents, ResearchSchedules, UploadTrigger
 from infra.components.functions import Functions, depend_only_on_role_policy, module_exists
 from infra.components.monitoring import Monitoring
 from infra.components.workflow import Workflow
-from infra.config import API_FUNCTIONS, KB_INGEST, Registry, StackOptions
+from infra.config import API_FUNCTIONS, KB_INGEST, Registry, StackOptions, usage_plans_parameter
 from infra.nag import suppress
 from infra.routes import routes_of
 
@@ -60,6 +60,7 @@ class ResearchStack(Stack):
             buckets=self.data.buckets,
             event_bus=self.job_events.bus,
             options=options,
+            usage_plans_parameter=usage_plans_parameter(self.stack_name),
         )
         self.workflow = Workflow(
             self,
@@ -112,12 +113,18 @@ class ResearchStack(Stack):
             "Api",
             routes=self.routes,
             functions={family: deployed.function for family, deployed in self.functions.api.items()},
+            authorizer_function=self.functions.authorizer.function,
             options=options,
             # a streamed integration waits as long as the function may run
             streamed={
                 spec.family: Duration.seconds(spec.timeout_seconds) for spec in API_FUNCTIONS if spec.streams
             },
+            authorization={spec.family: spec.authorization for spec in API_FUNCTIONS},
         )
+        self.api.grant_read_api_keys(self.functions.authorizer.function)
+        for spec in API_FUNCTIONS:
+            if spec.authorization == "iam":
+                self.api.grant_create_team_keys(self.functions.api[spec.family].function)
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -125,6 +132,9 @@ class ResearchStack(Stack):
             state_machines=self.workflow.machines,
             rest_api=self.api.rest_api,
             alarm_email=options.alarm_email,
+            # the authorizer refuses a credential by failing ("Unauthorized"): its errors are refusals, and
+            # a real failure of it is a 500 (AUTHORIZER_FAILURE) that the API 5xx alarm counts
+            refusing_functions=frozenset({self.functions.authorizer.function.node.id}),
         )
 
         self.functions.drop_redundant_role_dependencies()
@@ -136,5 +146,9 @@ class ResearchStack(Stack):
         CfnOutput(self, "JobEventsQueueUrl", value=self.job_events.queue.queue_url)
         for tier, plan in self.api.usage_plans.items():
             CfnOutput(self, f"{tier.capitalize()}UsagePlanId", value=plan.usage_plan_id)
-        for team, key in self.api.team_keys.items():
-            CfnOutput(self, f"ApiKeyId{team.replace('-', '').capitalize()}", value=key.key_id)
+        CfnOutput(
+            self,
+            "AdminInvokeArn",
+            description="Grant execute-api:Invoke on this to the platform team's IAM principals",
+            value=self.api.rest_api.arn_for_execute_api("*", "/admin/*", STAGE),
+        )

@@ -26,7 +26,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.answer.service import SearchUnavailable
-from functions.common.errors import DomainError, InvalidInput, NotFound, RateLimited, UpstreamError
+from functions.common.errors import (
+    DomainError,
+    InvalidInput,
+    NotFound,
+    RateLimited,
+    Unauthorized,
+    UpstreamError,
+)
 from functions.common.observability import get_logger
 from functions.search.errors import describe_validation_errors
 
@@ -87,6 +94,10 @@ def error_reply(exc: BaseException, *, trust: bool) -> ErrorReply:
             details = {"field": exc.field} if exc.field else {}
             return ErrorReply(400, trust_body("invalid_request", exc.message, details))
         return ErrorReply(400, {"detail": exc.message})
+    if isinstance(exc, Unauthorized):
+        if trust:
+            return ErrorReply(401, trust_body("unauthorized", exc.message), {"WWW-Authenticate": "Bearer"})
+        return ErrorReply(401, {"detail": "Unauthorized"}, {"WWW-Authenticate": "Bearer"})
     if isinstance(exc, NotFound):
         if trust:
             return ErrorReply(404, trust_body("not_found", exc.message))

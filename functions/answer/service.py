@@ -19,6 +19,7 @@ from typing import Any
 
 from functions.common.errors import DomainError, InvalidInput, NotFound, UpstreamError
 from functions.common.observability import get_logger
+from functions.common.tenancy import DEFAULT_TEAM
 from functions.common.traces import TraceStore
 from functions.research.evidence import source_id_for
 from functions.research.pipeline import AnswerPipeline, AnswerRequest, AnswerResult, CitationsListener
@@ -210,26 +211,30 @@ class AnswerService:
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 await trace.emit(DECISION, "finalize", "error", **error_payload(exc))
-            await self._persist(trace, request.question)
+            await self._persist(trace, request)
             if isinstance(exc, Exception) and not isinstance(exc, DomainError):
                 logger.exception("answer pipeline failed", trace_id=trace_id)
                 raise InternalFailure(type(exc).__name__) from exc
             raise
-        await self._persist(trace, request.question)
+        await self._persist(trace, request)
         return result
 
-    async def _persist(self, trace: TraceRecorder, question: str) -> None:
+    async def _persist(self, trace: TraceRecorder, request: AnswerRequest) -> None:
         events = [event.to_dict() for event in trace.events]
+        team_id = request.team_id or DEFAULT_TEAM
         try:
             # In a thread: the write completes even when this task is being cancelled.
             await asyncio.shield(
-                asyncio.to_thread(self.traces.put, trace.trace_id, question, events, TRACE_KIND)
+                asyncio.to_thread(
+                    self.traces.put, team_id, trace.trace_id, request.question, events, TRACE_KIND
+                )
             )
         except Exception:  # the answer is worth more than its trace
             logger.exception("trace not stored", trace_id=trace.trace_id)
 
-    def trace(self, trace_id: str) -> dict[str, Any]:
-        found = self.traces.get(trace_id)
+    def trace(self, team_id: str, trace_id: str) -> dict[str, Any]:
+        """The team's trace (an answer's or a job's); another team's id is not found, like an unknown one."""
+        found = self.traces.get(team_id, trace_id)
         if found is None:
             raise NotFound(f"trace {trace_id} not found")
         return {
@@ -240,6 +245,7 @@ class AnswerService:
 
     async def search(
         self,
+        team_id: str,
         query: str,
         *,
         search_provider: str | None = None,
@@ -259,6 +265,7 @@ class AnswerService:
                 per_connector=max_results,
                 max_results=max_results,
                 connectors=connectors,
+                team_id=team_id,
             )
         )
         results: dict[str, dict[str, Any]] = {}

@@ -20,6 +20,7 @@ from functions.common.settings import Settings, get_settings
 from functions.common.traces import DynamoDbTraceStore
 from functions.extract.documents import DocumentRepository, DynamoDocumentRepository
 from functions.extract.service import ExtractionService
+from functions.metering.meter import MeteredFullText, metered_llm
 from functions.research.pipeline import AnswerPipeline
 from functions.research.relevance import RelevanceScorer
 from functions.research.retriever import Retriever, UploadedDocument
@@ -32,8 +33,8 @@ class UploadedDocuments:
     def __init__(self, repository: DocumentRepository) -> None:
         self._repository = repository
 
-    def get(self, document_id: str) -> UploadedDocument | None:
-        record = self._repository.get(document_id)
+    def get(self, team_id: str, document_id: str) -> UploadedDocument | None:
+        record = self._repository.get(team_id, document_id)
         if record is None or record.status != "indexed":
             return None
         return UploadedDocument(
@@ -73,11 +74,12 @@ def build_service(settings: Settings) -> AnswerService:
         try:
             retriever = Retriever(
                 search=service.search_port,
-                full_text=extraction,
+                full_text=MeteredFullText(extraction),
                 documents=documents,
                 scorer=scorer,
             )
-            yield AnswerPipeline(retriever, llm=provider_from_settings(settings))
+            # Metered: the request's tokens and sources count for its team (functions/metering).
+            yield AnswerPipeline(retriever, llm=metered_llm(provider_from_settings(settings)))
         finally:
             await extraction.aclose()
 

@@ -3,6 +3,8 @@
 research-agent admin create-team "Platform research" --tier standard
 research-agent admin issue-token team-0123456789ab
 research-agent admin revoke-token team-0123456789ab tok-0123456789ab
+research-agent admin set-budget team-0123456789ab 250      (USD a month; `none` removes it)
+research-agent admin webhook-secret team-0123456789ab
 
 The admin credential comes from `--admin-token` or ADMIN_TOKEN and is sent as `Authorization: Bearer`
 (on AWS the admin routes are IAM-authorised instead). A new token is printed once, as JSON on stdout:
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -48,6 +51,21 @@ def add_commands(
     revoke.add_argument("team_id")
     revoke.add_argument("token_id")
     revoke.set_defaults(run=run_revoke_token)
+    budget = actions.add_parser(
+        "set-budget",
+        parents=[common, credential],
+        help="set a team's monthly budget in USD (`none` removes it); prints the team",
+    )
+    budget.add_argument("team_id")
+    budget.add_argument("usd", type=_budget, help="USD a month, or `none`")
+    budget.set_defaults(run=run_set_budget)
+    secret = actions.add_parser(
+        "webhook-secret",
+        parents=[common, credential],
+        help="create or rotate a team's webhook signing secret; prints it once",
+    )
+    secret.add_argument("team_id")
+    secret.set_defaults(run=run_webhook_secret)
 
 
 def _error(response: httpx.Response) -> str:
@@ -107,6 +125,30 @@ def run_revoke_token(args: argparse.Namespace, http: httpx.Client, out: TextIO, 
     return 0
 
 
+def _budget(value: str) -> float | None:
+    """The `usd` argument of set-budget: a number >= 0, or `none` (no monthly budget)."""
+    if value.strip().lower() in ("none", "null", "off"):
+        return None
+    try:
+        amount = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of USD: {value!r}") from None
+    if not math.isfinite(amount) or amount < 0:
+        raise argparse.ArgumentTypeError("the budget must be a number >= 0, or `none`")
+    return amount
+
+
+def run_set_budget(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+    path = f"/admin/teams/{_segment(args.team_id)}"
+    response = _send(args, http, err, "PATCH", path, json={"monthly_budget_usd": args.usd})
+    return 1 if response is None else _print_json(response, out)
+
+
 def _segment(value: str) -> str:
     """One path segment: an id with `/` or `?` in it cannot reach another route."""
     return quote(value, safe="")
+
+
+def run_webhook_secret(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+    response = _send(args, http, err, "POST", f"/admin/teams/{_segment(args.team_id)}/webhook-secret")
+    return 1 if response is None else _print_json(response, out)

@@ -8,9 +8,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Annotated
 
 from aws_lambda_powertools import Logger
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
+
+from functions.common.tenancy import team_for
+from functions.metering.middleware import UsageMiddleware
 
 REQUEST_ID_HEADER = "X-Request-Id"
 
@@ -48,6 +52,8 @@ def create_app(
         logger.remove_keys(["request_id"])
         return response
 
+    # Outermost: counts the request per team, route and month once its response is sent (docs/usage.md).
+    app.add_middleware(UsageMiddleware)
     return app
 
 
@@ -60,3 +66,11 @@ def client_identity(request: Request) -> str:
     if forwarded:
         return "ip:" + forwarded.split(",", 1)[0].strip()
     return "ip:" + (request.client.host if request.client else "unknown")
+
+
+def request_team(request: Request) -> str:
+    """FastAPI dependency: the calling team (see functions/common/tenancy.py)."""
+    return team_for(request.scope, request.headers)
+
+
+TeamId = Annotated[str, Depends(request_team)]

@@ -25,6 +25,12 @@ class NotFound(DomainError):
     code = "NOT_FOUND"
 
 
+class Unauthorized(DomainError):
+    """The request carries no valid credential (each API answers 401 in its own error format)."""
+
+    code = "UNAUTHORIZED"
+
+
 class Conflict(DomainError):
     code = "CONFLICT"
 

@@ -217,11 +217,13 @@ class HttpClient:
         max_bytes: int | None = None,
         retries: int = 2,
         max_redirects: int | None = None,
+        content: bytes | None = None,
     ) -> FetchedResponse:
         """Send a request; transient failures of idempotent requests are retried with full jitter.
 
         Returns the final response whatever its status; raises FetchError subclasses for transport
-        failures, refusals, oversized bodies and time-outs.
+        failures, refusals, oversized bodies and time-outs. `content` sends these exact bytes as the body
+        (e.g. a signed webhook payload); `json` serialises a value.
         """
         method = method.upper()
         attempts = retries + 1 if method in IDEMPOTENT_METHODS else 1
@@ -229,7 +231,7 @@ class HttpClient:
 
         async def once() -> FetchedResponse:
             response = await self._follow(
-                method, url, params, headers, json, timeout, max_bytes, max_redirects
+                method, url, params, headers, json, timeout, max_bytes, max_redirects, content
             )
             if response.status_code in TRANSIENT_STATUSES and attempts > 1:
                 raise _TransientStatus(response)
@@ -319,6 +321,7 @@ class HttpClient:
         timeout: float | None,
         max_bytes: int | None,
         max_redirects: int | None,
+        content: bytes | None = None,
     ) -> FetchedResponse:
         limit = self._settings.fetch_max_redirects if max_redirects is None else max_redirects
         cap = max_bytes or self._settings.fetch_max_bytes
@@ -329,7 +332,13 @@ class HttpClient:
         for _ in range(limit + 1):
             check_url_shape(current)
             request = self._client.build_request(
-                method, current, params=params, headers=headers, json=json, timeout=per_request
+                method,
+                current,
+                params=params,
+                headers=headers,
+                json=json,
+                content=content,
+                timeout=per_request,
             )
             response = await self._client.send(request, stream=True)
             try:
@@ -340,7 +349,7 @@ class HttpClient:
                     if response.status_code == 303 or (
                         response.status_code in (301, 302) and method == "POST"
                     ):
-                        method, json = "GET", None
+                        method, json, content = "GET", None, None
                     continue
                 body = await _read_capped(response, cap)
             finally:

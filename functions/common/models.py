@@ -47,6 +47,8 @@ class Paper(BaseModel):
     citations: int | None = None
     pdf_url: str | None = None  # open-access PDF when known
     open_access: bool | None = None
+    # OpenAlex's `is_retracted` (None: no registry said); living reviews report newly retracted sources.
+    is_retracted: bool | None = None
     source: (
         str  # connector that found it first ("arxiv", "semantic_scholar", "openalex", "crossref", "library")
     )

@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     documents_table: str = "research-documents"
     traces_table: str = "research-traces"
     teams_table: str = "research-teams"
+    # Metered usage per team and month, and each job's cost ledger (functions/metering).
+    usage_table: str = "research-usage"
     data_bucket: str = "research-data"
     artifacts_bucket: str = "research-artifacts"
     state_machine_arn: str | None = None
@@ -65,11 +67,23 @@ class Settings(BaseSettings):
     # the routes answer 503); "iam" trusts API Gateway, which IAM-authorises them on AWS.
     admin_token: SecretStr | None = None
     admin_auth: Literal["token", "iam"] = "token"
+    # Where a request's team comes from (functions/common/tenancy.py): "authorizer" on AWS (the Lambda
+    # authorizer's context), "gateway" locally (the x-team-id the local gateway sets).
+    team_source: Literal["gateway", "authorizer"] = "gateway"
+    # Per-team API Gateway API keys (functions/teams/usage_keys.py), AWS only: the SSM parameter holding
+    # each tier's usage plan id (JSON, written by CDK), and the prefix of the keys' names. Unset: no keys.
+    usage_plans_parameter: str | None = None
+    api_key_name_prefix: str = "research"
+
+    # Metering (docs/usage.md): `USAGE_METERING=false` stops recording requests and job usage; the price
+    # table's defaults (public us-east-1 prices) are overridden by a JSON object in PRICE_TABLE_JSON.
+    usage_metering: bool = True
+    price_table_json: str | None = None
 
     # Our own per-client rate limit on the public search API.
     client_rate_limit_per_minute: int = 100
 
-    @field_validator("llm_provider", "admin_auth", mode="before")
+    @field_validator("llm_provider", "admin_auth", "team_source", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.lower() if isinstance(value, str) else value

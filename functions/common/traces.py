@@ -1,5 +1,6 @@
 """Agent traces: the ordered events of one answer (or one research job), readable by `GET /v1/traces/{id}`.
 
+A trace belongs to a team: its key carries the team, so another team's trace id reads as unknown.
 Several writers may add events to the same trace (a research job's step Lambdas, for instance), so the
 store only ever appends. In DynamoDB a trace is one header item (sort key `#meta`: query, kind, the
 event counter, expiry) plus one item per event (sort key: the zero-padded sequence number). An append
@@ -34,16 +35,23 @@ DAY_SECONDS = 86_400
 
 
 class TraceStore(Protocol):
-    def put(self, trace_id: str, query: str, events: Sequence[dict[str, Any]], kind: str = "answer") -> None:
+    def put(
+        self,
+        team_id: str,
+        trace_id: str,
+        query: str,
+        events: Sequence[dict[str, Any]],
+        kind: str = "answer",
+    ) -> None:
         """Name the trace's query and kind, and append `events` (a trace may be put by one writer and
         appended to by others, in any order)."""
         ...
 
-    def append(self, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
+    def append(self, team_id: str, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
         """Add events after every event already reserved by any writer."""
         ...
 
-    def get(self, trace_id: str) -> dict[str, Any] | None:
+    def get(self, team_id: str, trace_id: str) -> dict[str, Any] | None:
         """`{"trace_id", "query", "kind", "events": [...]}` in append order, or None (unknown or expired)."""
         ...
 
@@ -62,6 +70,10 @@ def sequence_key(number: int) -> str:
     return f"{number:0{SEQUENCE_DIGITS}d}"
 
 
+def trace_key(team_id: str, trace_id: str) -> str:
+    return f"{team_id}#{trace_id}"
+
+
 class DynamoDbTraceStore:
     def __init__(
         self,
@@ -75,13 +87,20 @@ class DynamoDbTraceStore:
         self._ttl_seconds = (ttl_days if ttl_days is not None else settings.trace_ttl_days) * DAY_SECONDS
         self._clock = clock
 
-    def put(self, trace_id: str, query: str, events: Sequence[dict[str, Any]], kind: str = "answer") -> None:
-        self._append(trace_id, events, {"query": query, "kind": kind})
+    def put(
+        self,
+        team_id: str,
+        trace_id: str,
+        query: str,
+        events: Sequence[dict[str, Any]],
+        kind: str = "answer",
+    ) -> None:
+        self._append(trace_key(team_id, trace_id), events, {"query": query, "kind": kind})
 
-    def append(self, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
-        self._append(trace_id, events, {})
+    def append(self, team_id: str, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
+        self._append(trace_key(team_id, trace_id), events, {})
 
-    def _append(self, trace_id: str, events: Sequence[dict[str, Any]], fields: dict[str, str]) -> None:
+    def _append(self, key: str, events: Sequence[dict[str, Any]], fields: dict[str, str]) -> None:
         now = self._clock()
         expires_at = int(now + self._ttl_seconds)
         names = {"#next": "next_seq", "#expires": "expires_at", "#created": "created_at"}
@@ -92,7 +111,7 @@ class DynamoDbTraceStore:
             values[f":f{index}"] = value
             assignments.append(f"#f{index} = :f{index}")
         updated = self._table.update_item(
-            Key={"trace_id": trace_id, "seq": META},
+            Key={"trace_id": key, "seq": META},
             UpdateExpression="ADD #next :n SET " + ", ".join(assignments),
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
@@ -104,18 +123,18 @@ class DynamoDbTraceStore:
             for offset, event in enumerate(events):
                 batch.put_item(
                     Item={
-                        "trace_id": trace_id,
+                        "trace_id": key,
                         "seq": sequence_key(first + offset),
                         "event": storable(event),
                         "expires_at": expires_at,
                     }
                 )
 
-    def get(self, trace_id: str) -> dict[str, Any] | None:
+    def get(self, team_id: str, trace_id: str) -> dict[str, Any] | None:
         items: list[dict[str, Any]] = []
         arguments: dict[str, Any] = {
             "KeyConditionExpression": "trace_id = :t",
-            "ExpressionAttributeValues": {":t": trace_id},
+            "ExpressionAttributeValues": {":t": trace_key(team_id, trace_id)},
             "ConsistentRead": True,
         }
         while True:
@@ -143,22 +162,29 @@ class InMemoryTraceStore:
         self._clock = clock
         self._lock = threading.Lock()
 
-    def put(self, trace_id: str, query: str, events: Sequence[dict[str, Any]], kind: str = "answer") -> None:
-        self._append(trace_id, events, {"query": query, "kind": kind})
+    def put(
+        self,
+        team_id: str,
+        trace_id: str,
+        query: str,
+        events: Sequence[dict[str, Any]],
+        kind: str = "answer",
+    ) -> None:
+        self._append(trace_key(team_id, trace_id), events, {"query": query, "kind": kind})
 
-    def append(self, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
-        self._append(trace_id, events, {})
+    def append(self, team_id: str, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
+        self._append(trace_key(team_id, trace_id), events, {})
 
-    def _append(self, trace_id: str, events: Sequence[dict[str, Any]], fields: dict[str, str]) -> None:
+    def _append(self, key: str, events: Sequence[dict[str, Any]], fields: dict[str, str]) -> None:
         with self._lock:
-            trace = self._traces.setdefault(trace_id, {"query": "", "kind": "", "events": []})
+            trace = self._traces.setdefault(key, {"query": "", "kind": "", "events": []})
             trace.update(fields)
             trace["expires_at"] = self._clock() + self._ttl_seconds
             trace["events"] += [storable(event) for event in events]
 
-    def get(self, trace_id: str) -> dict[str, Any] | None:
+    def get(self, team_id: str, trace_id: str) -> dict[str, Any] | None:
         with self._lock:
-            trace = self._traces.get(trace_id)
+            trace = self._traces.get(trace_key(team_id, trace_id))
             if trace is None or trace["expires_at"] <= self._clock():
                 return None
             return {

@@ -1,7 +1,11 @@
-"""HTTP routers: `POST /api/tools/extract` (agent API 2) and `/v1/documents` (trust API uploads)."""
+"""HTTP routers: `POST /api/tools/extract` (agent API 2) and `/v1/documents` (trust API uploads).
+
+Every route acts for the caller's team (`TeamId`): uploads belong to it, and `GET /v1/documents/{id}`
+and `library://<id>` find only its documents (another team's answer 404 exactly like unknown ones)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -12,6 +16,7 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
+from functions.common.api import TeamId
 from functions.common.errors import InvalidInput, NotFound
 from functions.common.http import HttpClient
 from functions.common.models import ExtractedPaper
@@ -145,7 +150,7 @@ def _utc_seconds(moment: datetime) -> str:
 
 
 @tools_router.post("/api/tools/extract")
-async def extract(body: ExtractRequest, service: ServiceDep) -> dict[str, Any]:
+async def extract(body: ExtractRequest, service: ServiceDep, team: TeamId) -> dict[str, Any]:
     started = time.perf_counter()
     parameters = body.extraction_parameters or ExtractionParameters()
     paper = await service.extract(
@@ -153,6 +158,7 @@ async def extract(body: ExtractRequest, service: ServiceDep) -> dict[str, Any]:
         focus_areas=parameters.focus_areas,
         max_length=parameters.max_length,
         budget_seconds=get_settings().extract_budget_seconds,
+        team_id=team,
     )
     elapsed = (time.perf_counter() - started) * 1000
     return extraction_response(paper, body.source_url, parameters.required_elements, elapsed)
@@ -173,6 +179,7 @@ async def _read_capped(upload: UploadFile, limit: int) -> bytes:
 async def upload_document(
     request: Request,
     service: ServiceDep,
+    team: TeamId,
     file: Annotated[UploadFile, File(description="the PDF")],
     metadata: Annotated[str | None, Form(description="optional JSON object: title, authors, year")] = None,
 ) -> JSONResponse:
@@ -181,7 +188,7 @@ async def upload_document(
     if declared.isdigit() and int(declared) > limit + 64 * 1024:
         raise DocumentTooLarge(f"upload of {declared} bytes exceeds the {limit} byte limit", field="file")
     data = await _read_capped(file, limit)
-    record = await service.ingest_upload(data, file.filename or "document.pdf", metadata)
+    record = await service.ingest_upload(team, data, file.filename or "document.pdf", metadata)
     return JSONResponse(
         status_code=201,
         content={"document_id": record.document_id, "status": record.status, "pages": record.pages},
@@ -189,10 +196,10 @@ async def upload_document(
 
 
 @documents_router.get("/v1/documents/{document_id}")
-async def get_document(document_id: str, service: ServiceDep) -> dict[str, Any]:
+async def get_document(document_id: str, service: ServiceDep, team: TeamId) -> dict[str, Any]:
     if not document_id.startswith("doc-") or len(document_id) > 80:
         raise InvalidInput(f"not a document id: {document_id!r}", field="document_id")
-    record = service.get_document(document_id)
+    record = await asyncio.to_thread(service.get_document, team, document_id)
     if record is None:
         raise NotFound(f"no document {document_id}")
     return {

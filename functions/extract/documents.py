@@ -1,4 +1,9 @@
-"""Uploaded documents: validation, content-addressed storage, parsing, and their metadata records."""
+"""Uploaded documents: validation, content-addressed storage, parsing, and their metadata records.
+
+A document belongs to the team that uploaded it: its record is keyed by (team_id, document_id) and
+every read names the team, so another team's document is indistinguishable from an unknown one. The
+document id is content-derived, so two teams uploading the same file hold two separate documents.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ SEARCH_TEXT_LIMIT = 20_000
 
 
 class DocumentRecord(BaseModel):
+    team_id: str  # the owning team (the table's partition key)
     document_id: str
     filename: str
     uploaded_at: datetime
@@ -45,11 +51,13 @@ class DocumentRecord(BaseModel):
 
 
 class DocumentRepository(Protocol):
+    """Uploaded documents' records, always read within one team."""
+
     def put(self, record: DocumentRecord) -> None: ...
 
-    def get(self, document_id: str) -> DocumentRecord | None: ...
+    def get(self, team_id: str, document_id: str) -> DocumentRecord | None: ...
 
-    def all(self, limit: int = 1000) -> list[DocumentRecord]: ...
+    def all(self, team_id: str, limit: int = 1000) -> list[DocumentRecord]: ...
 
 
 def document_id_for(sha256: str) -> str:
@@ -94,15 +102,23 @@ class DynamoDocumentRepository:
         item = json.loads(record.model_dump_json(), parse_float=Decimal)
         self._table.put_item(Item={k: v for k, v in item.items() if v is not None})
 
-    def get(self, document_id: str) -> DocumentRecord | None:
-        item = self._table.get_item(Key={"document_id": document_id}).get("Item")
+    def get(self, team_id: str, document_id: str) -> DocumentRecord | None:
+        if not team_id or not document_id:  # DynamoDB refuses empty key values: nothing is stored there
+            return None
+        item = self._table.get_item(Key={"team_id": team_id, "document_id": document_id}).get("Item")
         return None if item is None else DocumentRecord.model_validate(from_dynamo(item))
 
-    def all(self, limit: int = 1000) -> list[DocumentRecord]:
+    def all(self, team_id: str, limit: int = 1000) -> list[DocumentRecord]:
+        """The team's documents (a Query on its partition, never a Scan of every team's)."""
         records: list[DocumentRecord] = []
-        kwargs: dict[str, Any] = {}
+        if not team_id or limit <= 0:
+            return records
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "team_id = :team",
+            "ExpressionAttributeValues": {":team": team_id},
+        }
         while len(records) < limit:
-            page = self._table.scan(**kwargs)
+            page = self._table.query(Limit=limit - len(records), **kwargs)
             records.extend(DocumentRecord.model_validate(from_dynamo(item)) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 break
@@ -112,14 +128,19 @@ class DynamoDocumentRepository:
 
 class InMemoryDocumentRepository:
     def __init__(self) -> None:
-        self._records: dict[str, DocumentRecord] = {}
+        self._records: dict[tuple[str, str], DocumentRecord] = {}
 
     def put(self, record: DocumentRecord) -> None:
-        self._records[record.document_id] = record.model_copy(deep=True)
+        self._records[(record.team_id, record.document_id)] = record.model_copy(deep=True)
 
-    def get(self, document_id: str) -> DocumentRecord | None:
-        found = self._records.get(document_id)
+    def get(self, team_id: str, document_id: str) -> DocumentRecord | None:
+        found = self._records.get((team_id, document_id))
         return found.model_copy(deep=True) if found else None
 
-    def all(self, limit: int = 1000) -> list[DocumentRecord]:
-        return [r.model_copy(deep=True) for r in list(self._records.values())[:limit]]
+    def all(self, team_id: str, limit: int = 1000) -> list[DocumentRecord]:
+        """The team's documents in document-id order (as a Query on the sort key returns them)."""
+        mine = sorted(
+            (record for (team, _), record in self._records.items() if team == team_id),
+            key=lambda record: record.document_id,
+        )
+        return [record.model_copy(deep=True) for record in mine[: max(0, limit)]]

@@ -19,6 +19,7 @@ from functions.common.errors import (
     FetchTimeout,
     InvalidInput,
     NotFound,
+    Unauthorized,
 )
 from functions.extract.errors import DocumentTooLarge, UnprocessableDocument
 
@@ -47,6 +48,10 @@ def error_response(request: Request, exc: Exception) -> JSONResponse:
         if trust:
             return _trust_error(400, "invalid_request", message, field)
         return _agent_error(400, "INVALID_REQUEST", message, field)
+    if isinstance(exc, Unauthorized):
+        if trust:
+            return _trust_error(401, "unauthorized", exc.message)
+        return _agent_error(401, "UNAUTHORIZED", exc.message)
     if isinstance(exc, DocumentTooLarge):
         return _trust_error(413, exc.code, exc.message, exc.field)
     if isinstance(exc, UnprocessableDocument):

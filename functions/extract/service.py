@@ -1,10 +1,17 @@
 """The extraction service: resolve a source, fetch it (guarded), parse, analyse, store and cache.
 
 Storage layout in the data bucket:
-  pdfs/<sha256>.pdf                    the fetched or uploaded PDF, content-addressed
+  pdfs/<sha256>.pdf                    a fetched public PDF, content-addressed
   parsed/<hash(canonical_id)>.json     the ExtractedPaper (what the step handler passes by reference)
   parsed/<hash(canonical_id)>.pages.json  the normalised page text: a repeat extraction of the same
                                        paper re-runs only the (fast) analysis, with no fetch and no parse
+  teams/<team_id>/documents/<document_id>/original.pdf, paper.json, pages.json
+                                       the same three for a team's uploaded document, under its team
+
+The public entries (DOIs, arXiv ids, URLs) are shared by every team: they hold public content, and a
+team learns nothing about another from a cache hit on a public paper. An uploaded document is private
+to its team: `library://<id>` resolves only through that team's records, and its parse is cached only
+under that team's prefix, so no other team can be served it from any cache.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from functions.common.models import ExtractedPaper, short_hash
 from functions.common.observability import record_metric
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
+from functions.common.tenancy import checked_team, valid_team_id
 from functions.extract.documents import (
     SEARCH_TEXT_LIMIT,
     DocumentRecord,
@@ -65,6 +73,33 @@ def parsed_key(canonical_id: str) -> str:
 
 def pages_key(canonical_id: str) -> str:
     return f"parsed/{short_hash(canonical_id, 16)}.pages.json"
+
+
+@dataclass(frozen=True, slots=True)
+class StorageKeys:
+    """Where a source's parse is kept: the shared keys of a public paper, or its team's for an upload."""
+
+    parsed: str
+    pages: str
+
+
+def public_keys(canonical_id: str) -> StorageKeys:
+    return StorageKeys(parsed_key(canonical_id), pages_key(canonical_id))
+
+
+def document_prefix(team_id: str, document_id: str) -> str:
+    """Every stored file of an uploaded document lives under its team (the team id is checked, since it
+    becomes part of the key)."""
+    return f"teams/{checked_team(team_id)}/documents/{document_id}"
+
+
+def document_pdf_key(team_id: str, document_id: str) -> str:
+    return f"{document_prefix(team_id, document_id)}/original.pdf"
+
+
+def document_keys(team_id: str, document_id: str) -> StorageKeys:
+    prefix = document_prefix(team_id, document_id)
+    return StorageKeys(f"{prefix}/paper.json", f"{prefix}/pages.json")
 
 
 @dataclass(slots=True)
@@ -138,14 +173,18 @@ class ExtractionService:
         focus_areas: list[str] | None = None,
         max_length: int = 5000,
         budget_seconds: float = 40.0,
+        team_id: str | None = None,
     ) -> ExtractedPaper:
         """Raises InvalidInput/FetchBlocked (400), SourceUnavailable (404), FetchTimeout (504).
-        Unparseable content returns success=False with a failure_reason."""
+        Unparseable content returns success=False with a failure_reason.
+
+        `team_id`: the caller's team. `library://<id>` resolves only among that team's uploads; without
+        a team, or for another team's document, it fails exactly as an unknown document does."""
         target = classify(source_url)
         deadline = _Deadline(time.monotonic() + budget_seconds)
         try:
             async with asyncio.timeout(budget_seconds):
-                paper = await self._extract(target, source_url, focus_areas or [], deadline)
+                paper = await self._extract(target, source_url, focus_areas or [], deadline, team_id)
         except TimeoutError as exc:
             record_metric("extract", "ExtractionTimeouts", 1)
             raise FetchTimeout(
@@ -155,13 +194,23 @@ class ExtractionService:
         return trim_to_length(paper, max_length)
 
     async def _extract(
-        self, target: Target, source_url: str, focus: list[str], deadline: _Deadline
+        self, target: Target, source_url: str, focus: list[str], deadline: _Deadline, team_id: str | None
     ) -> ExtractedPaper:
-        cached = await self._from_cache(target, source_url, focus, deadline)
+        record: DocumentRecord | None = None
+        if target.kind == "library":
+            # The team's record first: the cache below is consulted only for a document the team owns.
+            record = await self._library_record(team_id, target.value)
+            keys = document_keys(record.team_id, record.document_id)
+        else:
+            keys = public_keys(target.canonical_id)
+        cached = await self._from_cache(target, keys, source_url, focus, deadline)
         if cached is not None:
             return cached
         try:
-            fetched = await self._fetch_target(target, deadline)
+            if record is not None:
+                fetched = await self._library_pdf(record)
+            else:
+                fetched = await self._fetch_target(target, deadline)
         except FetchTooLarge as exc:
             return failed(source_url, target.canonical_id, f"document too large - {exc.message}")
         if fetched.kind == "other":
@@ -174,23 +223,24 @@ class ExtractionService:
         extra_citations: list[str] = []
         if fetched.kind == "pdf":
             sha256 = hashlib.sha256(fetched.content).hexdigest()
-            await self._store_pdf(sha256, fetched.content)
+            if record is None:  # an upload's PDF is already stored, under its team
+                await self._store_pdf(sha256, fetched.content)
             self.stats.parses += 1
             outcome = await asyncio.to_thread(
                 parse_or_failure, fetched.content, source_url, target.canonical_id
             )
             if isinstance(outcome, ExtractedPaper):
                 outcome.pdf_sha256 = sha256
-                await self._store_paper(outcome)
+                await self._store_paper(outcome, keys)
                 return outcome
             parsed = outcome
         else:
             assert fetched.html is not None
             parsed = ParsedPdf(fetched.html.pages, 1, fetched.html.metadata, [], "html")
             extra_citations = fetched.html.citations
-        await self._store_pages(target.canonical_id, parsed, sha256, extra_citations)
+        await self._store_pages(keys, parsed, sha256, extra_citations)
         return await self._analyse_and_store(
-            parsed, target, source_url, focus, sha256, extra_citations, deadline=deadline
+            parsed, target, keys, source_url, focus, sha256, extra_citations, deadline=deadline
         )
 
     async def _store_pdf(self, sha256: str, data: bytes) -> None:
@@ -198,7 +248,7 @@ class ExtractionService:
 
     async def _store_pages(
         self,
-        canonical_id: str,
+        keys: StorageKeys,
         parsed: ParsedPdf,
         sha256: str | None,
         extra_citations: list[str],
@@ -213,12 +263,13 @@ class ExtractionService:
         }
         if resolved is not None and resolved.found:
             stored["authoritative"] = resolved.to_json()
-        await asyncio.to_thread(put_json, self._blobs, pages_key(canonical_id), stored)
+        await asyncio.to_thread(put_json, self._blobs, keys.pages, stored)
 
     async def _analyse_and_store(
         self,
         parsed: ParsedPdf,
         target: Target,
+        keys: StorageKeys,
         source_url: str,
         focus: list[str],
         sha256: str | None,
@@ -254,22 +305,25 @@ class ExtractionService:
                     )
                     record_metric("extract", "AuthoritativeMetadataFound", int(resolved.found))
                     if resolved.found:
-                        await self._store_pages(
-                            target.canonical_id, parsed, sha256, extra_citations, resolved
-                        )
+                        await self._store_pages(keys, parsed, sha256, extra_citations, resolved)
             paper = with_metadata(paper, found, resolved, doi=trusted_doi, arxiv_id=trusted_arxiv)
-        await self._store_paper(paper)
+        await self._store_paper(paper, keys)
         return paper
 
-    async def _store_paper(self, paper: ExtractedPaper) -> None:
-        await asyncio.to_thread(
-            put_json, self._blobs, parsed_key(paper.canonical_id), paper.model_dump(mode="json")
-        )
+    async def _store_paper(self, paper: ExtractedPaper, keys: StorageKeys) -> None:
+        await asyncio.to_thread(put_json, self._blobs, keys.parsed, paper.model_dump(mode="json"))
 
     async def _from_cache(
-        self, target: Target, source_url: str, focus: list[str], deadline: _Deadline | None = None
+        self,
+        target: Target,
+        keys: StorageKeys,
+        source_url: str,
+        focus: list[str],
+        deadline: _Deadline | None = None,
     ) -> ExtractedPaper | None:
-        stored = await asyncio.to_thread(get_json, self._blobs, pages_key(target.canonical_id))
+        """`keys`: the team's for a library document (the caller checked the team owns it), else the
+        shared keys of the public paper."""
+        stored = await asyncio.to_thread(get_json, self._blobs, keys.pages)
         if stored is not None:
             self.stats.cache_hits += 1
             parsed = ParsedPdf.from_json(stored["parsed"])
@@ -277,6 +331,7 @@ class ExtractionService:
             return await self._analyse_and_store(
                 parsed,
                 target,
+                keys,
                 source_url,
                 focus,
                 stored.get("pdf_sha256"),
@@ -286,7 +341,7 @@ class ExtractionService:
             )
         if target.kind == "library":
             return None  # uploads are parsed at upload time; a missing text file means re-parse
-        previous = await asyncio.to_thread(get_json, self._blobs, parsed_key(target.canonical_id))
+        previous = await asyncio.to_thread(get_json, self._blobs, keys.parsed)
         if previous is not None and not previous.get("success"):
             self.stats.cache_hits += 1  # a permanent failure (corrupt, scanned): do not fetch again
             paper = ExtractedPaper.model_validate(previous)
@@ -297,8 +352,9 @@ class ExtractionService:
     # --- fetching --------------------------------------------------------------------------------
 
     async def _fetch_target(self, target: Target, deadline: _Deadline) -> Fetched:
+        """A public source (library documents are read through `_library_pdf`)."""
         if target.kind == "library":
-            return await self._library_pdf(target.value)
+            raise SourceUnavailable(f"no uploaded document {target.value}")
         if target.kind == "arxiv":
             base = self._settings.arxiv_pdf_base_url.rstrip("/")
             return await self._fetch_url(f"{base}/pdf/{target.value}", deadline, follow_html=False)
@@ -306,13 +362,21 @@ class ExtractionService:
             return await self._fetch_doi(target.value, deadline)
         return await self._fetch_url(target.value, deadline, follow_html=True)
 
-    async def _library_pdf(self, document_id: str) -> Fetched:
-        record = self._documents.get(document_id) if self._documents else None
-        if record is None:
-            raise SourceUnavailable(f"no uploaded document {document_id}")
+    async def _library_record(self, team_id: str | None, document_id: str) -> DocumentRecord:
+        """The team's document. No team, another team's document and an unknown one all raise the same
+        error, so that a caller cannot tell whether a document exists elsewhere."""
+        missing = SourceUnavailable(f"no uploaded document {document_id}")
+        if self._documents is None or team_id is None or not valid_team_id(team_id):
+            raise missing
+        record = await asyncio.to_thread(self._documents.get, team_id, document_id)
+        if record is None or record.team_id != team_id:
+            raise missing
+        return record
+
+    async def _library_pdf(self, record: DocumentRecord) -> Fetched:
         data = await asyncio.to_thread(self._blobs.get_bytes, record.pdf_key)
         if data is None:
-            raise SourceUnavailable(f"the file of document {document_id} is missing from storage")
+            raise SourceUnavailable(f"the file of document {record.document_id} is missing from storage")
         return Fetched("pdf", record.source_url, data)
 
     async def _fetch_doi(self, doi: str, deadline: _Deadline) -> Fetched:
@@ -448,15 +512,17 @@ class ExtractionService:
     # --- uploads ---------------------------------------------------------------------------------
 
     async def ingest_upload(
-        self, data: bytes, filename: str, metadata_json: str | None = None
+        self, team_id: str, data: bytes, filename: str, metadata_json: str | None = None
     ) -> DocumentRecord:
-        """Validate, store and parse an uploaded PDF; the record is what GET /v1/documents/{id} shows."""
+        """Validate, store and parse an uploaded PDF as the team's document; the record is what
+        GET /v1/documents/{id} shows that team (and no other)."""
         if self._documents is None:
             raise RuntimeError("this service has no document repository")
+        team_id = checked_team(team_id)
         metadata = parse_metadata_field(metadata_json)
         sha256 = validate_upload(data, filename, self._settings)
         document_id = document_id_for(sha256)
-        existing = await asyncio.to_thread(self._documents.get, document_id)
+        existing = await asyncio.to_thread(self._documents.get, team_id, document_id)
         if existing is not None and existing.status == "indexed":
             return existing
         target = library_target(document_id)
@@ -469,12 +535,15 @@ class ExtractionService:
             raise UnprocessableDocument(
                 "the PDF has no text layer (an image-only scan); OCR is not supported", field="file"
             )
-        await self._store_pdf(sha256, data)
-        await self._store_pages(target.canonical_id, outcome, sha256, [])
-        paper = await self._analyse_and_store(outcome, target, source_url, [], sha256, [])
+        keys = document_keys(team_id, document_id)
+        pdf_location = document_pdf_key(team_id, document_id)
+        await asyncio.to_thread(self._blobs.put_bytes, pdf_location, data, "application/pdf")
+        await self._store_pages(keys, outcome, sha256, [])
+        paper = await self._analyse_and_store(outcome, target, keys, source_url, [], sha256, [])
         title = str(metadata.get("title") or paper.title or filename)
         year = _document_year(metadata.get("year"), outcome.metadata)
         record = DocumentRecord(
+            team_id=team_id,
             document_id=document_id,
             filename=filename or "document.pdf",
             uploaded_at=utc_now(),
@@ -482,8 +551,8 @@ class ExtractionService:
             status="indexed",
             pages=outcome.page_count,
             sha256=sha256,
-            pdf_key=pdf_key(sha256),
-            parsed_key=parsed_key(target.canonical_id),
+            pdf_key=pdf_location,
+            parsed_key=keys.parsed,
             title=title,
             authors=[str(a) for a in metadata.get("authors", [])] or paper.authors,
             abstract=paper.abstract,
@@ -494,8 +563,11 @@ class ExtractionService:
         await asyncio.to_thread(self._documents.put, record)
         return record
 
-    def get_document(self, document_id: str) -> DocumentRecord | None:
-        return self._documents.get(document_id) if self._documents else None
+    def get_document(self, team_id: str, document_id: str) -> DocumentRecord | None:
+        """The team's document; None for an unknown one and for another team's alike."""
+        if self._documents is None or not valid_team_id(team_id):
+            return None
+        return self._documents.get(team_id, document_id)
 
 
 def _document_year(given: object, pdf_metadata: dict[str, str]) -> int:

@@ -7,6 +7,7 @@ import os
 
 import uvicorn
 
+from functions.common.tenancy import DEFAULT_TEAM
 from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.gateway import Gateway, load_function_apps
 from functions.local_runtime.scheduler import start_local_scheduler
@@ -24,6 +25,14 @@ def main() -> None:
         print(
             f"serving every API on http://{args.host}:{args.port} (docs at /docs); Ctrl-C stops", flush=True
         )
+        if gateway.auth_required:
+            print("AUTH=required: every request needs `Authorization: Bearer <team token>`", flush=True)
+        else:
+            print(
+                f"no token needed: requests without one belong to the default team {DEFAULT_TEAM} "
+                "(AUTH=required enforces team tokens)",
+                flush=True,
+            )
         scheduler = start_local_scheduler()  # due research schedules fire here as on EventBridge Scheduler
         try:
             uvicorn.run(

@@ -159,7 +159,7 @@ def unauthorized_reply(path: str, refusal: Refusal) -> tuple[dict[str, Any], dic
     if path.startswith("/api/tools/search"):
         # API 1's search tool (functions/search/errors.py): {"error": <what>, "message": <why>}
         return {"error": "Unauthorized", "message": message}, {}
-    if path.startswith(("/api/tools/", "/api/agent/", "/api/schedules")):
+    if path.startswith(("/api/tools/", "/api/agent/", "/api/schedules", "/api/webhooks")):
         # the agent API's body (functions/orchestrate/errors.py, functions/extract/http_errors.py)
         return {"error": "UNAUTHORIZED", "message": message}, {}
     if path.startswith(("/search/", "/entity/")):

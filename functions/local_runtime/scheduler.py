@@ -2,7 +2,8 @@
 
 Schedules are kept where the API put them (the embedded Scheduler of moto, through the same
 `EventBridgeScheduleStore` as on AWS); a daemon thread looks every few seconds for fires that fell due
-since its last look and starts one job per schedule and look. Missed fires while the runtime was down
+since its last look (every team's schedules) and starts one job per schedule and look, for the
+schedule's team and naming the schedule (as Scheduler's target input does on AWS). Missed fires while the runtime was down
 are not replayed; a fire is started at most once (the idempotency key names schedule and fire time).
 """
 
@@ -20,11 +21,27 @@ from functions.schedules.service import JobStarter, ScheduleStore, due_fires
 logger = get_logger("local-scheduler")
 
 
-def start_with_job_service(goal: str, scope: dict[str, Any], idempotency_key: str) -> str:
+def start_with_job_service(
+    goal: str,
+    scope: dict[str, Any],
+    idempotency_key: str,
+    *,
+    team_id: str,
+    schedule_id: str,
+    callback_url: str | None = None,
+) -> str:
     """The default starter: the orchestrate job service, exactly as `POST /api/agent/execute` does."""
     from functions.orchestrate.wiring import start_job
 
-    return start_job(goal, scope, idempotency_key, source="schedule")
+    return start_job(
+        goal,
+        scope,
+        idempotency_key,
+        team_id=team_id,
+        source="schedule",
+        schedule_id=schedule_id,
+        callback_url=callback_url,
+    )
 
 
 @dataclass
@@ -44,7 +61,7 @@ class LocalScheduler:
         since = self._last_look or now
         self._last_look = now
         started: list[str] = []
-        for schedule in self.store.list():
+        for schedule in self.store.list_all():
             if not schedule.enabled:
                 continue
             fires = list(due_fires(schedule, max(since, schedule.created_at), now))
@@ -54,12 +71,22 @@ class LocalScheduler:
             goal = str(schedule.job_input.get("research_goal", ""))
             scope = dict(schedule.job_input.get("scope_parameters") or {})
             try:
-                job_id = self.start_job(goal, scope, f"schedule:{schedule.schedule_id}:{fire.isoformat()}")
+                job_id = self.start_job(
+                    goal,
+                    scope,
+                    f"schedule:{schedule.schedule_id}:{fire.isoformat()}",
+                    team_id=schedule.team_id,
+                    schedule_id=schedule.schedule_id,
+                    callback_url=schedule.callback_url,
+                )
             except Exception:  # one broken schedule must not stop the others
-                logger.exception("scheduled job did not start", schedule_id=schedule.schedule_id)
+                logger.exception(
+                    "scheduled job did not start", schedule_id=schedule.schedule_id, team_id=schedule.team_id
+                )
                 continue
             logger.info(
                 "scheduled job started",
+                team_id=schedule.team_id,
                 schedule_id=schedule.schedule_id,
                 job_id=job_id,
                 fire=fire.isoformat(),

@@ -9,8 +9,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from functions.common.errors import Conflict, DomainError, InvalidInput, NotFound, RateLimited, UpstreamError
+from functions.common.errors import (
+    Conflict,
+    DomainError,
+    InvalidInput,
+    NotFound,
+    RateLimited,
+    Unauthorized,
+    UpstreamError,
+)
 from functions.common.observability import get_logger
+from functions.metering.budget import BudgetExceeded
 from functions.orchestrate.jobs import JobNotFinished
 
 logger = get_logger("orchestrate")
@@ -33,8 +42,12 @@ def error_response(exc: Exception) -> JSONResponse:
         return JSONResponse(status_code=400, content=_body("INVALID_INPUT", message, field=field))
     if isinstance(exc, InvalidInput):
         return JSONResponse(status_code=400, content=_body("INVALID_INPUT", exc.message, field=exc.field))
+    if isinstance(exc, BudgetExceeded):  # 402: money, not rate (docs/usage.md); retrying will not help
+        return JSONResponse(status_code=402, content=_body(exc.code, exc.message, **exc.details()))
     if isinstance(exc, JobNotFinished):
         return JSONResponse(status_code=409, content=_body(exc.code, exc.message, status=exc.status))
+    if isinstance(exc, Unauthorized):
+        return JSONResponse(status_code=401, content=_body("UNAUTHORIZED", exc.message))
     if isinstance(exc, NotFound):
         code = "JOB_NOT_FOUND" if type(exc).code == NotFound.code else exc.code
         return JSONResponse(status_code=404, content=_body(code, exc.message))

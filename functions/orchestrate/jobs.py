@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from functions.common.errors import Conflict, InvalidInput, NotFound, UpstreamError
 from functions.common.storage import BlobStore
@@ -44,6 +44,12 @@ COUNTERS = (
     "extract_ok",
     "extract_failed",
 )
+
+
+class JobCosts(Protocol):
+    def quote(self, plan: dict[str, Any]) -> dict[str, Any]: ...
+
+    def check_submit(self, team_id: str, quote: dict[str, Any]) -> None: ...
 
 
 class JobNotFinished(Conflict):
@@ -90,6 +96,8 @@ class JobService:
     connectors: Callable[[], tuple[str, ...]] = field(default=lambda: CONNECTORS)
     artifact_link: Callable[[str], str] = field(default=lambda key: key)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # Metering (functions/metering/budget.py Budgets): the cost quote of a plan, the monthly budget check.
+    costs: JobCosts | None = None
 
     # --- records ----------------------------------------------------------------------------------
 
@@ -110,7 +118,9 @@ class JobService:
         )
         return plan.to_dict(), analysis, execution_plan
 
-    def new_record(self, job_id: str, request: ExecuteRequest, source: str) -> dict[str, Any]:
+    def new_record(
+        self, team_id: str, job_id: str, request: ExecuteRequest, source: str, schedule_id: str | None = None
+    ) -> dict[str, Any]:
         plan, analysis, execution_plan = self.describe(request)
         now = utc_now()
         response = {
@@ -119,8 +129,11 @@ class JobService:
             "autonomous_analysis": analysis,
             "execution_plan": execution_plan,
         }
-        return {
+        if self.costs is not None:
+            response["cost_estimate"] = self.costs.quote(plan)
+        record: dict[str, Any] = {
             "job_id": job_id,
+            "team_id": team_id,
             "status": JobStatus.INITIALIZED.value,
             "status_rank": JobStatus.INITIALIZED.rank,
             "research_goal": request.research_goal,
@@ -137,28 +150,37 @@ class JobService:
             "decisions": [],
             "audit": [audit_event("INITIALIZED", "JOB_CREATED", f"source {source}")],
         }
+        if schedule_id:
+            record["schedule_id"] = schedule_id
+        if request.callback_url:  # the webhook of the job's completion (functions/webhooks)
+            record["callback_url"] = request.callback_url
+        return record
 
     # --- execute ----------------------------------------------------------------------------------
 
     def submit(
         self,
+        team_id: str,
         request: ExecuteRequest,
         *,
         idempotency_key: str | None = None,
         client_id: str = "anonymous",
         source: str = "api",
+        schedule_id: str | None = None,
     ) -> tuple[dict[str, Any], bool]:
-        """Record and start a job; returns (response body, created). A repeated key returns the first job."""
+        """Record and start the team's job; returns (response body, created). A repeated key (per team
+        and client) returns the first job."""
         job_id = str(uuid.uuid4())
         if idempotency_key:
             if not 1 <= len(idempotency_key) <= 255:
                 raise InvalidInput("Idempotency-Key must be 1-255 characters", field="Idempotency-Key")
             existing = self.jobs.claim_idempotency_key(
-                f"{client_id}:{idempotency_key}", job_id, _fingerprint(request)
+                team_id, f"{client_id}:{idempotency_key}", job_id, _fingerprint(request)
             )
             if existing is not None:
-                return self._existing_response(existing), False
-        record = self.new_record(job_id, request, source)
+                return self._existing_response(team_id, existing), False
+        record = self.new_record(team_id, job_id, request, source, schedule_id)
+        self._check_budget(team_id, record, f"{client_id}:{idempotency_key}" if idempotency_key else None)
         if idempotency_key:
             record["idempotency_key"] = idempotency_key
         self.jobs.create(record)
@@ -167,6 +189,7 @@ class JobService:
                 job_id,
                 {
                     "job_id": job_id,
+                    "team_id": team_id,
                     "research_goal": request.research_goal,
                     "scope_parameters": request.scope_parameters.model_dump(mode="json"),
                     "source": source,
@@ -174,17 +197,31 @@ class JobService:
             )
         except Exception as exc:
             self.jobs.update(
+                team_id,
                 job_id,
                 status=JobStatus.FAILED,
                 set_fields={"failure_reason": f"could not start the workflow: {exc}"},
             )
             raise UpstreamError("the research workflow could not be started") from exc
-        self.jobs.update(job_id, set_fields={"execution_arn": execution_arn})
+        self.jobs.update(team_id, job_id, set_fields={"execution_arn": execution_arn})
         return json.loads(record["execute_response"]), True
 
-    def _existing_response(self, job_id: str) -> dict[str, Any]:
+    def _check_budget(self, team_id: str, record: dict[str, Any], claimed_key: str | None) -> None:
+        """Refuse a job whose quote cannot fit the team's monthly budget (BudgetExceeded: 402). A claimed
+        Idempotency-Key is released, so the same request may be sent again once the budget allows."""
+        estimate = json.loads(record["execute_response"]).get("cost_estimate")
+        if self.costs is None or estimate is None:
+            return
+        try:
+            self.costs.check_submit(team_id, estimate)
+        except Exception:
+            if claimed_key:
+                self.jobs.release_idempotency_key(team_id, claimed_key, str(record["job_id"]))
+            raise
+
+    def _existing_response(self, team_id: str, job_id: str) -> dict[str, Any]:
         for _ in range(20):  # a concurrent first request may still be writing the record
-            job = self.jobs.get(job_id)
+            job = self.jobs.get(team_id, job_id)
             if job is not None:
                 response: dict[str, Any] = json.loads(job["execute_response"])
                 response["status"] = job["status"]
@@ -194,13 +231,14 @@ class JobService:
 
     # --- status -----------------------------------------------------------------------------------
 
-    def _job(self, job_id: str) -> dict[str, Any]:
+    def _job(self, team_id: str, job_id: str) -> dict[str, Any]:
+        """The team's job; another team's job id is not found, exactly like an unknown one."""
         try:
             uuid.UUID(job_id)
         except ValueError:
             if not job_id or len(job_id) > 80:
                 raise NotFound(f"job {job_id[:80]} not found") from None
-        job = self.jobs.get(job_id)
+        job = self.jobs.get(team_id, job_id)
         if job is None:
             raise NotFound(f"job {job_id} not found")
         return self._reconcile(job)
@@ -209,7 +247,7 @@ class JobService:
         """Every job reaches a terminal state: one whose execution ended without the workflow recording
         a final state (a failure step that could not write, an execution stopped by hand) is marked
         FAILED when it is read. Only stale jobs are checked, so polling costs no extra calls."""
-        job_id, arn = str(job["job_id"]), job.get("execution_arn")
+        team_id, job_id, arn = str(job["team_id"]), str(job["job_id"]), job.get("execution_arn")
         if JobStatus(job["status"]).terminal or not arn:
             return job
         last_change = datetime.fromisoformat(str(job.get("updated_at") or job.get("created_at")))
@@ -220,15 +258,16 @@ class JobService:
             return job
         reason = f"the workflow execution ended ({state or 'not found'}) without recording a final state"
         self.jobs.update(
+            team_id,
             job_id,
             status=JobStatus.FAILED,
             set_fields={"failure_reason": reason, "finished_at": utc_now(), "updated_at": utc_now()},
             append={"audit": [audit_event("FAILED", "JOB_RECONCILED", reason)]},
         )
-        return self.jobs.get(job_id) or job
+        return self.jobs.get(team_id, job_id) or job
 
-    def status(self, job_id: str) -> dict[str, Any]:
-        job = self._job(job_id)
+    def status(self, team_id: str, job_id: str) -> dict[str, Any]:
+        job = self._job(team_id, job_id)
         status = JobStatus(job["status"])
         actions = list(job.get("actions") or [])
         discovered, queries_done = int(job.get("sources_discovered", 0)), int(job.get("queries_done", 0))
@@ -272,8 +311,8 @@ class JobService:
 
     # --- results ----------------------------------------------------------------------------------
 
-    def results(self, job_id: str) -> dict[str, Any]:
-        job = self._job(job_id)
+    def results(self, team_id: str, job_id: str) -> dict[str, Any]:
+        job = self._job(team_id, job_id)
         status = JobStatus(job["status"])
         if not status.terminal:
             raise JobNotFinished(
@@ -325,8 +364,8 @@ class JobService:
         }
         return results
 
-    def artifact(self, job_id: str, name: str) -> tuple[bytes, str]:
-        job = self._job(job_id)
+    def artifact(self, team_id: str, job_id: str, name: str) -> tuple[bytes, str]:
+        job = self._job(team_id, job_id)
         if name not in ARTIFACT_NAMES:
             raise NotFound(f"no artifact named {name}")
         key = (job.get("artifacts") or {}).get(name)
@@ -337,8 +376,10 @@ class JobService:
 
     # --- human checkpoint -------------------------------------------------------------------------
 
-    def decide_checkpoint(self, job_id: str, approve: bool, reason: str | None = None) -> dict[str, Any]:
-        job = self._job(job_id)
+    def decide_checkpoint(
+        self, team_id: str, job_id: str, approve: bool, reason: str | None = None
+    ) -> dict[str, Any]:
+        job = self._job(team_id, job_id)
         token = job.get("checkpoint_token")
         if not job.get("awaiting_checkpoint") or not token:
             raise Conflict(f"job {job_id} is not waiting at a checkpoint")
@@ -348,6 +389,7 @@ class JobService:
         # Recorded before the task resumes: an abort fails the job at once, and a terminal job takes
         # no more writes.
         self.jobs.update(
+            team_id,
             job_id,
             set_fields={"checkpoint_reason": reason or f"{verdict} by the reviewer"},
             append={
@@ -364,5 +406,5 @@ class JobService:
             self.tokens.succeed(token, {"approved": True, "reason": reason})
         else:
             self.tokens.fail(token, "CheckpointAborted", reason or "aborted by the reviewer")
-        self.jobs.update(job_id, set_fields={"awaiting_checkpoint": False, "checkpoint_token": None})
+        self.jobs.update(team_id, job_id, set_fields={"awaiting_checkpoint": False, "checkpoint_token": None})
         return {"job_id": job_id, "decision": verdict}

@@ -8,6 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from functions.common.errors import InvalidInput
+from functions.common.settings import get_settings
+from functions.webhooks.urls import check_callback_url
+
 DiscoveryDepth = Literal["rapid", "focused", "comprehensive", "exhaustive"]
 ImpactLevel = Literal["cutting_edge", "high_impact", "established", "baseline"]
 
@@ -95,6 +99,9 @@ class ScopeParameters(_Strict):
     # Extension: relevant sources with verified evidence the synthesis needs (else REFUSED); unset, the
     # deployment's default (one source, with confidence capped and a single-source caveat).
     min_sources: int | None = Field(default=None, ge=1, le=50)
+    # Extension: a hard budget in USD (docs/usage.md): the job takes on no work that would exceed it and
+    # finishes PARTIAL with a BUDGET_REACHED decision naming what it skipped.
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
     @property
     def target_sources(self) -> int:
@@ -104,6 +111,18 @@ class ScopeParameters(_Strict):
 class ExecuteRequest(_Strict):
     research_goal: str = Field(min_length=10, max_length=500)
     scope_parameters: ScopeParameters = Field(default_factory=ScopeParameters)
+    # Extension: receives the job's completion as a signed POST (functions/webhooks, docs/living-reviews.md).
+    callback_url: str | None = Field(default=None, max_length=2048)
+
+    @field_validator("callback_url")
+    @classmethod
+    def _callback(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return check_callback_url(value, get_settings().private_host_allowlist)
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from None
 
     @field_validator("research_goal")
     @classmethod

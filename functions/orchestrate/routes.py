@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import JSONResponse
 
-from functions.common.api import client_identity
+from functions.common.api import TeamId, client_identity
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.models import CheckpointDecision, ExecuteRequest
 from functions.orchestrate.wiring import job_service
@@ -27,10 +27,11 @@ def execute(
     body: ExecuteRequest,
     request: Request,
     service: Service,
+    team: TeamId,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> JSONResponse:
     response, created = service.submit(
-        body, idempotency_key=idempotency_key, client_id=client_identity(request), source="api"
+        team, body, idempotency_key=idempotency_key, client_id=client_identity(request), source="api"
     )
     headers = {"Location": f"/api/agent/status/{response['job_id']}"}
     if idempotency_key and not created:
@@ -39,28 +40,32 @@ def execute(
 
 
 @router.get("/status/{job_id}", summary="Status, phase, progress, decisions and quality metrics of a job")
-def status(job_id: str, service: Service) -> dict[str, Any]:
-    return service.status(job_id)
+def status(job_id: str, service: Service, team: TeamId) -> dict[str, Any]:
+    return service.status(team, job_id)
 
 
 @router.get(
     "/results/{job_id}", summary="Synthesis, sources, evidence, claims and artifacts of a finished job"
 )
-def results(job_id: str, service: Service) -> dict[str, Any]:
-    return service.results(job_id)
+def results(job_id: str, service: Service, team: TeamId) -> dict[str, Any]:
+    return service.results(team, job_id)
 
 
 @router.get("/results/{job_id}/artifacts/{name}", summary="Download one report artifact")
-def artifact(job_id: str, name: str, service: Service) -> Response:
-    data, content_type = service.artifact(job_id, name)
+def artifact(job_id: str, name: str, service: Service, team: TeamId) -> Response:
+    data, content_type = service.artifact(team, job_id, name)
     return Response(content=data, media_type=content_type)
 
 
 @router.post("/checkpoint/{job_id}/approve", summary="Approve the sources selected at a human checkpoint")
-def approve(job_id: str, service: Service, body: CheckpointDecision | None = None) -> dict[str, Any]:
-    return service.decide_checkpoint(job_id, True, body.reason if body else None)
+def approve(
+    job_id: str, service: Service, team: TeamId, body: CheckpointDecision | None = None
+) -> dict[str, Any]:
+    return service.decide_checkpoint(team, job_id, True, body.reason if body else None)
 
 
 @router.post("/checkpoint/{job_id}/abort", summary="Abort a job waiting at a human checkpoint")
-def abort(job_id: str, service: Service, body: CheckpointDecision | None = None) -> dict[str, Any]:
-    return service.decide_checkpoint(job_id, False, body.reason if body else None)
+def abort(
+    job_id: str, service: Service, team: TeamId, body: CheckpointDecision | None = None
+) -> dict[str, Any]:
+    return service.decide_checkpoint(team, job_id, False, body.reason if body else None)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from functions.common.observability import get_logger
+from functions.metering.steps import metered_step
 from functions.orchestrate.workflow import Workflow
 
 logger = get_logger("orchestrate-steps")
@@ -51,7 +52,8 @@ def _run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 def _step(name: str) -> StepHandler:
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return _run(name, event, context)
+        # Measured and recorded on the job's cost ledger and the team's month (functions/metering).
+        return metered_step(name, event, context, _run)
 
     handler.__name__ = handler.__qualname__ = name
     return handler

@@ -40,8 +40,9 @@ def _to_dynamo(value: Any) -> Any:
     return value
 
 
-def _job_key(job_id: str) -> dict[str, str]:
-    return {"pk": f"JOB#{job_id}", "sk": JOB_SK}
+def _job_key(team_id: str, job_id: str) -> dict[str, str]:
+    """The team is part of the key: another team's job id reads as absent."""
+    return {"pk": f"TEAM#{team_id}#JOB#{job_id}", "sk": JOB_SK}
 
 
 def _conditional_write(write: Callable[[], object]) -> bool:
@@ -56,12 +57,15 @@ def _conditional_write(write: Callable[[], object]) -> bool:
 
 
 class JobStore(Protocol):
-    def create(self, item: dict[str, Any]) -> bool: ...
+    def create(self, item: dict[str, Any]) -> bool:
+        """Store a new job record (it names its `team_id` and `job_id`); False when it exists."""
+        ...
 
-    def get(self, job_id: str) -> dict[str, Any] | None: ...
+    def get(self, team_id: str, job_id: str) -> dict[str, Any] | None: ...
 
     def update(
         self,
+        team_id: str,
         job_id: str,
         *,
         status: JobStatus | None = None,
@@ -70,7 +74,11 @@ class JobStore(Protocol):
         append: dict[str, list[Any]] | None = None,
     ) -> bool: ...
 
-    def claim_idempotency_key(self, key: str, job_id: str, fingerprint: str) -> str | None: ...
+    def claim_idempotency_key(self, team_id: str, key: str, job_id: str, fingerprint: str) -> str | None: ...
+
+    def release_idempotency_key(self, team_id: str, key: str, job_id: str) -> None:
+        """Forget the team's `key` if it still names `job_id` (a job refused before it was recorded)."""
+        ...
 
 
 class DynamoDbJobStore:
@@ -80,13 +88,13 @@ class DynamoDbJobStore:
     def create(self, item: dict[str, Any]) -> bool:
         return _conditional_write(
             lambda: self._table.put_item(
-                Item=_to_dynamo({**item, **_job_key(item["job_id"])}),
+                Item=_to_dynamo({**item, **_job_key(item["team_id"], item["job_id"])}),
                 ConditionExpression="attribute_not_exists(pk)",
             )
         )
 
-    def get(self, job_id: str) -> dict[str, Any] | None:
-        item = self._table.get_item(Key=_job_key(job_id), ConsistentRead=True).get("Item")
+    def get(self, team_id: str, job_id: str) -> dict[str, Any] | None:
+        item = self._table.get_item(Key=_job_key(team_id, job_id), ConsistentRead=True).get("Item")
         if not item:
             return None
         found: dict[str, Any] = from_dynamo(dict(item))
@@ -94,6 +102,7 @@ class DynamoDbJobStore:
 
     def update(
         self,
+        team_id: str,
         job_id: str,
         *,
         status: JobStatus | None = None,
@@ -139,7 +148,7 @@ class DynamoDbJobStore:
             return True
         return _conditional_write(
             lambda: self._table.update_item(
-                Key=_job_key(job_id),
+                Key=_job_key(team_id, job_id),
                 UpdateExpression=expression.strip(),
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
@@ -147,8 +156,9 @@ class DynamoDbJobStore:
             )
         )
 
-    def claim_idempotency_key(self, key: str, job_id: str, fingerprint: str) -> str | None:
-        """Claim `key` for `job_id`; when it was claimed before, return that job id instead."""
+    def claim_idempotency_key(self, team_id: str, key: str, job_id: str, fingerprint: str) -> str | None:
+        """Claim the team's `key` for `job_id`; when it was claimed before, return that job id instead."""
+        key = f"TEAM#{team_id}#{key}"
         claimed = _conditional_write(
             lambda: self._table.put_item(
                 Item={
@@ -170,29 +180,42 @@ class DynamoDbJobStore:
             raise Conflict("this Idempotency-Key was used for a different request")
         return str(existing["job_id"])
 
+    def release_idempotency_key(self, team_id: str, key: str, job_id: str) -> None:
+        """Forget the team's `key` if it still names `job_id` (a job refused before it was recorded)."""
+        key = f"TEAM#{team_id}#{key}"
+        _conditional_write(
+            lambda: self._table.delete_item(
+                Key={"pk": f"IDEMPOTENCY#{key}", "sk": IDEMPOTENCY_SK},
+                ConditionExpression="job_id = :job",
+                ExpressionAttributeValues={":job": job_id},
+            )
+        )
+
 
 class InMemoryJobStore:
     """The same semantics as DynamoDbJobStore, for unit tests."""
 
     def __init__(self) -> None:
-        self.items: dict[str, dict[str, Any]] = {}
-        self.keys: dict[str, tuple[str, str]] = {}
+        self.items: dict[tuple[str, str], dict[str, Any]] = {}
+        self.keys: dict[tuple[str, str], tuple[str, str]] = {}
         self._lock = threading.Lock()
 
     def create(self, item: dict[str, Any]) -> bool:
         with self._lock:
-            if item["job_id"] in self.items:
+            key = (item["team_id"], item["job_id"])
+            if key in self.items:
                 return False
-            self.items[item["job_id"]] = json.loads(json.dumps(item, default=str))
+            self.items[key] = json.loads(json.dumps(item, default=str))
             return True
 
-    def get(self, job_id: str) -> dict[str, Any] | None:
+    def get(self, team_id: str, job_id: str) -> dict[str, Any] | None:
         with self._lock:
-            item = self.items.get(job_id)
+            item = self.items.get((team_id, job_id))
             return json.loads(json.dumps(item)) if item is not None else None
 
     def update(
         self,
+        team_id: str,
         job_id: str,
         *,
         status: JobStatus | None = None,
@@ -201,7 +224,7 @@ class InMemoryJobStore:
         append: dict[str, list[Any]] | None = None,
     ) -> bool:
         with self._lock:
-            item = self.items.get(job_id)
+            item = self.items.get((team_id, job_id))
             if item is None or item["status_rank"] >= TERMINAL_RANK:
                 return False
             if status is not None:
@@ -215,15 +238,20 @@ class InMemoryJobStore:
                 item[name] = item.get(name, []) + json.loads(json.dumps(items, default=str))
             return True
 
-    def claim_idempotency_key(self, key: str, job_id: str, fingerprint: str) -> str | None:
+    def claim_idempotency_key(self, team_id: str, key: str, job_id: str, fingerprint: str) -> str | None:
         with self._lock:
-            if key not in self.keys:
-                self.keys[key] = (job_id, fingerprint)
+            if (team_id, key) not in self.keys:
+                self.keys[(team_id, key)] = (job_id, fingerprint)
                 return None
-            existing_job, existing_fingerprint = self.keys[key]
+            existing_job, existing_fingerprint = self.keys[(team_id, key)]
         if existing_fingerprint != fingerprint:
             raise Conflict("this Idempotency-Key was used for a different request")
         return existing_job
+
+    def release_idempotency_key(self, team_id: str, key: str, job_id: str) -> None:
+        with self._lock:
+            if self.keys.get((team_id, key), ("", ""))[0] == job_id:
+                del self.keys[(team_id, key)]
 
 
 class WorkflowStarter(Protocol):

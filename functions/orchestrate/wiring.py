@@ -9,6 +9,8 @@ from functions.common.llm import provider_from_settings
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import S3BlobStore
 from functions.common.traces import DynamoDbTraceStore
+from functions.metering.meter import MeteredFullText, metered_llm
+from functions.metering.wiring import budgets as metering_budgets
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.models import ExecuteRequest
@@ -81,6 +83,7 @@ def job_service() -> JobService:
         artifact_link=lambda key: presigned_artifact_url(
             settings.artifacts_bucket, key, workflow_settings.artifact_link_seconds
         ),
+        costs=metering_budgets(),  # cost quotes and the monthly budget (functions/metering)
     )
 
 
@@ -103,6 +106,8 @@ def workflow() -> Workflow:
     from functions.extract.service import ExtractionService
     from functions.orchestrate.workflow import Workflow
     from functions.research.relevance import RelevanceScorer
+    from functions.schedules.wiring import living_review
+    from functions.webhooks.wiring import notifier
 
     settings = get_settings()
     service = job_service()
@@ -111,15 +116,18 @@ def workflow() -> Workflow:
         data=S3BlobStore(settings.data_bucket),
         artifacts=S3BlobStore(settings.artifacts_bucket),
         search_service=shared_search_service,
-        extraction_service=ExtractionService.from_settings,
+        extraction_service=lambda: MeteredFullText(ExtractionService.from_settings()),
         events=EventBridgePublisher(),
         settings=get_workflow_settings(),
         new_job_record=service.new_record,
         render=upstream_query,
-        llm=provider_from_settings,
+        llm=lambda: metered_llm(provider_from_settings()),
         relevance_scorer=lambda: RelevanceScorer(default_embedder()),
         artifact_uri=lambda key: f"s3://{settings.artifacts_bucket}/{key}",
         traces=DynamoDbTraceStore,
+        living_review=living_review,
+        webhooks=notifier,
+        budget=metering_budgets,
     )
 
 
@@ -128,14 +136,25 @@ def start_job(
     scope: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
     *,
+    team_id: str,
     source: str = "schedule",
+    schedule_id: str | None = None,
+    callback_url: str | None = None,
 ) -> str:
-    """Start a research job without HTTP (e.g. the local scheduler); returns the job id.
+    """Start one of the team's research jobs without HTTP (e.g. the local scheduler); returns the job id.
 
     Raises pydantic.ValidationError for an invalid goal or scope, as the API would answer 400.
     """
-    request = ExecuteRequest.model_validate({"research_goal": goal, "scope_parameters": scope or {}})
+    body: dict[str, Any] = {"research_goal": goal, "scope_parameters": scope or {}}
+    if callback_url:
+        body["callback_url"] = callback_url
+    request = ExecuteRequest.model_validate(body)
     response, _ = job_service().submit(
-        request, idempotency_key=idempotency_key, client_id=source, source=source
+        team_id,
+        request,
+        idempotency_key=idempotency_key,
+        client_id=source,
+        source=source,
+        schedule_id=schedule_id,
     )
     return str(response["job_id"])

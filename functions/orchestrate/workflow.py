@@ -2,7 +2,7 @@
 
 Every method takes the state's JSON input and returns the (small) JSON the state machine carries on;
 large data (search hits, screened candidates, extracted papers, the synthesis) moves through the data
-bucket under `payloads/<job_id>/` and only keys travel between states (the 256 KB payload limit).
+bucket under `payloads/<team_id>/<job_id>/` and only keys travel between states (the 256 KB payload limit).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from functions.common.llm import LlmProvider
 from functions.common.models import ExtractedPaper, Paper
 from functions.common.observability import get_logger, record_metric
 from functions.common.storage import BlobStore, get_json, put_json
+from functions.common.tenancy import DEFAULT_TEAM, checked_team
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.models import (
     ARTIFACT_NAMES,
@@ -64,6 +65,10 @@ from functions.research.trace import (
 
 if TYPE_CHECKING:
     from functions.common.traces import TraceStore
+    from functions.metering.budget import BudgetGate
+    from functions.metering.estimate import Unit
+    from functions.schedules.living import LivingReview
+    from functions.webhooks.notify import WebhookNotifier
 
 logger = get_logger("orchestrate")
 
@@ -76,18 +81,22 @@ class SearchPort(Protocol):
     async def search(self, query: Any) -> Any: ...
 
 
-def artifact_prefix(job_id: str) -> str:
-    return f"jobs/{job_id}/"
+def artifact_prefix(team_id: str, job_id: str) -> str:
+    return f"teams/{team_id}/jobs/{job_id}/"
 
 
-def results_key(job_id: str) -> str:
-    return artifact_prefix(job_id) + "results.json"
+def results_key(team_id: str, job_id: str) -> str:
+    return artifact_prefix(team_id, job_id) + "results.json"
 
 
 def _request_in(state: dict[str, Any]) -> ExecuteRequest:
     """The request of a job started without a record (EventBridge Scheduler); a ValidationError if invalid."""
     return ExecuteRequest.model_validate(
-        {"research_goal": state.get("research_goal"), "scope_parameters": state.get("scope_parameters") or {}}
+        {
+            "research_goal": state.get("research_goal"),
+            "scope_parameters": state.get("scope_parameters") or {},
+            "callback_url": state.get("callback_url"),  # a schedule's webhook
+        }
     )
 
 
@@ -114,7 +123,8 @@ class Workflow:
     extraction_service: Callable[[], FullTextPort]
     events: EventPublisher
     settings: WorkflowSettings
-    new_job_record: Callable[[str, ExecuteRequest, str], dict[str, Any]]
+    # (team_id, job_id, request, source, schedule_id=None) -> a new job record
+    new_job_record: Callable[..., dict[str, Any]]
     render: Renderer = connector_syntax
     llm: Callable[[], LlmProvider | None] = field(default=lambda: None)
     relevance_scorer: Callable[[], RelevanceScorer] = field(default=lambda: RelevanceScorer(None))
@@ -122,9 +132,23 @@ class Workflow:
     artifact_uri: Callable[[str], str] = field(default=lambda key: key)
     # The job's agent trace (its id is the job id), readable at GET /v1/traces/{job_id}.
     traces: Callable[[], TraceStore | None] = field(default=lambda: None)
+    # Living reviews (a scheduled run's changes_since_last_run, ResearchDigestReady) and completion
+    # webhooks: functions/schedules/living.py, functions/webhooks/notify.py. None: neither.
+    living_review: Callable[[], LivingReview | None] = field(default=lambda: None)
+    # Job and monthly budgets (functions/metering/budget.py): asked before each search, extraction and
+    # synthesis. None: no budgets.
+    budget: Callable[[], BudgetGate | None] = field(default=lambda: None)
+    webhooks: Callable[[], WebhookNotifier | None] = field(default=lambda: None)
 
     def _trace(
-        self, job_id: str, agent: str, event_type: str, name: str, query: str | None = None, **payload: Any
+        self,
+        team_id: str,
+        job_id: str,
+        agent: str,
+        event_type: str,
+        name: str,
+        query: str | None = None,
+        **payload: Any,
     ) -> None:
         """One trace event; a trace store that fails never fails the job (the audit log stays complete)."""
         store = self.traces()
@@ -133,9 +157,9 @@ class Workflow:
         event = TraceEvent(f"evt-{uuid.uuid4().hex[:12]}", agent, event_type, name, utc_timestamp(), payload)
         try:
             if query is not None:
-                store.put(job_id, query, [event.to_dict()], kind="job")
+                store.put(team_id, job_id, query, [event.to_dict()], kind="job")
             else:
-                store.append(job_id, [event.to_dict()])
+                store.append(team_id, job_id, [event.to_dict()])
         except Exception:
             logger.warning("trace event not stored", job_id=job_id, trace_event=name, exc_info=True)
 
@@ -146,15 +170,25 @@ class Workflow:
         job_id = str(state.get("job_id") or event.get("execution_name") or "")
         if not job_id:
             raise InvalidInput("the state machine input names no job and the execution has no name")
-        job = self.jobs.get(job_id)
+        team_id = self._team(state)
+        job = self.jobs.get(team_id, job_id)
         if job is None:  # started directly (EventBridge Scheduler): the job record is made here
             request = _request_in(state)
-            self.jobs.create(self.new_job_record(job_id, request, str(state.get("source") or "schedule")))
-            job = self.jobs.get(job_id)
+            self.jobs.create(
+                self.new_job_record(
+                    team_id,
+                    job_id,
+                    request,
+                    str(state.get("source") or "schedule"),
+                    state.get("schedule_id"),
+                )
+            )
+            job = self.jobs.get(team_id, job_id)
             if job is None:
                 raise RetryableStepError(f"job {job_id} record not readable after creation")
         plan = ResearchPlan.from_dict(job["plan"])
         self.jobs.update(
+            team_id,
             job_id,
             status=JobStatus.PLANNING,
             append={
@@ -162,6 +196,7 @@ class Workflow:
             },
         )
         self.jobs.update(
+            team_id,
             job_id,
             status=JobStatus.SEARCHING,
             set_fields={"queries_total": len(plan.queries), "updated_at": utc_now()},
@@ -173,6 +208,7 @@ class Workflow:
             },
         )
         self._trace(
+            team_id,
             job_id,
             PLANNER,
             "plan",
@@ -186,6 +222,7 @@ class Workflow:
         scope = job.get("scope_parameters") or {}
         return {
             "job_id": job_id,
+            "team_id": team_id,
             "queries": [query.to_dict() for query in plan.queries],
             "focus_areas": plan.focus_areas,
             "max_concurrency": max(1, self.settings.extract_max_concurrency),
@@ -200,6 +237,7 @@ class Workflow:
         from functions.search.models import PaperQuery
 
         job_id = str(event["job_id"])
+        team_id = self._team(event)
         query = PlannedQuery(**event["query"])
         outcome_base: dict[str, Any] = {
             "query_id": query.query_id,
@@ -211,6 +249,8 @@ class Workflow:
             "failed_connectors": {},
             "error": None,
         }
+        if self._over_budget(team_id, job_id, "search", f"{query.connector}: {query.query}"):
+            return {**outcome_base, "error": BUDGET_REACHED, "budget_skipped": True}
         request = PaperQuery(
             query=query.query,
             concepts=query.concepts or None,
@@ -219,11 +259,13 @@ class Workflow:
             max_results=query.max_results,
             per_connector=min(100, query.max_results),
             connectors=[query.connector],
+            team_id=team_id,  # the library connector answers from this team's documents only
         )
         try:
             outcome = self.run(self.search_service().search(request))
         except (UpstreamError, InvalidInput) as exc:
             self.jobs.update(
+                team_id,
                 job_id,
                 add_counters={"queries_done": 1, "queries_failed": 1},
                 append={
@@ -233,6 +275,7 @@ class Workflow:
                 },
             )
             self._trace(
+                team_id,
                 job_id,
                 RETRIEVER,
                 "search",
@@ -242,7 +285,7 @@ class Workflow:
                 error=exc.message,
             )
             return {**outcome_base, "failed_connectors": {query.connector: exc.message}, "error": exc.message}
-        key = f"payloads/{job_id}/search/{query.query_id}.json"
+        key = f"payloads/{team_id}/{job_id}/search/{query.query_id}.json"
         put_json(self.data, key, [paper.model_dump(mode="json") for paper in outcome.papers])
         failed = dict(outcome.failed_connectors)
         appended: dict[str, list[Any]] = {}
@@ -252,11 +295,13 @@ class Workflow:
                 for name, reason in failed.items()
             ]
         self.jobs.update(
+            team_id,
             job_id,
             add_counters={"queries_done": 1, "hits_found": len(outcome.papers)},
             append=appended,
         )
         self._trace(
+            team_id,
             job_id,
             RETRIEVER,
             "search",
@@ -282,17 +327,18 @@ class Workflow:
 
     def screen(self, event: dict[str, Any]) -> dict[str, Any]:
         job_id = str(event["job_id"])
-        job = self._job(job_id)
+        team_id = self._team(event)
+        job = self._job(team_id, job_id)
         plan = ResearchPlan.from_dict(job["plan"])
         searches = list(event.get("search_results") or []) + list(event.get("refine_results") or [])
         refined_already = bool(event.get("refine_results")) or bool(job.get("refined"))
-        self.jobs.update(job_id, status=JobStatus.VALIDATING)
+        self.jobs.update(team_id, job_id, status=JobStatus.VALIDATING)
         scorer = self.relevance_scorer()
         result = screen(
             self._hits(searches),
             plan,
             current_year=datetime.now(UTC).year,
-            allow_refinement=not refined_already,
+            allow_refinement=not refined_already and not job.get("budget_skipped_queries"),
             scorer=scorer,
         )
         if result.needs_refinement:
@@ -304,6 +350,7 @@ class Workflow:
             )
             variants = len({tuple(q.terms) for q in queries})
             self.jobs.update(
+                team_id,
                 job_id,
                 set_fields={"refined": True},
                 add_counters={"queries_total": len(queries)},
@@ -321,7 +368,7 @@ class Workflow:
             )
             return {"action": "REFINE", "refined_queries": [q.to_dict() for q in queries], "selected": []}
 
-        key = f"payloads/{job_id}/screening.json"
+        key = f"payloads/{team_id}/{job_id}/screening.json"
         put_json(
             self.data,
             key,
@@ -354,6 +401,7 @@ class Workflow:
             )
         unique = len(result.candidates)
         self.jobs.update(
+            team_id,
             job_id,
             status=JobStatus.EXTRACTING,
             set_fields={
@@ -384,6 +432,7 @@ class Workflow:
             },
         )
         self._trace(
+            team_id,
             job_id,
             RETRIEVER,
             "rank",
@@ -411,7 +460,8 @@ class Workflow:
 
     def checkpoint(self, event: dict[str, Any]) -> dict[str, Any]:
         job_id = str(event["job_id"])
-        job = self._job(job_id)
+        team_id = self._team(event)
+        job = self._job(team_id, job_id)
         started = job.get("checkpoint_started_at")
         now = datetime.now(UTC)
         if (
@@ -427,17 +477,20 @@ class Workflow:
             appended["actions"] = [
                 f"Awaiting human approval of {event.get('selected_count', 0)} selected sources"
             ]
-        self.jobs.update(job_id, set_fields=fields, append=appended)
+        self.jobs.update(team_id, job_id, set_fields=fields, append=appended)
         return {"job_id": job_id, "waiting": True}
 
     # --- Extract (one Map item) -------------------------------------------------------------------
 
-    async def _extract_once(self, url: str, focus_areas: list[str], budget: float) -> ExtractedPaper:
-        """A fresh service per invocation (its HTTP client belongs to this event loop), closed after."""
+    async def _extract_once(
+        self, team_id: str, url: str, focus_areas: list[str], budget: float
+    ) -> ExtractedPaper:
+        """A fresh service per invocation (its HTTP client belongs to this event loop), closed after.
+        `library://` sources resolve within the job's team only."""
         service = self.extraction_service()
         try:
             return await service.extract(
-                url, focus_areas=focus_areas, max_length=20000, budget_seconds=budget
+                url, focus_areas=focus_areas, max_length=20000, budget_seconds=budget, team_id=team_id
             )
         finally:
             close = getattr(service, "aclose", None)
@@ -446,10 +499,19 @@ class Workflow:
 
     def extract(self, event: dict[str, Any]) -> dict[str, Any]:
         job_id = str(event["job_id"])
+        team_id = self._team(event)
         source = event["source"]
         source_id, url = str(source["source_id"]), str(source["url"])
         budget = self.settings.extract_budget_seconds
         base = {"source_id": source_id, "url": url, "parsed_key": None, "evidence_count": 0}
+        if self._over_budget(team_id, job_id, "extract", url):
+            return {
+                **base,
+                "success": False,
+                "failure_reason": "not extracted: the budget was reached",
+                "unavailable": True,
+                "budget_skipped": True,
+            }
         failure: str | None = None
         event_name = "EXTRACTION_FAILED"
         no_open_full_text = False  # the source exists but offers no full text to us: retrying won't help
@@ -457,7 +519,7 @@ class Workflow:
         try:
             paper = self.run(
                 asyncio.wait_for(
-                    self._extract_once(url, list(event.get("focus_areas") or []), budget),
+                    self._extract_once(team_id, url, list(event.get("focus_areas") or []), budget),
                     timeout=budget * 1.1 + 0.5,  # a guard in case the service overruns its own budget
                 )
             )
@@ -468,26 +530,28 @@ class Workflow:
             )
         except FetchStatusError as exc:
             if exc.status_code >= 500 or exc.status_code == 429:
-                self._retrying(job_id, url, exc.message)
+                self._retrying(team_id, job_id, url, exc.message)
             failure, no_open_full_text = exc.message, exc.status_code in (401, 402, 403, 404, 410, 451)
         except NotFound as exc:  # includes the extract service's SourceUnavailable
             if getattr(exc, "transient", False):
-                self._retrying(job_id, url, exc.message)
+                self._retrying(team_id, job_id, url, exc.message)
             failure, no_open_full_text = exc.message, True
         except (InvalidInput, FetchError) as exc:  # incl. FetchBlocked and FetchTooLarge
             failure = exc.message
         except UpstreamError as exc:
-            self._retrying(job_id, url, exc.message)
+            self._retrying(team_id, job_id, url, exc.message)
         if paper is not None and not paper.success:
             failure = paper.failure_reason or "extraction returned no content"
         if failure is not None or paper is None:
             reason = failure or "extraction failed"
             self.jobs.update(
+                team_id,
                 job_id,
                 add_counters={"extract_done": 1, "extract_failed": 1},
                 append={"audit": [audit_event("EXTRACTING", event_name, f"{url}: {reason}")]},
             )
             self._trace(
+                team_id,
                 job_id,
                 RETRIEVER,
                 "retrieve",
@@ -497,10 +561,11 @@ class Workflow:
                 reason=reason,
             )
             return {**base, "success": False, "failure_reason": reason, "unavailable": no_open_full_text}
-        key = f"payloads/{job_id}/extracted/{source_id}.json"
+        key = f"payloads/{team_id}/{job_id}/extracted/{source_id}.json"
         put_json(self.data, key, paper.model_dump(mode="json"))
-        self.jobs.update(job_id, add_counters={"extract_done": 1, "extract_ok": 1})
+        self.jobs.update(team_id, job_id, add_counters={"extract_done": 1, "extract_ok": 1})
         self._trace(
+            team_id,
             job_id,
             RETRIEVER,
             "retrieve",
@@ -519,8 +584,9 @@ class Workflow:
             "confidence_score": paper.confidence_score,
         }
 
-    def _retrying(self, job_id: str, url: str, message: str) -> None:
+    def _retrying(self, team_id: str, job_id: str, url: str, message: str) -> None:
         self.jobs.update(
+            team_id,
             job_id,
             append={
                 "audit": [
@@ -540,9 +606,10 @@ class Workflow:
 
     def synthesize(self, event: dict[str, Any]) -> dict[str, Any]:
         job_id = str(event["job_id"])
-        job = self._job(job_id)
+        team_id = self._team(event)
+        job = self._job(team_id, job_id)
         plan = ResearchPlan.from_dict(job["plan"])
-        self.jobs.update(job_id, status=JobStatus.SYNTHESIZING, set_fields={"updated_at": utc_now()})
+        self.jobs.update(team_id, job_id, status=JobStatus.SYNTHESIZING, set_fields={"updated_at": utc_now()})
         _, candidates = self._screened(job)
         extractions = list(event.get("extractions") or [])
         sources: list[tuple[Candidate, ExtractedPaper]] = []
@@ -558,11 +625,17 @@ class Workflow:
                         "EXTRACTING", "SOURCE_STEP_FAILED", f"{item.get('url')}: {item.get('failure_reason')}"
                     )
                 )
-        result = self.run(synthesize(plan, sources, provider=self.llm()))
-        key = f"payloads/{job_id}/synthesis.json"
+        budget_reason = self._over_budget(team_id, job_id, "synthesize", "synthesis", sources=len(sources))
+        if budget_reason is None:
+            result = self.run(synthesize(plan, sources, provider=self.llm()))
+        else:  # skipped: an empty synthesis that says why
+            result = self.run(synthesize(plan, [], provider=None))
+            result.refusal_reason = f"Synthesis skipped: {budget_reason}"
+        key = f"payloads/{team_id}/{job_id}/synthesis.json"
         put_json(self.data, key, result.to_dict())
         kept = sum(1 for claim in result.claims if claim.kept)
         self.jobs.update(
+            team_id,
             job_id,
             append={
                 "audit": [
@@ -581,6 +654,7 @@ class Workflow:
             },
         )
         self._trace(
+            team_id,
             job_id,
             WRITER,
             "write",
@@ -590,6 +664,7 @@ class Workflow:
             claims=len(result.claims),
         )
         self._trace(
+            team_id,
             job_id,
             VERIFIER,
             "verify",
@@ -598,6 +673,7 @@ class Workflow:
             removed=[claim.claim_id for claim in result.claims if not claim.kept],
         )
         self._trace(
+            team_id,
             job_id,
             RED_TEAM,
             "critique",
@@ -611,7 +687,8 @@ class Workflow:
 
     def finalize(self, event: dict[str, Any]) -> dict[str, Any]:
         job_id = str(event["job_id"])
-        job = self._job(job_id)
+        team_id = self._team(event)
+        job = self._job(team_id, job_id)
         synthesis = get_json(self.data, event["synthesis"]["synthesis_key"]) or {}
         screening, candidates = self._screened(job)
         searches = list(event.get("search_results") or []) + list(event.get("refine_results") or [])
@@ -629,6 +706,9 @@ class Workflow:
             status = JobStatus.PARTIAL
         else:
             status = JobStatus.COMPLETED
+        budget_decisions = _budget_decisions(job)
+        if budget_decisions:  # work was skipped for the budget: never COMPLETED, nor a plain refusal
+            status = JobStatus.PARTIAL
         bib, keys = outputs.bibtex_entries(selected)
         outputs.validate_bibtex(bib, len(selected))
         files = {
@@ -644,7 +724,7 @@ class Workflow:
                 job["plan"], searches, screening, extractions, list(job.get("decisions") or [])
             ),
         }
-        prefix = artifact_prefix(job_id)
+        prefix = artifact_prefix(team_id, job_id)
         artifact_keys = {name: prefix + name for name in files}
         for name, body in files.items():
             self.artifacts.put_bytes(artifact_keys[name], body.encode("utf-8"), ARTIFACT_NAMES[name])
@@ -708,12 +788,14 @@ class Workflow:
             "writer": synthesis.get("writer"),
             "artifact_keys": artifact_keys,
         }
+        self._living_review_changes(team_id, job, results, candidates)
         self.artifacts.put_bytes(
-            results_key(job_id), outputs.to_json(results).encode("utf-8"), "application/json"
+            results_key(team_id, job_id), outputs.to_json(results).encode("utf-8"), "application/json"
         )
         finished = audit_event("FINALIZING", "JOB_FINISHED", f"status {status.value}")
         # Before the status moves: a client that sees the job finished finds its whole trace.
         self._trace(
+            team_id,
             job_id,
             DECISION,
             "refuse" if synthesis.get("refusal") else "finalize",
@@ -724,17 +806,22 @@ class Workflow:
             confidence=synthesis.get("confidence_score", 0.0),
         )
         moved = self.jobs.update(
+            team_id,
             job_id,
             status=status,
             set_fields={
-                "results_key": results_key(job_id),
+                "results_key": results_key(team_id, job_id),
                 "artifacts": artifact_keys,
                 "confidence_score": float(synthesis.get("confidence_score", 0.0)),
                 "refusal_reason": synthesis.get("refusal_reason"),
                 "finished_at": utc_now(),
                 "updated_at": utc_now(),
             },
-            append={"audit": [finished], "actions": [f"Wrote {len(files)} report artifacts"]},
+            append={
+                "audit": [finished],
+                "actions": [f"Wrote {len(files)} report artifacts"],
+                "decisions": budget_decisions,
+            },
         )
         if moved:
             record_metric("orchestrate", "JobsFinished", 1, status=status.value)
@@ -742,14 +829,16 @@ class Workflow:
                 "ResearchJobCompleted",
                 {
                     "job_id": job_id,
+                    "team_id": team_id,
                     "status": status.value,
                     "research_goal": job.get("research_goal"),
                     "confidence_score": synthesis.get("confidence_score", 0.0),
                     "refusal": bool(synthesis.get("refusal")),
                     "artifacts": {name: self.artifact_uri(key) for name, key in artifact_keys.items()},
-                    "results_key": results_key(job_id),
+                    "results_key": results_key(team_id, job_id),
                 },
             )
+            self._announce_finished(team_id, job, status.value, results=results)
         return {"job_id": job_id, "status": status.value, "moved": moved}
 
     # --- Failure ----------------------------------------------------------------------------------
@@ -759,18 +848,23 @@ class Workflow:
         job_id = str(
             state.get("job_id") or (state.get("input") or {}).get("job_id") or event.get("execution_name")
         )
+        team_id = self._team(state if state.get("team_id") else state.get("input") or {})
         reason = _error_reason(state.get("error"))
-        existing = self.jobs.get(job_id)
+        existing = self.jobs.get(team_id, job_id)
         if existing is not None and (state.get("error") or {}).get("Error") == "CheckpointAborted":
             reason = f"CheckpointAborted: {existing.get('checkpoint_reason') or 'aborted by the reviewer'}"
         if existing is None:
             try:
                 request = _request_in(state)
-                self.jobs.create(self.new_job_record(job_id, request, str(state.get("source") or "schedule")))
+                source = str(state.get("source") or "schedule")
+                self.jobs.create(
+                    self.new_job_record(team_id, job_id, request, source, state.get("schedule_id"))
+                )
             except ValueError:
-                self.jobs.create(self.new_job_record(job_id, _placeholder_request(), "schedule"))
-        self._trace(job_id, DECISION, "refuse", "job_failed", reason=reason)
+                self.jobs.create(self.new_job_record(team_id, job_id, _placeholder_request(), "schedule"))
+        self._trace(team_id, job_id, DECISION, "refuse", "job_failed", reason=reason)
         moved = self.jobs.update(
+            team_id,
             job_id,
             status=JobStatus.FAILED,
             set_fields={"failure_reason": reason, "finished_at": utc_now(), "updated_at": utc_now()},
@@ -778,14 +872,127 @@ class Workflow:
         )
         if moved:
             record_metric("orchestrate", "JobsFinished", 1, status="FAILED")
-            self.events.publish("ResearchJobFailed", {"job_id": job_id, "status": "FAILED", "reason": reason})
+            self.events.publish(
+                "ResearchJobFailed",
+                {"job_id": job_id, "team_id": team_id, "status": "FAILED", "reason": reason},
+            )
+            failed_job = self.jobs.get(team_id, job_id) or {"job_id": job_id}
+            self._announce_finished(team_id, failed_job, "FAILED", failure_reason=reason)
         return {"job_id": job_id, "status": "FAILED", "reason": reason, "moved": moved}
 
-    def _job(self, job_id: str) -> dict[str, Any]:
-        job = self.jobs.get(job_id)
+    # --- Budgets (functions/metering) --------------------------------------------------------------
+
+    def _over_budget(self, team_id: str, job_id: str, unit: Unit, what: str, sources: int = 0) -> str | None:
+        """None when the job's and the team's budgets allow the next unit (its estimate is reserved), else
+        why not: the unit is then skipped, counted on the job record (as done, for progress) and audited.
+        A budget check that fails lets the unit run (metering never fails a job)."""
+        gate = self.budget()
+        if gate is None:
+            return None
+        try:
+            refusal = gate.admit(team_id, job_id, unit, sources=sources)
+        except Exception:
+            logger.warning("budget check failed; the unit runs", job_id=job_id, unit=unit, exc_info=True)
+            return None
+        if refusal is None:
+            return None
+        counters, phase = _BUDGET_SKIPS[unit]
+        self.jobs.update(
+            team_id,
+            job_id,
+            add_counters=counters,
+            set_fields={"budget_reason": refusal.reason},
+            append={"audit": [audit_event(phase, "BUDGET_SKIPPED", f"{what}: {refusal.reason}")]},
+        )
+        return refusal.reason
+
+    @staticmethod
+    def _team(state: dict[str, Any]) -> str:
+        """The job's team, carried by the state machine next to the job id. Executions started before
+        jobs had teams carry none: they belong to the default team."""
+        return checked_team(str(state.get("team_id") or DEFAULT_TEAM))
+
+    def _job(self, team_id: str, job_id: str) -> dict[str, Any]:
+        job = self.jobs.get(team_id, job_id)
         if job is None:
             raise NotFound(f"job {job_id} not found")
         return job
+
+    # --- Living reviews and webhooks (helper C: functions/schedules/living.py, functions/webhooks) --
+
+    def _living_review_changes(
+        self, team_id: str, job: dict[str, Any], results: dict[str, Any], candidates: dict[str, Candidate]
+    ) -> None:
+        """A scheduled run's results carry `changes_since_last_run` (and each source `is_retracted`).
+        Never fails the job: without a digest the results are still whole."""
+        if not job.get("schedule_id"):
+            return
+        try:
+            review = self.living_review()
+            if review is not None:
+                results["changes_since_last_run"] = review.changes(team_id, job, results, candidates)
+        except Exception:
+            logger.warning("changes since the last run not computed", job_id=job.get("job_id"), exc_info=True)
+
+    def _announce_finished(
+        self,
+        team_id: str,
+        job: dict[str, Any],
+        status: str,
+        *,
+        results: dict[str, Any] | None = None,
+        failure_reason: str | None = None,
+    ) -> None:
+        """After the job's final status is recorded: a scheduled run becomes its schedule's last run and
+        publishes ResearchDigestReady; then the job's webhook is delivered (retried within its own
+        budget). Nothing here can change the job's outcome: failures are logged."""
+        job_id = str(job.get("job_id"))
+        digest = None
+        if results is not None and job.get("schedule_id"):
+            try:
+                review = self.living_review()
+                if review is not None:
+                    key = results_key(team_id, job_id)
+                    digest = review.finished(team_id, job, results, key, self.events.publish)
+            except Exception:
+                logger.warning("living review not recorded", job_id=job_id, exc_info=True)
+        try:
+            notifier = self.webhooks() if job.get("callback_url") else None
+            if notifier is not None:
+                notifier.job_finished(
+                    team_id, job, status, results=results, failure_reason=failure_reason, digest=digest
+                )
+        except Exception:
+            logger.warning("webhook not delivered", job_id=job_id, exc_info=True)
+
+
+BUDGET_REACHED = "BUDGET_REACHED"
+_BUDGET_SKIPS: dict[str, tuple[dict[str, int], str]] = {
+    "search": ({"budget_skipped_queries": 1, "queries_done": 1}, "SEARCHING"),
+    "extract": ({"budget_skipped_sources": 1, "extract_done": 1}, "EXTRACTING"),
+    "synthesize": ({"budget_skipped_synthesis": 1}, "SYNTHESIZING"),
+}
+
+
+def _budget_decisions(job: dict[str, Any]) -> list[dict[str, str]]:
+    """The BUDGET_REACHED decision of a job that skipped work for its budget (none otherwise)."""
+    queries = int(job.get("budget_skipped_queries", 0))
+    sources = int(job.get("budget_skipped_sources", 0))
+    synthesis = int(job.get("budget_skipped_synthesis", 0))
+    if not (queries or sources or synthesis):
+        return []
+    skipped = [
+        *([f"{queries} search quer{'y' if queries == 1 else 'ies'} not run"] if queries else []),
+        *([f"{sources} source{'' if sources == 1 else 's'} not extracted"] if sources else []),
+        *(["synthesis skipped"] if synthesis else []),
+    ]
+    return [
+        decision(
+            BUDGET_REACHED,
+            str(job.get("budget_reason") or "the budget was reached"),
+            f"Skipped: {', '.join(skipped)}; finished PARTIAL with the work done within the budget",
+        )
+    ]
 
 
 def _placeholder_request() -> ExecuteRequest:

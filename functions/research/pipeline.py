@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from functions.common.errors import UpstreamError
@@ -54,6 +54,7 @@ class AnswerRequest:
     year_start: int | None = None
     min_confidence: float | None = None
     min_sources: int | None = None
+    team_id: str | None = None  # the caller's team: its library and documents, its trace
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def citations_for(
 
 def plan_for(request: AnswerRequest) -> AnswerPlan:
     """The Planner's plan for a request."""
-    return plan_answer(
+    plan = plan_answer(
         request.question,
         preset=request.preset,
         focus_mode=request.focus_mode,
@@ -168,6 +169,7 @@ def plan_for(request: AnswerRequest) -> AnswerPlan:
         max_sources=request.max_sources,
         year_start=request.year_start,
     )
+    return replace(plan, team_id=request.team_id)
 
 
 class AnswerPipeline:

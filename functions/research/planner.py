@@ -50,6 +50,7 @@ class AnswerPlan:
     connectors: list[str] | None = None
     per_connector: int = 10
     aspects: list[str] = field(default_factory=list)  # what a relevant source answers
+    team_id: str | None = None  # whose library and uploaded documents may be read (None: nobody's)
 
     def to_payload(self) -> dict[str, object]:
         return {

@@ -53,7 +53,10 @@ class FullTextPort(Protocol):
         focus_areas: list[str] | None = None,
         max_length: int = 5000,
         budget_seconds: float = 40.0,
-    ) -> ExtractedPaper: ...
+        team_id: str | None = None,
+    ) -> ExtractedPaper:
+        """`library://` sources resolve within `team_id`'s documents only (None: none)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,9 @@ class UploadedDocument:
 
 
 class DocumentPort(Protocol):
-    def get(self, document_id: str) -> UploadedDocument | None: ...
+    def get(self, team_id: str, document_id: str) -> UploadedDocument | None:
+        """The team's uploaded document; another team's id reads as unknown."""
+        ...
 
 
 @dataclass
@@ -147,6 +152,7 @@ class Retriever:
                 per_connector=plan.per_connector,
                 max_results=plan.per_connector * max(1, len(connectors)),
                 connectors=plan.connectors,
+                team_id=plan.team_id,
             )
             for search in plan.searches
         ]
@@ -300,7 +306,11 @@ class Retriever:
         async def one(source: SourceDoc) -> tuple[str, ExtractedPaper | None]:
             try:
                 paper = await full_text.extract(
-                    source.url, focus_areas=focus, max_length=20000, budget_seconds=FULL_TEXT_BUDGET_SECONDS
+                    source.url,
+                    focus_areas=focus,
+                    max_length=20000,
+                    budget_seconds=FULL_TEXT_BUDGET_SECONDS,
+                    team_id=plan.team_id,
                 )
             except DomainError as exc:
                 notes.append(f"full text of {source.source_id} unavailable: {exc.message}")
@@ -332,11 +342,11 @@ class Retriever:
         """The uploaded documents a request names: unknown ids are the caller's error (404)."""
         if not document_ids:
             return []
-        if self.documents is None or self.full_text is None:
+        if self.documents is None or self.full_text is None or plan.team_id is None:
             raise InvalidInput("documents: uploaded documents are not available here", field="documents")
         found: list[tuple[SourceDoc, ExtractedPaper]] = []
         for document_id in dict.fromkeys(document_ids):
-            record = self.documents.get(document_id)
+            record = self.documents.get(plan.team_id, document_id)
             if record is None:
                 raise NotFound(f"document {document_id} not found")
             paper = await self.full_text.extract(
@@ -344,6 +354,7 @@ class Retriever:
                 focus_areas=[f.phrase for f in plan.facets],
                 max_length=20000,
                 budget_seconds=FULL_TEXT_BUDGET_SECONDS,
+                team_id=plan.team_id,
             )
             source = SourceDoc(
                 source_id=source_id_for(self.search.connector_prefix("library"), record.source_url),

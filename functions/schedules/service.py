@@ -1,9 +1,15 @@
 """Scheduled research: a cron/rate/at expression plus a research goal and scope, stored as a schedule.
 
 On AWS a schedule is an EventBridge Scheduler schedule whose target is the research state machine: at
-each fire Scheduler starts an execution with `{research_goal, scope_parameters, source, schedule_id}`
-and the workflow's first step creates the job record (job id = the execution name). Locally the same
-schedules live in the embedded (moto) Scheduler and `functions.local_runtime.scheduler` fires them.
+each fire Scheduler starts an execution with `{research_goal, scope_parameters, source, schedule_id,
+team_id[, callback_url]}` and the workflow's first step creates the job record (job id = the execution
+name). Locally the same schedules live in the embedded (moto) Scheduler and
+`functions.local_runtime.scheduler` fires them.
+
+Every schedule belongs to a team: the store's keys carry it, and another team's schedule id is not
+found, exactly like an unknown one. A schedule remembers its last completed run
+(`functions.schedules.runs`), the baseline of each run's `changes_since_last_run` (living reviews,
+`functions.schedules.living`).
 
 Domain code only: the Scheduler API is reached through the `ScheduleStore` port (the EventBridge adapter
 is `functions.schedules.adapters`, assembled in `functions.schedules.wiring`).
@@ -23,7 +29,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from functions.common.errors import InvalidInput, NotFound
+from functions.common.settings import get_settings
 from functions.orchestrate.models import ExecuteRequest
+from functions.schedules.runs import ScheduleRunStore
+from functions.webhooks.urls import check_callback_url
 
 SCHEDULE_SOURCE = "schedule"
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
@@ -185,6 +194,14 @@ class ScheduleRequest(BaseModel):
     timezone: str = "UTC"
     description: str | None = Field(default=None, max_length=512)
     enabled: bool = True
+    # Receives every run's completion and digest as a signed POST (docs/living-reviews.md).
+    callback_url: str | None = Field(default=None, max_length=2048)
+
+
+class LastRun(BaseModel):
+    job_id: str
+    status: str
+    finished_at: str
 
 
 class Schedule(BaseModel):
@@ -197,16 +214,24 @@ class Schedule(BaseModel):
     state: str  # ENABLED | DISABLED
     created_at: datetime
     next_run_at: datetime | None = None
+    callback_url: str | None = None
+    last_run: LastRun | None = None  # the last COMPLETED/PARTIAL run: the baseline of the next digest
 
 
-def job_input(schedule_id: str, goal: str, scope: dict[str, Any]) -> dict[str, Any]:
+def job_input(
+    team_id: str, schedule_id: str, goal: str, scope: dict[str, Any], callback_url: str | None = None
+) -> dict[str, Any]:
     """The state machine input of every job a schedule starts (no job_id: the execution name is it)."""
-    return {
+    state: dict[str, Any] = {
         "research_goal": goal,
         "scope_parameters": scope,
         "source": SCHEDULE_SOURCE,
         "schedule_id": schedule_id,
+        "team_id": team_id,
     }
+    if callback_url:
+        state["callback_url"] = callback_url
+    return state
 
 
 # --- the store port -------------------------------------------------------------------------------
@@ -214,6 +239,7 @@ def job_input(schedule_id: str, goal: str, scope: dict[str, Any]) -> dict[str, A
 
 @dataclass(frozen=True)
 class StoredSchedule:
+    team_id: str
     schedule_id: str
     expression: str
     timezone: str
@@ -222,63 +248,110 @@ class StoredSchedule:
     enabled: bool
     created_at: datetime
 
+    @property
+    def callback_url(self) -> str | None:
+        url = self.job_input.get("callback_url")
+        return str(url) if url else None
+
 
 class ScheduleStore(Protocol):
+    """Schedules by team: `get`, `list` and `delete` see only the given team's."""
+
     def create(self, schedule: StoredSchedule) -> None: ...
 
-    def get(self, schedule_id: str) -> StoredSchedule | None: ...
+    def get(self, team_id: str, schedule_id: str) -> StoredSchedule | None: ...
 
-    def list(self) -> list[StoredSchedule]: ...
+    def delete(self, team_id: str, schedule_id: str) -> bool: ...
 
-    def delete(self, schedule_id: str) -> bool: ...
+    def list_all(self) -> list[StoredSchedule]:
+        """Every team's schedules (the local scheduler fires them all)."""
+        ...
+
+    def list(self, team_id: str) -> list[StoredSchedule]: ...
 
 
 class JobStarter(Protocol):
     """Starts one job for a due schedule (the local scheduler; on AWS, Scheduler starts the machine)."""
 
-    def __call__(self, goal: str, scope: dict[str, Any], idempotency_key: str) -> str: ...
+    def __call__(
+        self,
+        goal: str,
+        scope: dict[str, Any],
+        idempotency_key: str,
+        *,
+        team_id: str,
+        schedule_id: str,
+        callback_url: str | None = None,
+    ) -> str: ...
 
 
 # --- the service ------------------------------------------------------------------------------------
+
+
+def _known_id(schedule_id: str) -> bool:
+    try:
+        return str(uuid.UUID(schedule_id)) == schedule_id
+    except ValueError:
+        return False
 
 
 @dataclass
 class ScheduleService:
     store: ScheduleStore
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    runs: ScheduleRunStore | None = None  # what each schedule remembers of its last run
 
-    def create(self, request: ScheduleRequest) -> Schedule:
+    def create(self, team_id: str, request: ScheduleRequest) -> Schedule:
         expression = parse_expression(request.schedule_expression)
         _check_timezone(request.timezone)
         _check_job(request.research_goal, request.scope_parameters)
+        if request.callback_url is not None:
+            check_callback_url(request.callback_url, get_settings().private_host_allowlist)
         now = self.clock()
         if expression.next_after(now, request.timezone, anchor=now) is None:
             raise _invalid(f"{request.schedule_expression} never fires after {now.isoformat()}")
         schedule_id = str(uuid.uuid4())
         stored = StoredSchedule(
+            team_id=team_id,
             schedule_id=schedule_id,
             expression=expression.text,
             timezone=request.timezone,
-            job_input=job_input(schedule_id, request.research_goal, request.scope_parameters),
+            job_input=job_input(
+                team_id,
+                schedule_id,
+                request.research_goal,
+                request.scope_parameters,
+                request.callback_url,
+            ),
             description=request.description,
             enabled=request.enabled,
             created_at=now,
         )
         self.store.create(stored)
-        return self._view(self.store.get(schedule_id) or stored)  # the store's creation time is the anchor
+        # the store's creation time is the anchor
+        return self._view(self.store.get(team_id, schedule_id) or stored)
 
-    def get(self, schedule_id: str) -> Schedule:
-        stored = self.store.get(schedule_id)
+    def get(self, team_id: str, schedule_id: str) -> Schedule:
+        """The team's schedule; another team's schedule id is not found, exactly like an unknown one."""
+        stored = self.store.get(team_id, schedule_id) if _known_id(schedule_id) else None
         if stored is None:
-            raise ScheduleNotFound(f"schedule {schedule_id} not found")
+            raise ScheduleNotFound(f"schedule {schedule_id[:80]} not found")
         return self._view(stored)
 
-    def list(self) -> list[Schedule]:
-        return sorted((self._view(stored) for stored in self.store.list()), key=lambda s: s.created_at)
+    def list(self, team_id: str) -> list[Schedule]:
+        return sorted((self._view(stored) for stored in self.store.list(team_id)), key=lambda s: s.created_at)
 
-    def delete(self, schedule_id: str) -> None:
-        if not self.store.delete(schedule_id):
-            raise ScheduleNotFound(f"schedule {schedule_id} not found")
+    def delete(self, team_id: str, schedule_id: str) -> None:
+        if not _known_id(schedule_id) or not self.store.delete(team_id, schedule_id):
+            raise ScheduleNotFound(f"schedule {schedule_id[:80]} not found")
+        if self.runs is not None:
+            self.runs.forget(team_id, schedule_id)
+
+    def _last_run(self, stored: StoredSchedule) -> LastRun | None:
+        run = self.runs.last_run(stored.team_id, stored.schedule_id) if self.runs is not None else None
+        if run is None:
+            return None
+        return LastRun(job_id=run.job_id, status=run.status, finished_at=run.finished_at)
 
     def _view(self, stored: StoredSchedule) -> Schedule:
         next_run = None
@@ -296,6 +369,8 @@ class ScheduleService:
             state="ENABLED" if stored.enabled else "DISABLED",
             created_at=stored.created_at,
             next_run_at=next_run,
+            callback_url=stored.callback_url,
+            last_run=self._last_run(stored),
         )
 
 

@@ -1,14 +1,23 @@
 """Default adapters of scheduled research: the schedules API and the local runtime's scheduler get their
-store here (on AWS and locally alike, EventBridge Scheduler targeting the research state machine)."""
+store here (on AWS and locally alike, EventBridge Scheduler targeting the research state machine); the
+workflow's Finalize step gets the living review (runs in the jobs table, results in the artifacts bucket,
+retraction flags from OpenAlex)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from functions.common.aws import generic_client
 from functions.common.errors import UpstreamError
 from functions.common.settings import get_settings
+from functions.common.storage import S3BlobStore
 from functions.schedules.adapters import EventBridgeScheduleStore
+from functions.schedules.runs import DynamoDbScheduleRunStore
 from functions.schedules.service import ScheduleService
 from functions.schedules.settings import SchedulerSettings
+
+if TYPE_CHECKING:
+    from functions.schedules.living import LivingReview
 
 
 def schedule_store() -> EventBridgeScheduleStore:
@@ -25,4 +34,16 @@ def schedule_store() -> EventBridgeScheduleStore:
 
 
 def schedule_service() -> ScheduleService:
-    return ScheduleService(store=schedule_store())
+    return ScheduleService(store=schedule_store(), runs=DynamoDbScheduleRunStore())
+
+
+def living_review() -> LivingReview:
+    # Imported here: the schedules API (in the orchestrate API function) never runs the living review.
+    from functions.schedules.living import LivingReview, OpenAlexRetractions
+
+    settings = get_settings()
+    return LivingReview(
+        runs=DynamoDbScheduleRunStore(),
+        artifacts=S3BlobStore(settings.artifacts_bucket),
+        retractions=OpenAlexRetractions(settings),
+    )

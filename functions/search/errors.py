@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from functions.common.errors import InvalidInput, NotFound, RateLimited, UpstreamError
+from functions.common.errors import InvalidInput, NotFound, RateLimited, Unauthorized, UpstreamError
 from functions.common.observability import get_logger
 
 logger = get_logger("search")
@@ -64,6 +64,13 @@ def install_error_handlers(app: FastAPI) -> None:
             else {"error": "Rate limit exceeded", "retry_after": retry_after}
         )
         return JSONResponse(body, status_code=429, headers={"Retry-After": str(retry_after)})
+
+    @app.exception_handler(Unauthorized)
+    async def unauthorized(request: Request, exc: Unauthorized) -> JSONResponse:
+        # the same bodies as the gateway's 401 (functions/local_runtime/gateway.py `unauthorized_reply`)
+        if _is_v1(request):
+            return JSONResponse({"detail": "Unauthorized"}, status_code=401)
+        return JSONResponse({"error": "Unauthorized", "message": exc.message}, status_code=401)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:

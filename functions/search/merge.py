@@ -89,6 +89,7 @@ def _combine(group: list[FoundPaper]) -> FoundPaper:
     abstracts = [p.abstract for p in group if p.abstract]
     citations = [p.citations for p in group if p.citations is not None]
     open_access = [p.open_access for p in group if p.open_access is not None]
+    retracted = [p.is_retracted for p in group if p.is_retracted is not None]
     url = choose_url(arxiv_id, doi, pdf_url, None)
     return FoundPaper(
         title=by_preference[0].title,
@@ -102,6 +103,7 @@ def _combine(group: list[FoundPaper]) -> FoundPaper:
         citations=max(citations) if citations else None,
         pdf_url=pdf_url,
         open_access=any(open_access) if open_access else None,
+        is_retracted=any(retracted) if retracted else None,  # one registry's retraction notice is enough
         source=best.source,
         found_by=list(dict.fromkeys(c for p in group for c in p.found_by)),
         upstream_rank=min((r for r in ranks.values()), default=best.upstream_rank),

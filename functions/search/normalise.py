@@ -38,6 +38,7 @@ def build_paper(
     landing_url: str | None = None,
     open_access: bool | None = None,
     source_type: SourceType = "academic",
+    is_retracted: bool | None = None,
 ) -> FoundPaper | None:
     """None when the record cannot be a result (no title or nothing to link to)."""
     clean_title = clean_text(title)
@@ -60,6 +61,7 @@ def build_paper(
         citations=citations if citations is None or citations >= 0 else None,
         pdf_url=pdf_url,
         open_access=open_access,
+        is_retracted=is_retracted,
         source=connector,
         found_by=[connector],
         upstream_rank=rank,

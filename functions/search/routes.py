@@ -1,4 +1,7 @@
-"""Thin routers: parse, one call into SearchService, shape the contract's response."""
+"""Thin routers: parse, one call into SearchService, shape the contract's response.
+
+The caller's team (`TeamId`) goes into `PaperQuery.team_id`, never from the body: the `library`
+connector then answers only with that team's uploads."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from functions.common.api import client_identity
+from functions.common.api import TeamId, client_identity
 from functions.common.errors import NotFound
 from functions.common.models import Paper, short_hash
 from functions.common.settings import get_settings
@@ -59,7 +62,7 @@ v1_router = APIRouter(prefix="/api/v1", tags=["search"])
 
 @tools_router.post("/api/tools/search", response_model=ToolsSearchResponse)
 async def tools_search(
-    body: ToolsSearchRequest, request: Request, service: ServiceDep
+    body: ToolsSearchRequest, request: Request, service: ServiceDep, team: TeamId
 ) -> ToolsSearchResponse:
     await service.admit_client_async(client_identity(request))
     filters = body.filters
@@ -74,6 +77,7 @@ async def tools_search(
             min_quality_score=filters.min_quality_score if filters else None,
             source_types=list(filters.source_types) if filters and filters.source_types else None,
             require_year=True,
+            team_id=team,
         )
     )
     results = [
@@ -104,7 +108,9 @@ async def tools_search(
 
 
 @v1_router.post("/search", response_model=V1SearchResponse)
-async def v1_search(body: V1SearchRequest, request: Request, service: ServiceDep) -> V1SearchResponse:
+async def v1_search(
+    body: V1SearchRequest, request: Request, service: ServiceDep, team: TeamId
+) -> V1SearchResponse:
     await service.admit_client_async(client_identity(request))
     selected = body.connectors if body.connectors is not None else service.connector_names
     outcome = await service.search(
@@ -113,6 +119,7 @@ async def v1_search(body: V1SearchRequest, request: Request, service: ServiceDep
             per_connector=body.top_k,
             max_results=body.top_k * max(1, len(selected)),
             connectors=body.connectors,
+            team_id=team,
         )
     )
     if not outcome.papers:

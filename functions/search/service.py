@@ -53,7 +53,12 @@ class LoopLocalHttp:
 
 
 def cache_key(connector: str, query: PaperQuery, limit: int) -> str:
-    """Keyed by the normalised request: case, accents and spacing of the query do not matter."""
+    """Keyed by the normalised request: case, accents and spacing of the query do not matter.
+
+    Only cacheable connectors' answers are cached, and those are public upstream results that do not
+    depend on the caller: the key leaves `query.team_id` out on purpose, so teams share them. A connector
+    whose answer depends on the team (the `library`) is not cacheable and never reaches this cache, and
+    merged outcomes are never cached, so no cached answer mixes teams."""
     normalised = {
         "q": " ".join(fold(query.query).split()),
         "from": query.year_start,

@@ -1,6 +1,7 @@
-"""A team and one of its tokens. Plain data: no FastAPI, no boto3.
+"""A team, one of its tokens, its API key. Plain data: no FastAPI, no boto3.
 
-A token record never holds the token itself, only its SHA-256 (`functions.teams.tokens.token_hash`).
+A token record never holds the token itself, only its SHA-256 (`functions.teams.tokens.token_hash`); an API
+key record holds the key's id and the SHA-256 of its value.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class Team:
     name: str
     tier: Tier
     created_at: str  # ISO 8601, UTC
+    # What the team may spend a month (USD, functions/metering/budget.py); None: no monthly budget.
+    monthly_budget_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -41,3 +44,13 @@ class TokenRecord:
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+@dataclass(frozen=True)
+class ApiKeyRecord:
+    """A team's API Gateway API key (on AWS): its id, and the SHA-256 of its value, never the value."""
+
+    api_key_id: str  # API Gateway's id of the key (not secret: reading the value needs IAM)
+    team_id: str
+    key_hash: str  # sha256 hex of the key's value, the lookup of an `x-api-key` caller
+    created_at: str

@@ -1,8 +1,11 @@
 """The admin routes: create teams, issue and revoke their tokens (served by the admin app).
 
     POST   /admin/teams                               {"name", "tier"} -> 201 {"team_id", "token_id", "token"}
+                                                      (+ "api_key" on AWS: the team's API Gateway key)
     POST   /admin/teams/{team_id}/tokens              -> 201 {"token_id", "token"}
     DELETE /admin/teams/{team_id}/tokens/{token_id}   -> 204
+    PATCH  /admin/teams/{team_id}                     {"monthly_budget_usd": number|null} -> 200 the team
+    POST   /admin/teams/{team_id}/webhook-secret      -> 201 {"webhook_secret"} (new, or rotated)
 
 Every route needs the admin credential. Locally (`ADMIN_AUTH=token`, the default) that is
 `Authorization: Bearer <ADMIN_TOKEN>`; with ADMIN_TOKEN unset the routes are disabled (503). On AWS
@@ -89,6 +92,10 @@ class CreatedTeam(BaseModel):
     team_id: str
     token_id: str
     token: str = Field(description="the team's first bearer token; shown once, stored only as a hash")
+    api_key: str | None = Field(
+        default=None,
+        description="on AWS only: the team's API key (x-api-key), in its tier's usage plan; shown once",
+    )
 
 
 class IssuedToken(BaseModel):
@@ -96,10 +103,46 @@ class IssuedToken(BaseModel):
     token: str = Field(description="a bearer token of the team; shown once, stored only as a hash")
 
 
-@router.post("", status_code=201, response_model=CreatedTeam, summary="Create a team with its first token")
+@router.post(
+    "",
+    status_code=201,
+    response_model=CreatedTeam,
+    response_model_exclude_none=True,  # `api_key` only when one was created (on AWS)
+    summary="Create a team with its first token",
+)
 def create_team(body: CreateTeamRequest, service: Service) -> CreatedTeam:
-    team, token_id, token = service.create_team(body.name, body.tier)
-    return CreatedTeam(team_id=team.team_id, token_id=token_id, token=token)
+    created = service.onboard(body.name, body.tier)
+    return CreatedTeam(
+        team_id=created.team.team_id, token_id=created.token_id, token=created.token, api_key=created.api_key
+    )
+
+
+class TeamPatch(BaseModel):
+    monthly_budget_usd: float | None = Field(
+        ge=0,
+        allow_inf_nan=False,
+        description="what the team may spend a month, in USD (docs/usage.md); null removes the budget",
+    )
+
+
+class TeamView(BaseModel):
+    team_id: str
+    name: str
+    tier: Tier
+    created_at: str
+    monthly_budget_usd: float | None
+
+
+@router.patch("/{team_id}", response_model=TeamView, summary="Set or remove the team's monthly budget")
+def patch_team(team_id: str, body: TeamPatch, service: Service) -> TeamView:
+    team = service.set_monthly_budget(team_id, body.monthly_budget_usd)
+    return TeamView(
+        team_id=team.team_id,
+        name=team.name,
+        tier=team.tier,
+        created_at=team.created_at,
+        monthly_budget_usd=team.monthly_budget_usd,
+    )
 
 
 @router.post("/{team_id}/tokens", status_code=201, response_model=IssuedToken, summary="Issue a new token")
@@ -112,3 +155,19 @@ def issue_token(team_id: str, service: Service) -> IssuedToken:
 def revoke_token(team_id: str, token_id: str, service: Service) -> Response:
     service.revoke_token(team_id, token_id)
     return Response(status_code=204)
+
+
+class WebhookSecret(BaseModel):
+    webhook_secret: str = Field(
+        description="the key that signs the team's webhooks (X-Research-Signature); replaces any earlier one"
+    )
+
+
+@router.post(
+    "/{team_id}/webhook-secret",
+    status_code=201,
+    response_model=WebhookSecret,
+    summary="Create or rotate the team's webhook signing secret",
+)
+def rotate_webhook_secret(team_id: str, service: Service) -> WebhookSecret:
+    return WebhookSecret(webhook_secret=service.rotate_webhook_secret(team_id))

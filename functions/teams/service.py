@@ -2,18 +2,36 @@
 
 A token is returned once, when it is issued; only its hash is stored. `resolve` is what an authorizer
 asks: the team a presented token belongs to, or None for an unknown or revoked token.
+
+On AWS a new team also gets an API Gateway API key in its tier's usage plan (`usage_keys`, see
+functions/teams/usage_keys.py), returned once by `onboard` and stored as its id and the hash of its value:
+`resolve_api_key` finds the team of an `x-api-key`, `usage_key` gives a bearer-token caller's team key to
+the authorizer, so usage plans meter both styles.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import cast
 
 from functions.common.errors import InvalidInput, NotFound
-from functions.teams.models import NAME_MAX_CHARS, TIERS, Team, Tier, TokenRecord, new_team_id, new_token_id
+from functions.teams.models import (
+    NAME_MAX_CHARS,
+    TIERS,
+    ApiKeyRecord,
+    Team,
+    Tier,
+    TokenRecord,
+    new_team_id,
+    new_token_id,
+)
 from functions.teams.store import TeamStore
 from functions.teams.tokens import MAX_TOKEN_CHARS, new_token, token_hash
+from functions.teams.usage_keys import NoUsageKeys, UsageKeys
+from functions.webhooks.signing import new_secret as new_webhook_secret
 
 Clock = Callable[[], datetime]
 
@@ -26,13 +44,32 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+@dataclass(frozen=True)
+class Onboarded:
+    """A new team and what it is shown once: its first token and, on AWS, its API key."""
+
+    team: Team
+    token_id: str
+    token: str
+    api_key: str | None = None  # None where there are no API keys (locally)
+
+
 class TeamService:
-    def __init__(self, store: TeamStore, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, store: TeamStore, clock: Clock = utc_now, *, usage_keys: UsageKeys | None = None
+    ) -> None:
         self.store = store
         self._clock = clock
+        self.usage_keys: UsageKeys = usage_keys or NoUsageKeys()
 
     def create_team(self, name: str, tier: str) -> tuple[Team, str, str]:
-        """The new team, its first token's id and the token (shown once)."""
+        """The new team, its first token's id and the token (shown once); see `onboard` for its API key."""
+        created = self.onboard(name, tier)
+        return created.team, created.token_id, created.token
+
+    def onboard(self, name: str, tier: str) -> Onboarded:
+        """A new team with its first token and, on AWS, its API key in its tier's usage plan. The key is
+        made first: when the team cannot be stored, the key is deleted again."""
         cleaned = name.strip()
         if not cleaned:
             raise InvalidInput("name must not be empty", field="name")
@@ -41,9 +78,24 @@ class TeamService:
         if tier not in TIERS:
             raise InvalidInput(f"tier must be one of {', '.join(TIERS)}", field="tier")
         team = Team(team_id=new_team_id(), name=cleaned, tier=cast(Tier, tier), created_at=self._now())
-        self.store.create_team(team)
+        issued = self.usage_keys.create(team.team_id, team.name, team.tier)
+        try:
+            self.store.create_team(team)
+            if issued is not None:
+                self.store.put_api_key(
+                    ApiKeyRecord(
+                        api_key_id=issued.api_key_id,
+                        team_id=team.team_id,
+                        key_hash=token_hash(issued.value),
+                        created_at=team.created_at,
+                    )
+                )
+        except Exception:
+            if issued is not None:
+                self.usage_keys.delete(issued.api_key_id)
+            raise
         token_id, token = self._issue(team.team_id)
-        return team, token_id, token
+        return Onboarded(team, token_id, token, issued.value if issued is not None else None)
 
     def issue_token(self, team_id: str) -> tuple[str, str]:
         """A new token of the team: (token_id, token). NotFound for an unknown team."""
@@ -56,6 +108,18 @@ class TeamService:
         if not self.store.revoke_token(team_id, token_id, revoked_at=self._now()):
             raise NotFound("token not found")
 
+    def set_monthly_budget(self, team_id: str, usd: float | None) -> Team:
+        """Set the team's monthly budget in USD (None removes it; functions/metering/budget.py): jobs that
+        cannot fit what is left of it are refused, running ones stop at it. NotFound for an unknown team."""
+        if usd is not None and (not math.isfinite(usd) or usd < 0):
+            raise InvalidInput(
+                "monthly_budget_usd must be a number >= 0, or null", field="monthly_budget_usd"
+            )
+        team = self.store.set_monthly_budget(team_id, usd)
+        if team is None:
+            raise NotFound("team not found")
+        return team
+
     def resolve(self, token: str | None) -> Team | None:
         """The team of a live token; None for a missing, unknown or revoked one."""
         if not token or len(token) > MAX_TOKEN_CHARS:
@@ -64,6 +128,31 @@ class TeamService:
         if record is None or record.revoked:
             return None
         return self.store.get_team(record.team_id)
+
+    def resolve_api_key(self, api_key: str | None) -> Team | None:
+        """The team of one of our API keys (its value, as sent in `x-api-key`); None for any other."""
+        if not api_key or len(api_key) > MAX_TOKEN_CHARS:
+            return None
+        record = self.store.api_key_by_hash(token_hash(api_key))
+        return self.store.get_team(record.team_id) if record is not None else None
+
+    def usage_key(self, team_id: str) -> str | None:
+        """The value of the team's API key (its usage identifier); None when it has none."""
+        record = self.store.api_key_of_team(team_id)
+        return self.usage_keys.value(record.api_key_id) if record is not None else None
+
+    def rotate_webhook_secret(self, team_id: str) -> str:
+        """A new webhook secret of the team, replacing any earlier one (shown to the admin, who hands it
+        to the team's receivers). NotFound for an unknown team."""
+        if self.store.get_team(team_id) is None:
+            raise NotFound("team not found")
+        secret = new_webhook_secret()
+        self.store.put_webhook_secret(team_id, secret, created_at=self._now())
+        return secret
+
+    def webhook_secret(self, team_id: str) -> str | None:
+        """The key that signs the team's webhooks; None when the team has none (nothing is sent)."""
+        return self.store.webhook_secret(team_id)
 
     def _issue(self, team_id: str) -> tuple[str, str]:
         token = new_token()

@@ -7,9 +7,15 @@ Items (one table, `pk` + `sk`):
 | `TEAM#<team_id>`   | `TEAM`              | name, tier, created_at                                |
 | `TOKEN#<sha256>`   | `TOKEN`             | token_id, team_id, created_at, revoked_at (the lookup) |
 | `TEAM#<team_id>`   | `TOKEN#<token_id>`  | the same, to revoke a token by its id                 |
+| `APIKEY#<sha256>`  | `APIKEY`            | api_key_id, team_id, created_at: an `x-api-key`'s team |
+| `TEAM#<team_id>`   | `APIKEY`            | the same: the team's API key (at most one)            |
+| `TEAM#<team_id>`   | `WEBHOOK_SECRET`    | webhook_secret, created_at: signs the team's webhooks |
 
 Resolving a token is one GetItem on its hash. A token is written (both items, and a check that its team
-exists) in one transaction, and revoked the same way; the token itself is never stored.
+exists) in one transaction, and revoked the same way; the token itself is never stored. A team's API
+Gateway API key (on AWS) is stored the same way: both items in one transaction, by the SHA-256 of its value.
+The webhook secret is stored as is (it is an HMAC key: the service must sign with it), in the table's
+encryption at rest; rotating it replaces it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from botocore.exceptions import ClientError
@@ -24,13 +31,15 @@ from botocore.exceptions import ClientError
 from functions.common.aws import dynamodb_resource
 from functions.common.errors import Conflict, NotFound
 from functions.common.settings import get_settings
-from functions.teams.models import Team, Tier, TokenRecord
+from functions.teams.models import ApiKeyRecord, Team, Tier, TokenRecord
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
 TEAM_SK = "TEAM"
 TOKEN_SK = "TOKEN"  # noqa: S105 (a sort key, not a secret)
+API_KEY_SK = "APIKEY"
+WEBHOOK_SECRET_SK = "WEBHOOK_SECRET"  # noqa: S105 (a sort key, not a secret)
 
 
 def utc_now_iso() -> str:
@@ -54,9 +63,31 @@ class TeamStore(Protocol):
 
     def token_by_hash(self, token_hash: str) -> TokenRecord | None: ...
 
+    def set_monthly_budget(self, team_id: str, usd: float | None) -> Team | None:
+        """Set (None: remove) the team's monthly budget; the team after it, None when it does not exist."""
+        ...
+
+    def put_api_key(self, record: ApiKeyRecord) -> None:
+        """NotFound when the record's team does not exist; Conflict when it has a key already."""
+        ...
+
+    def api_key_by_hash(self, key_hash: str) -> ApiKeyRecord | None: ...
+
+    def api_key_of_team(self, team_id: str) -> ApiKeyRecord | None: ...
+
+    def put_webhook_secret(self, team_id: str, secret: str, created_at: str) -> None:
+        """Set (or replace: rotate) the team's webhook secret; NotFound when the team does not exist."""
+        ...
+
+    def webhook_secret(self, team_id: str) -> str | None: ...
+
 
 def _team_key(team_id: str) -> dict[str, str]:
     return {"pk": f"TEAM#{team_id}", "sk": TEAM_SK}
+
+
+def _webhook_secret_key(team_id: str) -> dict[str, str]:
+    return {"pk": f"TEAM#{team_id}", "sk": WEBHOOK_SECRET_SK}
 
 
 def _hash_key(token_hash: str) -> dict[str, str]:
@@ -67,13 +98,44 @@ def _index_key(team_id: str, token_id: str) -> dict[str, str]:
     return {"pk": f"TEAM#{team_id}", "sk": f"TOKEN#{token_id}"}
 
 
+def _api_key_hash_key(key_hash: str) -> dict[str, str]:
+    return {"pk": f"APIKEY#{key_hash}", "sk": API_KEY_SK}
+
+
+def _team_api_key_key(team_id: str) -> dict[str, str]:
+    return {"pk": f"TEAM#{team_id}", "sk": API_KEY_SK}
+
+
+def _api_key_of(item: dict[str, Any]) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        api_key_id=str(item["api_key_id"]),
+        team_id=str(item["team_id"]),
+        key_hash=str(item["key_hash"]),
+        created_at=str(item["created_at"]),
+    )
+
+
+def _api_key_fields(record: ApiKeyRecord) -> dict[str, Any]:
+    return {
+        "api_key_id": record.api_key_id,
+        "team_id": record.team_id,
+        "key_hash": record.key_hash,
+        "created_at": record.created_at,
+    }
+
+
 def _team_of(item: dict[str, Any]) -> Team:
     return Team(
         team_id=str(item["team_id"]),
         name=str(item["name"]),
         tier=cast(Tier, str(item["tier"])),
         created_at=str(item["created_at"]),
+        monthly_budget_usd=_budget_of(item.get("monthly_budget_usd")),
     )
+
+
+def _budget_of(value: Any) -> float | None:
+    return float(value) if isinstance(value, Decimal | int | float) else None
 
 
 def _record_of(item: dict[str, Any]) -> TokenRecord:
@@ -175,9 +237,120 @@ class DynamoDbTeamStore:
         item = self._table.get_item(Key=_hash_key(token_hash), ConsistentRead=True).get("Item")
         return _record_of(dict(item)) if item else None
 
+    def set_monthly_budget(self, team_id: str, usd: float | None) -> Team | None:
+        update: dict[str, Any] = {"UpdateExpression": "REMOVE monthly_budget_usd"}
+        if usd is not None:
+            update = {
+                "UpdateExpression": "SET monthly_budget_usd = :usd",
+                "ExpressionAttributeValues": {":usd": Decimal(repr(usd))},
+            }
+        try:
+            response = self._table.update_item(
+                Key=_team_key(team_id),
+                ConditionExpression="attribute_exists(pk)",
+                ReturnValues="ALL_NEW",
+                **update,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise
+        return _team_of(dict(response["Attributes"]))
+
+    def put_api_key(self, record: ApiKeyRecord) -> None:
+        fields = _api_key_fields(record)
+        table = self._table.name
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "ConditionCheck": {
+                            "TableName": table,
+                            "Key": _team_key(record.team_id),
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": {**_api_key_hash_key(record.key_hash), **fields},
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": {**_team_api_key_key(record.team_id), **fields},
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            codes = _cancellation_codes(exc)
+            if codes[:1] == ["ConditionalCheckFailed"]:
+                raise NotFound("team not found") from exc
+            if "ConditionalCheckFailed" in codes:
+                raise Conflict(f"team {record.team_id} has an API key already") from exc
+            raise
+
+    def api_key_by_hash(self, key_hash: str) -> ApiKeyRecord | None:
+        # A key is never changed once written, so an eventually consistent read is enough.
+        item = self._table.get_item(Key=_api_key_hash_key(key_hash)).get("Item")
+        return _api_key_of(dict(item)) if item else None
+
+    def api_key_of_team(self, team_id: str) -> ApiKeyRecord | None:
+        item = self._table.get_item(Key=_team_api_key_key(team_id)).get("Item")
+        return _api_key_of(dict(item)) if item else None
+
+    def put_webhook_secret(self, team_id: str, secret: str, created_at: str) -> None:
+        table = self._table.name
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "ConditionCheck": {
+                            "TableName": table,
+                            "Key": _team_key(team_id),
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": {
+                                **_webhook_secret_key(team_id),
+                                "team_id": team_id,
+                                "webhook_secret": secret,
+                                "created_at": created_at,
+                            },
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            cancelled = exc.response["Error"]["Code"] == "TransactionCanceledException"
+            if cancelled and _cancellation_codes(exc)[:1] == ["ConditionalCheckFailed"]:
+                raise NotFound("team not found") from exc
+            raise
+
+    def webhook_secret(self, team_id: str) -> str | None:
+        item = self._table.get_item(Key=_webhook_secret_key(team_id), ConsistentRead=True).get("Item")
+        return str(item["webhook_secret"]) if item and item.get("webhook_secret") else None
+
 
 def _team_fields(team: Team) -> dict[str, Any]:
-    return {"team_id": team.team_id, "name": team.name, "tier": team.tier, "created_at": team.created_at}
+    fields: dict[str, Any] = {
+        "team_id": team.team_id,
+        "name": team.name,
+        "tier": team.tier,
+        "created_at": team.created_at,
+    }
+    if team.monthly_budget_usd is not None:
+        fields["monthly_budget_usd"] = Decimal(repr(team.monthly_budget_usd))
+    return fields
 
 
 def _token_fields(record: TokenRecord) -> dict[str, Any]:
@@ -199,6 +372,8 @@ class InMemoryTeamStore:
         self.teams: dict[str, Team] = {}
         self.tokens: dict[str, TokenRecord] = {}  # by hash
         self._ids: dict[tuple[str, str], str] = {}  # (team_id, token_id) -> hash
+        self.api_keys: dict[str, ApiKeyRecord] = {}  # by the hash of the key's value
+        self.webhook_secrets: dict[str, str] = {}  # by team id
         self._lock = threading.Lock()
 
     def create_team(self, team: Team) -> None:
@@ -233,3 +408,38 @@ class InMemoryTeamStore:
     def token_by_hash(self, token_hash: str) -> TokenRecord | None:
         with self._lock:
             return self.tokens.get(token_hash)
+
+    def set_monthly_budget(self, team_id: str, usd: float | None) -> Team | None:
+        with self._lock:
+            team = self.teams.get(team_id)
+            if team is None:
+                return None
+            self.teams[team_id] = replace(team, monthly_budget_usd=usd)
+            return self.teams[team_id]
+
+    def put_api_key(self, record: ApiKeyRecord) -> None:
+        with self._lock:
+            if record.team_id not in self.teams:
+                raise NotFound("team not found")
+            taken = record.key_hash in self.api_keys
+            if taken or any(key.team_id == record.team_id for key in self.api_keys.values()):
+                raise Conflict(f"team {record.team_id} has an API key already")
+            self.api_keys[record.key_hash] = record
+
+    def api_key_by_hash(self, key_hash: str) -> ApiKeyRecord | None:
+        with self._lock:
+            return self.api_keys.get(key_hash)
+
+    def api_key_of_team(self, team_id: str) -> ApiKeyRecord | None:
+        with self._lock:
+            return next((key for key in self.api_keys.values() if key.team_id == team_id), None)
+
+    def put_webhook_secret(self, team_id: str, secret: str, created_at: str) -> None:
+        with self._lock:
+            if team_id not in self.teams:
+                raise NotFound("team not found")
+            self.webhook_secrets[team_id] = secret
+
+    def webhook_secret(self, team_id: str) -> str | None:
+        with self._lock:
+            return self.webhook_secrets.get(team_id)

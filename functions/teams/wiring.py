@@ -1,10 +1,12 @@
-"""The teams package's composition root: the DynamoDB store behind the service, the admin credential."""
+"""The teams package's composition root: the DynamoDB store behind the service, API Gateway's API keys (on
+AWS, when `USAGE_PLANS_PARAMETER` is set), the admin credential."""
 
 from __future__ import annotations
 
 from functions.common.settings import Settings, get_settings
 from functions.teams.service import TeamService
 from functions.teams.store import DynamoDbTeamStore
+from functions.teams.usage_keys import ApiGatewayUsageKeys, NoUsageKeys, UsageKeys, ssm_plan_ids
 
 _service: tuple[Settings, TeamService] | None = None
 
@@ -14,8 +16,17 @@ def team_service() -> TeamService:
     global _service
     settings = get_settings()
     if _service is None or _service[0] is not settings:
-        _service = (settings, TeamService(DynamoDbTeamStore()))
+        _service = (settings, TeamService(DynamoDbTeamStore(), usage_keys=usage_keys(settings)))
     return _service[1]
+
+
+def usage_keys(settings: Settings) -> UsageKeys:
+    """API Gateway's API keys where CDK has deployed usage plans; none locally."""
+    if not settings.usage_plans_parameter:
+        return NoUsageKeys()
+    return ApiGatewayUsageKeys(
+        ssm_plan_ids(settings.usage_plans_parameter), name_prefix=settings.api_key_name_prefix
+    )
 
 
 def admin_token() -> str | None:

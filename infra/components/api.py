@@ -1,4 +1,20 @@
-"""The REST API: every route of the function apps, API keys on all of them, usage plans per tier."""
+"""The REST API: every route of the function apps, behind the team authorizer (or IAM for the admin routes),
+usage plans per tier metering each team's API key, the SSM parameter of the plan ids.
+
+Who may call what (docs/teams.md):
+
+| routes | authorization | API key |
+|---|---|---|
+| the health checks (`OPEN_PATHS`) | none | not required |
+| the admin function's (`/admin/...`) | `AWS_IAM`: SigV4-signed principals with `execute-api:Invoke` | not required |
+| every other route | the team authorizer (REQUEST, Lambda): a bearer token or a team API key | required |
+
+`apiKeySource: AUTHORIZER`: API Gateway takes the API key of a request from the authorizer's
+`usageIdentifierKey` (the team's key, whichever style the team called with), so the usage plan of the
+team's tier throttles and meters both styles. The authorizer has no identity source and API Gateway's
+result cache is off: an identity source makes its header mandatory (API Gateway answers 401 without
+calling the authorizer when it is missing), and a team sends either `Authorization` or `x-api-key`.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +22,15 @@ from collections.abc import Mapping, Sequence
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra.components.functions import retention
 from infra.components.waf import ApiFirewall
-from infra.config import StackOptions, Team, UsageTier
+from infra.config import OPEN_PATHS, Authorization, StackOptions, UsageTier, usage_plans_parameter
 from infra.nag import suppress
 from infra.routes import Route
 
@@ -41,13 +59,15 @@ class Api(Construct):
         *,
         routes: Sequence[Route],
         functions: Mapping[str, lambda_.IFunction],
+        authorizer_function: lambda_.IFunction,
         options: StackOptions,
         streamed: Mapping[str, Duration] | None = None,
+        authorization: Mapping[str, Authorization] | None = None,
     ) -> None:
         """`streamed`: the families whose function answers as a response stream (Lambda Web Adapter in
         response_stream mode), with their integration timeout. Every route of such a function is a STREAM
         integration (InvokeWithResponseStream): a buffered Invoke would hand API Gateway the stream's
-        prelude and body where it expects the proxy JSON."""
+        prelude and body where it expects the proxy JSON. `authorization`: each family's (default "team")."""
         super().__init__(scope, construct_id)
         stack_name = Stack.of(self).stack_name
         access_logs = logs.LogGroup(
@@ -62,7 +82,7 @@ class Api(Construct):
             rest_api_name=f"{stack_name}-research-api",
             description="Evidence-grounded research API: search, extract, agent jobs, answers, knowledge base",
             endpoint_types=[apigw.EndpointType.REGIONAL],
-            api_key_source_type=apigw.ApiKeySourceType.HEADER,
+            api_key_source_type=apigw.ApiKeySourceType.AUTHORIZER,
             binary_media_types=list(BINARY_MEDIA_TYPES),
             cloud_watch_role=True,
             cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
@@ -100,6 +120,18 @@ class Api(Construct):
             "RequestValidator", validate_request_parameters=True, validate_request_body=True
         )
         self._add_gateway_responses(options.cors_origins)
+        self.authorizer = apigw.RequestAuthorizer(
+            self,
+            "TeamAuthorizer",
+            authorizer_name=f"{stack_name}-teams",
+            handler=authorizer_function,
+            identity_sources=[],  # either header may carry the credential: none can be mandatory
+            results_cache_ttl=Duration.seconds(0),  # so a revoked token is refused from the next request
+        )
+        # CDK writes the empty list as IdentitySource "": leave the property out (optional without caching)
+        authorizer_resource = self.authorizer.node.default_child
+        assert isinstance(authorizer_resource, apigw.CfnAuthorizer)
+        authorizer_resource.add_property_deletion_override("IdentitySource")
 
         streamed = streamed or {}
         integrations = {
@@ -121,10 +153,15 @@ class Api(Construct):
                 for segment in route.path.split("/")
                 if segment.startswith("{")
             }
+            authorizer, authorization_type, key_required = self._access(
+                route, (authorization or {}).get(route.family, "team")
+            )
             self.methods[(route.path, route.method)] = resource.add_method(
                 route.method,
                 integrations[route.family],
-                api_key_required=True,
+                authorizer=authorizer,
+                authorization_type=authorization_type,
+                api_key_required=key_required,
                 request_validator=self.validator,
                 request_parameters=parameters or None,
             )
@@ -132,18 +169,27 @@ class Api(Construct):
         self.usage_plans: dict[str, apigw.UsagePlan] = {
             tier.name: self._usage_plan(tier) for tier in options.tiers
         }
-        self.team_keys: dict[str, apigw.IApiKey] = {}
-        for team in options.teams:
-            self.team_keys[team.name] = self._team_key(team, stack_name)
+        self.usage_plans_parameter = ssm.StringParameter(
+            self,
+            "UsagePlanIds",
+            parameter_name=usage_plans_parameter(stack_name),
+            description="Usage plan id of each tier (JSON): the admin function adds each new team's API key",
+            string_value=Stack.of(self).to_json_string(
+                {tier: plan.usage_plan_id for tier, plan in self.usage_plans.items()}
+            ),
+        )
 
         suppress(
             self.rest_api,
             "APIG4",
-            "Access is by API key with a usage plan per team (the pay-per-use model of the design); "
-            "the functions do their own per-key rate limiting. No end-user identity is involved.",
+            "Every route is authorised except the health checks, which hold no team data: team routes by the "
+            "team Lambda authorizer (bearer token or team API key), the admin routes by IAM (SigV4).",
         )
         suppress(
-            self.rest_api, "COG4", "No end-user identity: callers are teams and services holding API keys."
+            self.rest_api,
+            "COG4",
+            "No end-user identity: callers are teams (the Lambda authorizer resolves their tokens and API "
+            "keys) and the platform team's IAM principals (admin routes).",
         )
         suppress(
             self.rest_api,
@@ -171,14 +217,75 @@ class Api(Construct):
             api_stages=[apigw.UsagePlanPerApiStage(api=self.rest_api, stage=self.rest_api.deployment_stage)],
         )
 
-    def _team_key(self, team: Team, stack_name: str) -> apigw.IApiKey:
-        key = self.rest_api.add_api_key(
-            f"{team.name.replace('-', ' ').title().replace(' ', '')}ApiKey",
-            api_key_name=f"{stack_name}-{team.name}",
-            description=f"API key of team {team.name} ({team.tier} tier)",
+    def _access(
+        self, route: Route, authorization: Authorization
+    ) -> tuple[apigw.IAuthorizer | None, apigw.AuthorizationType, bool]:
+        """(authorizer, authorization type, API key required) of a route (see the module's table)."""
+        if route.path in OPEN_PATHS:
+            return None, apigw.AuthorizationType.NONE, False
+        if authorization == "iam":
+            return None, apigw.AuthorizationType.IAM, False
+        return self.authorizer, apigw.AuthorizationType.CUSTOM, True
+
+    def api_keys_arn(self, path: str = "") -> str:
+        """`arn:<partition>:apigateway:<region>::/apikeys<path>` (API Gateway's control-plane resources)."""
+        return Stack.of(self).format_arn(service="apigateway", account="", resource=f"/apikeys{path}")
+
+    def grant_read_api_keys(self, function: lambda_.IFunction) -> None:
+        """The authorizer reads a team's key value by its id (GetApiKey includeValue) for bearer callers."""
+        assert function.role is not None
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["apigateway:GET"], resources=[self.api_keys_arn("/*")])
         )
-        self.usage_plans[team.tier].add_api_key(key)
-        return key
+        suppress(
+            function.role,
+            "IAM5",
+            "A team's API key id is created at run time (POST /admin/teams), so reading its value "
+            "(apigateway:GET, GetApiKey) can only be granted on /apikeys/*.",
+            [{"regex": "/^Resource::arn:.*:apigateway:.*::/apikeys/\\*$/g"}],
+        )
+
+    def grant_create_team_keys(self, function: lambda_.IFunction) -> iam.Policy:
+        """The admin function creates a team's API key (POST /apikeys), adds it to the usage plan of the
+        team's tier (POST /usageplans/<id>/keys, on exactly this API's plans), deletes it again when the team
+        cannot be stored (DELETE /apikeys/<id>), and reads the plan ids (ssm:GetParameter).
+
+        A policy of its own, not the role's default policy: the function waits for its default policy,
+        and naming the plans there would close a cycle (plan -> stage -> deployment -> admin methods ->
+        admin function -> default policy -> plan)."""
+        assert function.role is not None
+        policy = iam.Policy(
+            self,
+            "AdminTeamKeysPolicy",
+            roles=[function.role],
+            statements=[
+                iam.PolicyStatement(actions=["apigateway:POST"], resources=[self.api_keys_arn()]),
+                iam.PolicyStatement(
+                    actions=["apigateway:POST"],
+                    resources=[
+                        Stack.of(self).format_arn(
+                            service="apigateway",
+                            account="",
+                            resource=f"/usageplans/{plan.usage_plan_id}/keys",
+                        )
+                        for plan in self.usage_plans.values()
+                    ],
+                ),
+                iam.PolicyStatement(actions=["apigateway:DELETE"], resources=[self.api_keys_arn("/*")]),
+                iam.PolicyStatement(
+                    actions=["ssm:GetParameter"], resources=[self.usage_plans_parameter.parameter_arn]
+                ),
+            ],
+        )
+        suppress(
+            policy,
+            "IAM5",
+            "A team's API key id is created at run time, so deleting the key of a team that could not be "
+            "stored (apigateway:DELETE) can only be granted on /apikeys/*; a key that maps to no team opens "
+            "nothing.",
+            [{"regex": "/^Resource::arn:.*:apigateway:.*::/apikeys/\\*$/g"}],
+        )
+        return policy
 
     def _add_gateway_responses(self, origins: Sequence[str]) -> None:
         origin = "'*'" if "*" in origins else f"'{origins[0]}'"
@@ -193,14 +300,15 @@ class Api(Construct):
                 "MissingKeyOrRoute",
                 apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN,
                 "403",
-                '{"error": "FORBIDDEN", "message": "Unknown route, or the x-api-key header is missing. '
-                'Every route needs an API key."}',
+                '{"error": "FORBIDDEN", "message": "Unknown route, or an admin route called without an '
+                'IAM (SigV4) signature."}',
             ),
             (
                 "InvalidKey",
                 apigw.ResponseType.INVALID_API_KEY,
                 "403",
-                '{"error": "FORBIDDEN", "message": "Missing or invalid API key."}',
+                '{"error": "FORBIDDEN", "message": "The team has no API key in a usage plan; ask the '
+                'platform team."}',
             ),
             (
                 "QuotaExceeded",
@@ -223,3 +331,14 @@ class Api(Construct):
                 response_headers=headers,
                 templates={"application/json": body},
             )
+        # The team authorizer refused the credential (missing, unknown, revoked or malformed): RFC 6750.
+        self.rest_api.add_gateway_response(
+            "Unauthorized",
+            type=apigw.ResponseType.UNAUTHORIZED,
+            status_code="401",
+            response_headers={**headers, "WWW-Authenticate": "'Bearer'"},
+            templates={
+                "application/json": '{"error": "UNAUTHORIZED", "message": "A valid team credential is '
+                'required: Authorization: Bearer <token>, or the team API key in x-api-key."}'
+            },
+        )

@@ -1,5 +1,5 @@
-"""The API functions (FastAPI via Mangum, or under the Lambda Web Adapter when they stream), the step
-Lambdas of the registry, the knowledge-base ingest.
+"""The API functions (FastAPI via Mangum, or under the Lambda Web Adapter when they stream), the team
+authorizer, the step Lambdas of the registry, the knowledge-base ingest.
 
 Python 3.13 on arm64, X-Ray tracing, Powertools settings, their own log groups, and grants that follow
 the settings each function's code reads.
@@ -22,7 +22,7 @@ from constructs import Construct
 from functions.common import resources
 from functions.common.observability import NAMESPACE
 from infra import bundling
-from infra.config import API_FUNCTIONS, KB_INGEST, WEB_ADAPTER, StackOptions
+from infra.config import API_FUNCTIONS, KB_INGEST, TEAM_AUTHORIZER, WEB_ADAPTER, StackOptions
 from infra.nag import suppress, suppress_function_role
 
 # A function may use a registry table or bucket when a source file it carries names its setting
@@ -33,7 +33,12 @@ from infra.nag import suppress, suppress_function_role
 READ_ONLY: Mapping[str, frozenset[str]] = {
     "rag": frozenset({"data_bucket"}),
     "answer": frozenset({"documents_table"}),
+    "authorizer": frozenset({"teams_table"}),
 }
+# Families whose grants are capped whatever their import closure names (the settings, and
+# "event_bus_name"): the authorizer, on every request's path, only reads the teams table, even if a module
+# it imports one day names another table.
+ONLY: Mapping[str, frozenset[str]] = {"authorizer": frozenset({"teams_table"})}
 # numpy's BLAS threads only contend on Lambda's vCPUs for the knowledge base's small products
 SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
@@ -41,7 +46,7 @@ SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 @dataclass(frozen=True)
 class DeployedFunction:
     function: lambda_.Function
-    family: str  # "search" | "extract" | "orchestrate" | "rag" | "answer" | "steps" | "ingest"
+    family: str  # an API family ("search", ... "admin"), "authorizer", "steps" or "ingest"
     sources: bundling.FunctionSources
     streams: bool = False  # under the Lambda Web Adapter in response_stream mode
 
@@ -57,7 +62,9 @@ class Functions(Construct):
         buckets: Mapping[str, s3.Bucket],
         event_bus: events.EventBus,
         options: StackOptions,
+        usage_plans_parameter: str,
     ) -> None:
+        """`usage_plans_parameter`: the SSM parameter name of the usage plan ids (written by the Api)."""
         super().__init__(scope, construct_id)
         self._options = options
         self._locked = bundling.LockedDependencies()
@@ -76,6 +83,13 @@ class Functions(Construct):
         self.api: dict[str, DeployedFunction] = {}  # by family
         self.steps: dict[str, DeployedFunction] = {}  # by logical id (`${<id>Arn}` in ASL)
         self.ingest: DeployedFunction | None = None  # the knowledge-base ingest, when the rag family has one
+        # Every function learns its team from the authorizer's context (functions/common/tenancy.py).
+        environment["TEAM_SOURCE"] = "authorizer"
+        # The functions that make (admin) and read (authorizer) the teams' API Gateway keys.
+        team_keys = {
+            "USAGE_PLANS_PARAMETER": usage_plans_parameter,
+            "API_KEY_NAME_PREFIX": Stack.of(self).stack_name,
+        }
 
         for api_spec in API_FUNCTIONS:
             if api_spec.streams:
@@ -90,6 +104,7 @@ class Functions(Construct):
                     environment=environment,
                 )
             else:
+                own = {"ADMIN_AUTH": "iam", **team_keys} if api_spec.authorization == "iam" else {}
                 deployed = self._function(
                     api_spec.logical_id,
                     handler=api_spec.entry,
@@ -97,9 +112,18 @@ class Functions(Construct):
                     memory_mb=api_spec.memory_mb,
                     timeout_seconds=api_spec.timeout_seconds,
                     reserved=api_spec.reserved_concurrency,
-                    environment=environment,
+                    environment={**environment, **own},
                 )
             self.api[api_spec.family] = deployed
+        self.authorizer = self._function(
+            TEAM_AUTHORIZER.logical_id,
+            handler=TEAM_AUTHORIZER.handler,
+            family="authorizer",
+            memory_mb=TEAM_AUTHORIZER.memory_mb,
+            timeout_seconds=TEAM_AUTHORIZER.timeout_seconds,
+            reserved=None,
+            environment={**environment, **team_keys},
+        )
         if module_exists(KB_INGEST.handler):
             self.ingest = self._function(
                 KB_INGEST.logical_id,
@@ -123,6 +147,8 @@ class Functions(Construct):
 
         for deployed in self.all():
             used = deployed.sources.names_used([*tables, *buckets, "event_bus_name"])
+            if deployed.family in ONLY:
+                used = used & ONLY[deployed.family]
             read_only = READ_ONLY.get(deployed.family, frozenset())
             for setting, table in tables.items():
                 if setting in used:
@@ -140,7 +166,12 @@ class Functions(Construct):
                 event_bus.grant_put_events_to(deployed.function)
 
     def all(self) -> list[DeployedFunction]:
-        return [*self.api.values(), *self.steps.values(), *([self.ingest] if self.ingest else [])]
+        return [
+            *self.api.values(),
+            self.authorizer,
+            *self.steps.values(),
+            *([self.ingest] if self.ingest else []),
+        ]
 
     def drop_redundant_role_dependencies(self) -> None:
         """Call after every grant (see `depend_only_on_role_policy`)."""

@@ -29,7 +29,10 @@ class Monitoring(Construct):
         state_machines: Mapping[str, sfn.StateMachine],
         rest_api: apigw.RestApi,
         alarm_email: str | None,
+        refusing_functions: frozenset[str] = frozenset(),
     ) -> None:
+        """`refusing_functions`: functions (by id) whose errors are answers by design (the team authorizer
+        refuses a credential by failing with "Unauthorized"): no error alarm, still a throttle alarm."""
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(self, "AlarmTopic", display_name="Research API alarms", enforce_ssl=True)
         suppress(
@@ -104,7 +107,10 @@ class Monitoring(Construct):
 
         function_widgets: list[cloudwatch.IWidget] = []
         for logical_id, function in functions.items():
-            alarm(f"{logical_id}Errors", function.metric_errors(period=PERIOD), 5, f"{logical_id}: errors")
+            if logical_id not in refusing_functions:
+                alarm(
+                    f"{logical_id}Errors", function.metric_errors(period=PERIOD), 5, f"{logical_id}: errors"
+                )
             alarm(
                 f"{logical_id}Throttles",
                 function.metric_throttles(period=PERIOD),

@@ -3,7 +3,8 @@
 `deployed` is the app exactly as `cdk synth` builds it: the registry of functions/common/resources.py
 and the four function apps. `probe` adds what the real registry may not have yet: a fixture state
 machine with Lambda, Map, DynamoDB and EventBridge tasks, a fixture set of routes (a greedy path
-parameter among them), two teams with keys, and the optional WAF. Both use source-only bundling (no pip).
+parameter, health checks and admin routes among them), a registry table only one probe step names (the
+grants of a new table), and the optional WAF. Both use source-only bundling (no pip).
 """
 
 from __future__ import annotations
@@ -32,16 +33,20 @@ os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROBE_ASL = FIXTURES / "probe.asl.json"
-PROBE_TEAMS = [{"name": "genomics-lab", "tier": "standard"}, {"name": "press-office", "tier": "basic"}]
+# A table a new registry entry could add: only the probe's ledger step names its setting.
+PROBE_LEDGER = resources.TableSpec("probe_ledger_table", "pk", "sk", purpose="a table a helper adds")
 
 
 def probe_registry() -> Registry:
     return Registry(
-        tables=resources.TABLES,
+        tables=(*resources.TABLES, PROBE_LEDGER),
         buckets=resources.BUCKETS,
         step_functions=(
             resources.StepFunctionSpec("ProbeCreateStep", "tests.infra.fixtures.probe_steps.create", 256, 60),
             resources.StepFunctionSpec("ProbeWorkStep", "tests.infra.fixtures.probe_steps.work", 512, 90),
+            resources.StepFunctionSpec(
+                "ProbeLedgerStep", "tests.infra.fixtures.probe_ledger.record", 256, 60
+            ),
         ),
         state_machines=(resources.StateMachineSpec("research", str(PROBE_ASL)),),
     )
@@ -69,12 +74,17 @@ def probe_apps() -> dict[str, FastAPI]:
     answer = APIRouter(prefix="/v1")  # the streaming function: STREAM integrations
     answer.add_api_route("/query/stream", lambda: {}, methods=["POST"])
     answer.add_api_route("/traces/{trace_id}", lambda trace_id: {}, methods=["GET"])
+    answer.add_api_route("/health", lambda: {}, methods=["GET"])
+    admin = APIRouter(prefix="/admin/teams")  # the IAM-authorised family
+    admin.add_api_route("", lambda: {}, methods=["POST"])
+    admin.add_api_route("/{team_id}/tokens/{token_id}", lambda team_id, token_id: {}, methods=["DELETE"])
     return {
         "search": app_with(search),
         "extract": app_with(extract),
         "orchestrate": app_with(schedule_router),
         "rag": app_with(rag),
         "answer": app_with(answer),
+        "admin": app_with(admin),
     }
 
 
@@ -118,7 +128,7 @@ def deployed() -> Iterator[Synthesized]:
 @pytest.fixture(scope="session")
 def probe() -> Iterator[Synthesized]:
     yield synthesize(
-        {"stackName": "ProbeResearch", "teams": PROBE_TEAMS, "alarmEmail": "ops@example.org", "waf": True},
+        {"stackName": "ProbeResearch", "alarmEmail": "ops@example.org", "waf": True},
         registry=probe_registry(),
         function_apps=probe_apps(),
     )

@@ -1,4 +1,5 @@
-"""The REST API: exactly the function apps' routes, each key-protected; usage plans, keys, CORS, logs."""
+"""The REST API: exactly the function apps' routes, each admitted as its family says (team authorizer and
+API key, IAM for the admin routes, nothing for health checks); usage plans, CORS, logs."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from fastapi.routing import APIRoute
 
 from functions.local_runtime.gateway import load_function_apps
 from infra.components.api import STAGE
-from infra.config import API_FUNCTIONS, DEFAULT_TIERS
+from infra.config import API_FUNCTIONS, DEFAULT_TIERS, OPEN_PATHS
 from infra.routes import Route, gateway_path, routes_of
-from tests.infra.conftest import PROBE_TEAMS, Synthesized, probe_apps
+from tests.infra.conftest import Synthesized, probe_apps
 from tests.infra.template_facts import integrated_function, methods
 
 
@@ -33,10 +34,22 @@ def _assert_routed_and_protected(synthesized: Synthesized, apps: dict[str, FastA
         family: synthesized.logical_id(deployed_function.function)
         for family, deployed_function in synthesized.stack.functions.api.items()
     }
+    (authorizer_id,) = synthesized.resources("AWS::ApiGateway::Authorizer")
+    iam_families = {spec.family for spec in API_FUNCTIONS if spec.authorization == "iam"}
     for route in routes:
         method = deployed.get((route.path, route.method))
         assert method is not None, f"{route.method} {route.path} is not routed"
-        assert method["ApiKeyRequired"] is True, f"{route.method} {route.path} does not require an API key"
+        if route.path in OPEN_PATHS:
+            assert method["AuthorizationType"] == "NONE" and not method.get("ApiKeyRequired"), route
+        elif route.family in iam_families:
+            assert method["AuthorizationType"] == "AWS_IAM" and not method.get("ApiKeyRequired"), route
+            assert "AuthorizerId" not in method, route
+        else:
+            assert method["ApiKeyRequired"] is True, (
+                f"{route.method} {route.path} does not require an API key"
+            )
+            assert method["AuthorizationType"] == "CUSTOM", route
+            assert method["AuthorizerId"] == {"Ref": authorizer_id}, route
         assert method["Integration"]["Type"] == "AWS_PROXY"
         assert integrated_function(method) == function_ids[route.family], (
             f"{route} reaches the wrong function"
@@ -49,7 +62,7 @@ def _assert_routed_and_protected(synthesized: Synthesized, apps: dict[str, FastA
     return routes
 
 
-def test_every_route_of_the_function_apps_is_routed_and_key_protected(deployed: Synthesized) -> None:
+def test_every_route_of_the_function_apps_is_routed_and_protected(deployed: Synthesized) -> None:
     _assert_routed_and_protected(deployed, load_function_apps([spec.family for spec in API_FUNCTIONS]))
 
 
@@ -131,20 +144,6 @@ def test_usage_plan_per_tier_with_throttle_and_quota(synthesized: Synthesized) -
         assert plan["ApiStages"][0]["Stage"] == {
             "Ref": next(iter(synthesized.resources("AWS::ApiGateway::Stage")))
         }
-
-
-def test_team_keys_join_their_tier_plan(probe: Synthesized) -> None:
-    keys = probe.resources("AWS::ApiGateway::ApiKey")
-    plan_keys = probe.resources("AWS::ApiGateway::UsagePlanKey")
-    plans = {
-        key: value["Properties"]["UsagePlanName"]
-        for key, value in probe.resources("AWS::ApiGateway::UsagePlan").items()
-    }
-    by_name = {value["Properties"]["Name"]: key for key, value in keys.items()}
-    for team in PROBE_TEAMS:
-        key_id = by_name[f"ProbeResearch-{team['name']}"]
-        (link,) = [link for link in plan_keys.values() if link["Properties"]["KeyId"] == {"Ref": key_id}]
-        assert plans[link["Properties"]["UsagePlanId"]["Ref"]] == f"ProbeResearch-{team['tier']}"
 
 
 def test_stage_logs_traces_and_throttles(synthesized: Synthesized) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from infra import bundling
+from infra.components.functions import ONLY
 from infra.config import API_FUNCTIONS, WEB_ADAPTER
 from tests.infra.conftest import Synthesized
 
@@ -18,7 +19,10 @@ STREAMING = [spec for spec in API_FUNCTIONS if spec.streams]
 def test_functions_run_python_313_on_arm64_with_tracing_and_powertools(synthesized: Synthesized) -> None:
     functions = synthesized.resources("AWS::Lambda::Function")
     ingest = 1 if synthesized.stack.functions.ingest else 0
-    assert len(functions) == len(API_FUNCTIONS) + len(synthesized.stack.registry.step_functions) + ingest
+    authorizer = 1
+    assert len(functions) == (
+        len(API_FUNCTIONS) + authorizer + len(synthesized.stack.registry.step_functions) + ingest
+    )
     for function in functions.values():
         properties = function["Properties"]
         assert properties["Runtime"] == "python3.13"
@@ -125,7 +129,13 @@ def test_alarms_cover_functions_machines_and_api_5xx(synthesized: Synthesized) -
         assert alarm["AlarmActions"], "every alarm notifies the alarm topic"
     functions = len(synthesized.stack.functions.all())
     machines = len(synthesized.stack.workflow.machines)
-    assert by_metric["Errors"] == functions and by_metric["Throttles"] == functions
+    # the authorizer refuses credentials by failing: no error alarm (its real failures are API 5xx)
+    assert by_metric["Errors"] == functions - 1 and by_metric["Throttles"] == functions
+    authorizer_id = synthesized.logical_id(synthesized.stack.functions.authorizer.function)
+    errors_of = [alarm for alarm in alarms if alarm["MetricName"] == "Errors" and "Dimensions" in alarm]
+    assert not [
+        a for a in errors_of if {"Name": "FunctionName", "Value": {"Ref": authorizer_id}} in a["Dimensions"]
+    ]
     assert by_metric["ExecutionsFailed"] == machines and by_metric["ExecutionsTimedOut"] == machines
     assert by_metric["5XXError"] == 1
     assert len(synthesized.resources("AWS::CloudWatch::Dashboard")) == 1
@@ -184,6 +194,8 @@ def test_grants_follow_the_settings_each_function_reads(deployed: Synthesized) -
         assert role is not None
         policies = _policy_text(deployed, deployed.logical_id(role))
         used = deployed_function.sources.names_used([*tables, *buckets])
+        if deployed_function.family in ONLY:
+            used &= ONLY[deployed_function.family]
         for setting, logical_id in {**tables, **buckets}.items():
             assert (logical_id in policies) is (setting in used), (
                 f"{deployed_function.function.node.id}: {setting}"

@@ -80,7 +80,7 @@ def test_a_research_job_runs_to_a_terminal_state_on_localstack(localstack: dict[
     assert record["status"] in ("COMPLETED", "PARTIAL", "FAILED", "REFUSED")
 
 
-def test_the_api_requires_a_key_on_localstack(localstack: dict[str, Any]) -> None:
+def test_the_api_requires_a_team_credential_on_localstack(localstack: dict[str, Any]) -> None:
     url = localstack["outputs"]["ApiUrl"].rstrip("/")
     response = httpx.post(f"{url}/api/agent/execute", json={"research_goal": "x" * 20}, timeout=30)
-    assert response.status_code == 403
+    assert response.status_code == 401  # the team authorizer refuses a request without a credential

@@ -17,7 +17,7 @@ from functions.answer.schemas import (
 )
 from functions.answer.service import AnswerService, new_trace_id, to_research_response
 from functions.answer.wiring import answer_service
-from functions.common.api import client_identity
+from functions.common.api import TeamId, client_identity
 from functions.research.pipeline import AnswerRequest
 from functions.research.presets import EFFORT_LOW, FOCUS_MODES, PRESETS
 
@@ -32,7 +32,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-async def _research(body: ResearchRequest, effort: str, request: Request, service: AnswerService) -> Any:
+async def _research(
+    body: ResearchRequest, effort: str, request: Request, service: AnswerService, team_id: str
+) -> Any:
     await service.admit(client_identity(request))
     service.check_connectors(body.connectors)
     answer_request = AnswerRequest(
@@ -42,6 +44,7 @@ async def _research(body: ResearchRequest, effort: str, request: Request, servic
         reasoning_effort=effort,
         top_k=body.top_k,
         connectors=body.connectors,
+        team_id=team_id,
     )
     received = {
         "face": request.url.path,
@@ -54,15 +57,15 @@ async def _research(body: ResearchRequest, effort: str, request: Request, servic
 
 
 @router.post("/research", response_model=ResearchResponse, responses=ERRORS)
-async def research(body: ResearchRequest, request: Request, service: ServiceDep) -> Any:
+async def research(body: ResearchRequest, request: Request, service: ServiceDep, team: TeamId) -> Any:
     """Full research pipeline: search, evidence, a cited answer, verification, quality gate."""
-    return await _research(body, body.reasoning_effort, request, service)
+    return await _research(body, body.reasoning_effort, request, service, team)
 
 
 @router.post("/ask", response_model=ResearchResponse, responses=ERRORS)
-async def ask(body: ResearchRequest, request: Request, service: ServiceDep) -> Any:
+async def ask(body: ResearchRequest, request: Request, service: ServiceDep, team: TeamId) -> Any:
     """Quick answer: as `/research` with `reasoning_effort` set to "low" (the request's is ignored)."""
-    return await _research(body, EFFORT_LOW, request, service)
+    return await _research(body, EFFORT_LOW, request, service, team)
 
 
 @router.get("/presets", response_model=PresetsResponse)

@@ -22,7 +22,7 @@ from functions.answer.schemas import (
 from functions.answer.service import AnswerService, new_answer_id, new_trace_id, to_query_response
 from functions.answer.stream import answer_events
 from functions.answer.wiring import answer_service
-from functions.common.api import client_identity
+from functions.common.api import TeamId, client_identity
 from functions.research.pipeline import AnswerRequest
 
 router = APIRouter(prefix="/v1", tags=["answer"])
@@ -42,7 +42,7 @@ STREAM_DESCRIPTION = (
 )
 
 
-def answer_request(body: QueryRequest, service: AnswerService) -> AnswerRequest:
+def answer_request(body: QueryRequest, service: AnswerService, team_id: str) -> AnswerRequest:
     options = body.options
     prepared = AnswerRequest(
         question=body.query,
@@ -55,6 +55,7 @@ def answer_request(body: QueryRequest, service: AnswerService) -> AnswerRequest:
         enable_verifier=options.enable_verifier,
         min_confidence=options.min_confidence,
         min_sources=options.min_sources,
+        team_id=team_id,
     )
     if options.temperature is not None:  # else the pipeline's default writer temperature
         prepared = replace(prepared, temperature=options.temperature)
@@ -91,12 +92,12 @@ def event_stream(
     response_model=QueryResponse,
     responses={**ERRORS, 200: {"content": {"text/event-stream": {}}, "description": "With options.stream"}},
 )
-async def query(body: QueryRequest, request: Request, service: ServiceDep) -> Any:
+async def query(body: QueryRequest, request: Request, service: ServiceDep, team: TeamId) -> Any:
     """An evidence-grounded answer with located citations and claim verdicts (a refusal when the
     evidence does not support one). With `options.stream` true, the answer streams as from
     `/v1/query/stream`."""
     await service.admit(client_identity(request))
-    prepared = answer_request(body, service)
+    prepared = answer_request(body, service, team)
     if body.options.stream:
         return event_stream(service, body, prepared, request)
     answer_id = new_answer_id()
@@ -111,17 +112,22 @@ async def query(body: QueryRequest, request: Request, service: ServiceDep) -> An
     response_class=StreamingResponse,
     responses={**ERRORS, 200: {"content": {"text/event-stream": {}}, "description": STREAM_DESCRIPTION}},
 )
-async def query_stream(body: QueryRequest, request: Request, service: ServiceDep) -> sse.EventStreamResponse:
+async def query_stream(
+    body: QueryRequest, request: Request, service: ServiceDep, team: TeamId
+) -> sse.EventStreamResponse:
     """The `/v1/query` answer as Server-Sent Events (see the 200 response)."""
     await service.admit(client_identity(request))
-    return event_stream(service, body, answer_request(body, service), request)
+    return event_stream(service, body, answer_request(body, service, team), request)
 
 
 @router.post("/search", response_model=TrustSearchResponse, responses=ERRORS)
-async def search(body: TrustSearchRequest, request: Request, service: ServiceDep) -> TrustSearchResponse:
-    """Ranked sources from the scholarly search connectors, without an answer."""
+async def search(
+    body: TrustSearchRequest, request: Request, service: ServiceDep, team: TeamId
+) -> TrustSearchResponse:
+    """Ranked sources from the scholarly search connectors (and the team's library), without an answer."""
     await service.admit(client_identity(request))
     results = await service.search(
+        team,
         body.query,
         search_provider=body.search_provider,
         freshness=body.freshness,
@@ -133,9 +139,9 @@ async def search(body: TrustSearchRequest, request: Request, service: ServiceDep
 @router.get(
     "/traces/{trace_id}", response_model=TraceResponse, responses={404: {"model": TrustErrorResponse}}
 )
-async def trace(trace_id: str, service: ServiceDep) -> TraceResponse:
-    """Every agent trace event of one answer (or research job), in order."""
-    return TraceResponse.model_validate(await asyncio.to_thread(service.trace, trace_id))
+async def trace(trace_id: str, service: ServiceDep, team: TeamId) -> TraceResponse:
+    """Every agent trace event of one of the team's answers (or research jobs), in order."""
+    return TraceResponse.model_validate(await asyncio.to_thread(service.trace, team, trace_id))
 
 
 @router.get("/health", response_model=TrustHealthResponse)

@@ -47,6 +47,8 @@ class Connector(Protocol):
     prefix: str  # of /api/v1/search source ids, e.g. "ax" -> "ax_1a2b3c4d"
     # Whether the service may answer a repeated request from its response cache: upstream APIs yes,
     # in-process sources (the uploaded-document library) no, since new documents must show at once.
+    # A connector whose answer depends on `PaperQuery.team_id` must not be cacheable: the response
+    # cache is shared by every team.
     cacheable: bool
 
     async def search(self, query: PaperQuery, limit: int) -> ConnectorResult: ...

@@ -1,5 +1,8 @@
 """library: the team's own uploaded documents (POST /v1/documents), matched on title, abstract,
-headings and findings. Results link as `library://<document_id>`, which extraction accepts."""
+headings and findings. Results link as `library://<document_id>`, which extraction accepts.
+
+Only the query's team's documents are read (`PaperQuery.team_id`); a query without a team finds none.
+The connector is not cacheable, so its team-specific results never enter the shared response cache."""
 
 from __future__ import annotations
 
@@ -55,14 +58,17 @@ class LibraryConnector:
 
     async def search(self, query: PaperQuery, limit: int) -> ConnectorResult:
         started = time.perf_counter()
+        if not query.team_id:  # no team, no library: an empty answer, not a failure
+            return ConnectorResult(connector=NAME, elapsed_ms=(time.perf_counter() - started) * 1000)
+        team_id = query.team_id
         try:
-            records = await asyncio.to_thread(self._documents().all)
+            records = await asyncio.to_thread(self._documents().all, team_id)
         except Exception as exc:  # the connector contract: failures are results, never exceptions
             return ConnectorResult(connector=NAME, error=f"library unavailable: {exc.__class__.__name__}")
         query_terms = [stem(w) for w in terms(query.query)]
         scored = []
         for record in records:
-            if record.status != "indexed":
+            if record.team_id != team_id or record.status != "indexed":
                 continue
             if query.year_start and record.year and record.year < query.year_start:
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from functions.common.models import ARXIV_DOI_PREFIX, LookupKind, WorkMetadata, normalise_doi
@@ -9,6 +10,7 @@ from functions.common.settings import Settings
 from functions.search.connectors.base import (
     HttpConnector,
     LookupResult,
+    UnusableAnswer,
     UpstreamRequest,
     load_json,
     lookup_guard,
@@ -95,6 +97,7 @@ def _paper(work: Any, rank: int) -> FoundPaper | None:
         landing_url=best.get("landing_page_url") or primary.get("landing_page_url") or work.get("id"),
         open_access=open_access.get("is_oa") if isinstance(open_access.get("is_oa"), bool) else None,
         source_type=_source_type(work.get("type")),
+        is_retracted=work.get("is_retracted") if isinstance(work.get("is_retracted"), bool) else None,
     )
 
 
@@ -161,6 +164,40 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     if kind == "arxiv":  # arXiv's DataCite DOI
         return UpstreamRequest(f"{base}/works/doi:{ARXIV_DOI_PREFIX}{value}", params)
     return None
+
+
+RETRACTION_BATCH = 50  # DOIs per retraction lookup (OpenAlex's OR filter takes up to 100 values)
+
+
+def build_retraction_request(settings: Settings, dois: Sequence[str]) -> UpstreamRequest:
+    """One request for OpenAlex's `is_retracted` flag of up to RETRACTION_BATCH works, by DOI."""
+    batch = list(dois)[:RETRACTION_BATCH]
+    params: dict[str, Any] = {
+        "filter": "doi:" + "|".join(batch),
+        "select": "id,doi,is_retracted",
+        "per_page": max(1, len(batch)),
+    }
+    if settings.contact_email:
+        params["mailto"] = settings.contact_email
+    if settings.openalex_api_key is not None:
+        params["api_key"] = settings.openalex_api_key.get_secret_value()
+    return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
+
+
+def parse_retractions(body: str | bytes) -> dict[str, bool]:
+    """Normalised DOI -> `is_retracted` for every work of a `/works` answer that has both; raises
+    UnusableAnswer when the answer is not an OpenAlex list of works."""
+    data = load_json(body, "OpenAlex")
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise UnusableAnswer("OpenAlex answer holds no list of works")
+    flags: dict[str, bool] = {}
+    for work in data["results"]:
+        if not isinstance(work, dict) or not isinstance(work.get("is_retracted"), bool):
+            continue
+        doi = normalise_doi(work.get("doi") or (work.get("ids") or {}).get("doi"))
+        if doi:
+            flags[doi] = flags.get(doi, False) or work["is_retracted"]
+    return flags
 
 
 class OpenAlexConnector(HttpConnector):

@@ -72,3 +72,30 @@ def test_uploaded_pdf_is_found_by_library_search_and_extracts(apps: tuple[TestCl
 
         unrelated = search.post("/api/tools/search", json={"query": "marine crenarchaeota nitrification"})
         assert unrelated.json()["results"] == []
+
+
+def test_another_team_neither_finds_nor_reads_the_upload(apps: tuple[TestClient, TestClient]) -> None:
+    """On DynamoDB and S3 (moto), with the documents table keyed as the registry says."""
+    extract, search = apps
+    as_a, as_b = {"x-team-id": "team-a"}, {"x-team-id": "team-b"}
+    uploaded = extract.post(
+        "/v1/documents",
+        files={"file": ("routing.pdf", sample_paper_pdf(), "application/pdf")},
+        data={"metadata": json.dumps({"year": 2024})},
+        headers=as_a,
+    )
+    assert uploaded.status_code == 201, uploaded.text
+    document_id = uploaded.json()["document_id"]
+    query = {"query": "sparse attention routing long documents"}
+
+    mine = search.post("/api/tools/search", json=query, headers=as_a).json()["results"]
+    assert [r["url"] for r in mine] == [f"library://{document_id}"]
+    for headers in (as_b, {}):  # another team, and the default one
+        assert search.post("/api/tools/search", json=query, headers=headers).json()["results"] == []
+        v1 = search.post("/api/v1/search", json=query, headers=headers)
+        assert v1.status_code == 404, "the multi-source seed's 'No search results found'"
+        assert extract.get(f"/v1/documents/{document_id}", headers=headers).status_code == 404
+        extracted = extract.post(
+            "/api/tools/extract", json={"source_url": f"library://{document_id}"}, headers=headers
+        )
+        assert extracted.status_code == 404 and extracted.json()["error"] == "SOURCE_UNAVAILABLE"

@@ -28,7 +28,7 @@ def test_an_invalid_scheduled_input_ends_as_a_failed_job_with_its_reason() -> No
     with EmbeddedAws() as aws:
         queue_url = events_queue()
         execution = wait_for_execution(_start_scheduled(aws, "scheduled-bad-goal", "short"))
-        status = job_service().status("scheduled-bad-goal")
+        status = job_service().status("team-default", "scheduled-bad-goal")
         messages = (
             boto3.client("sqs", region_name="us-east-1")
             .receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
@@ -52,9 +52,9 @@ def test_a_failed_job_is_not_moved_by_a_late_step() -> None:
         wait_for_execution(_start_scheduled(aws, "late-step", "x"))
         from functions.orchestrate.steps import screen
 
-        before = service.status("late-step")
+        before = service.status("team-default", "late-step")
         screen({"job_id": "late-step", "search_results": [], "refine_results": []}, None)  # a late retry
-        after = service.status("late-step")
+        after = service.status("team-default", "late-step")
     assert before["status"] == after["status"] == "FAILED"
     assert after["failure_reason"] == before["failure_reason"]
     assert after["current_phase"]["progress_percentage"] == 100

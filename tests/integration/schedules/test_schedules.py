@@ -13,9 +13,11 @@ import boto3
 import pytest
 from fastapi.testclient import TestClient
 
+from functions.common.tenancy import DEFAULT_TEAM
 from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.scheduler import LocalScheduler, start_local_scheduler
 from functions.orchestrate.app import app
+from functions.schedules.adapters import schedule_name
 from functions.schedules.service import job_input
 from functions.schedules.wiring import schedule_store
 
@@ -58,9 +60,13 @@ def test_schedules_are_created_listed_read_and_deleted(client: TestClient) -> No
 
     # the Scheduler target is the research state machine, with the job input the first step expects
     scheduler = boto3.client("scheduler", region_name="us-east-1")
-    target = scheduler.get_schedule(Name=schedule_id, GroupName="default")["Target"]
+    target = scheduler.get_schedule(Name=schedule_name(DEFAULT_TEAM, schedule_id), GroupName="default")[
+        "Target"
+    ]
     assert target["Arn"].endswith(":stateMachine:research")
-    assert json.loads(target["Input"]) == job_input(schedule_id, GOAL, {"discovery_depth": "rapid"})
+    assert json.loads(target["Input"]) == job_input(
+        DEFAULT_TEAM, schedule_id, GOAL, {"discovery_depth": "rapid"}
+    )
 
     assert client.delete(f"/api/schedules/{schedule_id}").status_code == 204
     missing = client.get(f"/api/schedules/{schedule_id}")
@@ -89,10 +95,10 @@ def test_bad_schedules_are_refused_naming_the_field(
     assert client.get("/api/schedules").json()["count"] == 0
 
 
-def _wait_terminal(client: TestClient, job_id: str) -> dict[str, Any]:
+def _wait_terminal(client: TestClient, job_id: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        status: dict[str, Any] = client.get(f"/api/agent/status/{job_id}").json()
+        status: dict[str, Any] = client.get(f"/api/agent/status/{job_id}", headers=headers).json()
         if status.get("status") in ("COMPLETED", "PARTIAL", "FAILED", "REFUSED"):
             return status
         time.sleep(0.2)
@@ -123,7 +129,7 @@ def test_a_scheduler_fire_on_aws_creates_its_own_job_record(client: TestClient) 
     """What EventBridge Scheduler does on AWS: start the machine directly with the schedule's input."""
     created = _create(client, schedule_expression="rate(1 hour)", timezone="UTC")
     target = boto3.client("scheduler", region_name="us-east-1").get_schedule(
-        Name=created["schedule_id"], GroupName="default"
+        Name=schedule_name(DEFAULT_TEAM, created["schedule_id"]), GroupName="default"
     )["Target"]
     sfn = boto3.client("stepfunctions", region_name="us-east-1")
     execution_name = "scheduler-fire-0001"
@@ -147,3 +153,61 @@ def test_the_scheduler_thread_fires_a_one_time_schedule(client: TestClient) -> N
         scheduler.stop()
     (job_id,) = scheduler.started_jobs
     assert _wait_terminal(client, job_id)["source"] == "schedule"
+
+
+TEAM_A = {"x-team-id": "team-aaaaaaaaaaaa"}  # what the local gateway sets after checking a token
+TEAM_B = {"x-team-id": "team-bbbbbbbbbbbb"}
+
+
+def test_another_teams_schedule_answers_404_like_an_unknown_one(client: TestClient) -> None:
+    body = {"schedule_expression": "rate(1 day)", "research_goal": GOAL}
+    mine = client.post("/api/schedules", json=body, headers=TEAM_A)
+    assert mine.status_code == 201, mine.text
+    schedule_id = mine.json()["schedule_id"]
+    theirs = client.post("/api/schedules", json=body, headers=TEAM_B).json()["schedule_id"]
+
+    unknown_id = "0b9f4f9e-4c8b-4a39-9f67-2f0f1f7f3e11"
+    for method in ("GET", "DELETE"):
+        other = client.request(method, f"/api/schedules/{schedule_id}", headers=TEAM_B)
+        unknown = client.request(method, f"/api/schedules/{unknown_id}", headers=TEAM_B)
+        assert other.status_code == unknown.status_code == 404
+        assert other.json()["error"] == unknown.json()["error"] == "SCHEDULE_NOT_FOUND"
+        assert other.json()["message"].replace(schedule_id, "ID") == unknown.json()["message"].replace(
+            unknown_id, "ID"
+        )
+
+    listed_b = client.get("/api/schedules", headers=TEAM_B).json()
+    assert [s["schedule_id"] for s in listed_b["schedules"]] == [theirs] and listed_b["count"] == 1
+    listed_a = client.get("/api/schedules", headers=TEAM_A).json()
+    assert [s["schedule_id"] for s in listed_a["schedules"]] == [schedule_id]
+    assert client.get("/api/schedules").json()["count"] == 0  # the default team has none
+    assert client.get(f"/api/schedules/{schedule_id}", headers=TEAM_A).status_code == 200  # B's delete: no-op
+    assert client.delete(f"/api/schedules/{schedule_id}", headers=TEAM_A).status_code == 204
+
+
+def test_a_schedule_keeps_its_callback_and_refuses_a_bad_one(client: TestClient) -> None:
+    created = _create(client, callback_url="https://hooks.example.com/research")
+    assert created["callback_url"] == "https://hooks.example.com/research" and created["last_run"] is None
+    refused = client.post(
+        "/api/schedules",
+        json={
+            "schedule_expression": "rate(1 day)",
+            "research_goal": GOAL,
+            "callback_url": "http://x.example/",
+        },
+    )
+    assert refused.status_code == 400 and refused.json()["field"] == "callback_url"
+
+
+def test_the_local_scheduler_starts_each_teams_jobs_for_that_team(client: TestClient) -> None:
+    body = {"schedule_expression": "rate(1 minute)", "research_goal": GOAL, "timezone": "UTC"}
+    schedule_id = client.post("/api/schedules", json=body, headers=TEAM_A).json()["schedule_id"]
+    now = [datetime.now(UTC)]
+    scheduler = LocalScheduler(store=schedule_store(), clock=lambda: now[0])
+    scheduler.tick()
+    now[0] += timedelta(seconds=75)
+    (job_id,) = scheduler.tick()
+    assert client.get(f"/api/agent/status/{job_id}", headers=TEAM_B).status_code == 404
+    assert client.get(f"/api/agent/status/{job_id}").status_code == 404  # not the default team's either
+    final = _wait_terminal(client, job_id, TEAM_A)
+    assert final["source"] == "schedule" and schedule_id

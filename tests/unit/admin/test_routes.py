@@ -217,7 +217,38 @@ def test_the_admin_app_documents_its_routes_and_the_bearer_scheme() -> None:
     spec = app.openapi()
     assert set(spec["paths"]) == {
         "/admin/teams",
+        "/admin/teams/{team_id}",
         "/admin/teams/{team_id}/tokens",
         "/admin/teams/{team_id}/tokens/{token_id}",
+        "/admin/teams/{team_id}/webhook-secret",
     }
     assert spec["components"]["securitySchemes"]["AdminToken"]["scheme"] == "bearer"
+
+
+def test_on_aws_create_team_also_answers_the_teams_api_key_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With usage plans deployed (API Gateway on moto), the 201 body has `api_key`: the team's key, in its
+    tier's plan, stored only as its hash; without them (above) the body has no `api_key` at all."""
+    from functions.teams.store import DynamoDbTeamStore
+    from functions.teams.usage_keys import ApiGatewayUsageKeys, ssm_plan_ids
+    from tests.unit.teams.deployed import KEY_PREFIX, PLANS_PARAMETER, deployed_aws
+
+    monkeypatch.setenv("ADMIN_AUTH", "iam")
+    reset_settings_cache()
+    with deployed_aws() as aws:
+        keys = ApiGatewayUsageKeys(
+            ssm_plan_ids(PLANS_PARAMETER, aws.ssm), name_prefix=KEY_PREFIX, client=aws.apigateway
+        )
+        team_service = TeamService(DynamoDbTeamStore(aws.teams_table), usage_keys=keys)
+        app.dependency_overrides[get_team_service] = lambda: team_service
+        try:
+            response = TestClient(app).post("/admin/teams", json={"name": "Genomics lab", "tier": "premium"})
+        finally:
+            app.dependency_overrides.clear()
+        assert response.status_code == 201
+        body = response.json()
+        assert set(body) == {"team_id", "token_id", "token", "api_key"}
+        assert team_service.resolve_api_key(body["api_key"]).team_id == body["team_id"]  # type: ignore[union-attr]
+        (key_id,) = aws.plan_key_ids("premium")
+        assert aws.apigateway.get_api_key(apiKey=key_id, includeValue=True)["value"] == body["api_key"]
+        stored = repr(aws.teams_table.scan()["Items"])
+        assert body["api_key"] not in stored and token_hash(body["api_key"]) in stored

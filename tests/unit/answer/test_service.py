@@ -49,7 +49,7 @@ def test_an_answer_stores_its_whole_trace_and_maps_to_the_trust_face() -> None:
         )
     assert {c["claim_id"] for c in body["claim_verifications"]} >= {"clm-001"}
 
-    trace = service.trace("trace-1")
+    trace = service.trace("team-default", "trace-1")
     TraceResponse.model_validate(trace)
     names = [event["name"] for event in trace["events"]]
     assert names[0] == "request_received" and names[1] == "plan_created" and names[-1] == "decision"
@@ -105,14 +105,14 @@ def test_nothing_found_at_all_is_no_results_on_the_research_face() -> None:
         to_research_response(request, result)
     assert raised.value.message == "No search results found"
     assert to_query_response("ans-5", result)["refusal_code"] == "no_relevant_sources"
-    assert service.trace("trace-5")["events"][-1]["name"] == "decision"
+    assert service.trace("team-default", "trace-5")["events"][-1]["name"] == "decision"
 
 
 def test_when_every_connector_fails_the_run_fails_and_its_trace_says_why() -> None:
     service = harness(fail=True).service()
     with pytest.raises(SearchUnavailable, match="openalex: down"):
         asyncio.run(service.answer(AnswerRequest(question=QUESTION), trace_id="trace-6"))
-    events = service.trace("trace-6")["events"]
+    events = service.trace("team-default", "trace-6")["events"]
     assert events[-1]["name"] == "error" and events[-1]["payload"]["code"] == "upstream_error"
     assert "search_started" in [event["name"] for event in events]
 
@@ -129,7 +129,7 @@ def test_a_bug_becomes_an_internal_failure_naming_only_the_exception_type() -> N
     with pytest.raises(InternalFailure) as raised:
         asyncio.run(service.answer(AnswerRequest(question=QUESTION), trace_id="trace-8"))
     assert raised.value.message == "RuntimeError"
-    error = service.trace("trace-8")["events"][-1]
+    error = service.trace("team-default", "trace-8")["events"][-1]
     assert error["payload"] == {"code": "internal_error", "message": "RuntimeError"}
 
 
@@ -141,7 +141,7 @@ def test_a_failing_search_port_is_an_upstream_failure_of_the_search() -> None:
 
 def test_unknown_trace_is_not_found() -> None:
     with pytest.raises(NotFound):
-        harness().service().trace("trace-missing")
+        harness().service().trace("team-default", "trace-missing")
 
 
 def test_search_provider_names_one_connector_or_all() -> None:
@@ -170,14 +170,16 @@ def test_search_returns_seed_results_and_asks_for_fresh_years() -> None:
     search = InMemorySearch(list(RAG))
     service = Harness(search).service()
     now = datetime(2026, 3, 4, tzinfo=UTC)
-    everything = asyncio.run(service.search("retrieval", max_results=10, now=now))
+    everything = asyncio.run(service.search("team-default", "retrieval", max_results=10, now=now))
     assert {r["title"] for r in everything} == {RAG[0].title, RAG[1].title}
     first = everything[0]
     assert set(first) == {"source_id", "title", "url", "published_at", "snippet"}
     assert first["source_id"].split("_")[0] in {"ax", "oa"}
     assert search.queries[-1].year_start is None and search.queries[-1].year_end is None
     asyncio.run(
-        service.search("retrieval", search_provider="arxiv", freshness="year", max_results=3, now=now)
+        service.search(
+            "team-default", "retrieval", search_provider="arxiv", freshness="year", max_results=3, now=now
+        )
     )
     query = search.queries[-1]
     assert (query.year_start, query.year_end, query.connectors) == (2025, 2026, ["arxiv"])

@@ -57,7 +57,7 @@ def test_trace_events_come_first_then_deltas_citations_and_the_final_answer() ->
     (citation,) = [event for event in events if event.event == "citation"]
     assert citation.json()["citations"] == events[-1].json()["citations"]
     trace_names = [event.json()["name"] for event in events if event.event == "trace_event"]
-    stored = rig.traces.get("trace-1")
+    stored = rig.traces.get("team-default", "trace-1")
     assert stored is not None and [event["name"] for event in stored["events"]] == trace_names
 
 
@@ -129,7 +129,7 @@ def test_closing_the_stream_cancels_the_run_and_keeps_its_trace() -> None:
 
     names, prompt = asyncio.run(scenario())
     assert prompt and names[0] == "request_received"
-    stored = rig.traces.get("trace-4")
+    stored = rig.traces.get("team-default", "trace-4")
     assert stored is not None
     assert stored["events"][-1]["name"] == "error"
     assert stored["events"][-1]["payload"]["code"] == "cancelled"

@@ -73,26 +73,26 @@ def event(number: int, writer: str = "answer", **payload: Any) -> dict[str, Any]
 def test_put_then_get_returns_the_events_in_order(make_store: StoreFactory) -> None:
     store = make_store(Clock())
     events = [event(n) for n in range(1, 31)]
-    store.put("trace-1", "What is RAG?", events)
-    found = store.get("trace-1")
+    store.put("team-a", "trace-1", "What is RAG?", events)
+    found = store.get("team-a", "trace-1")
     assert found == {"trace_id": "trace-1", "query": "What is RAG?", "kind": "answer", "events": events}
-    assert store.get("trace-2") is None
+    assert store.get("team-a", "trace-2") is None
 
 
 def test_writers_append_without_losing_or_reordering_their_events(make_store: StoreFactory) -> None:
     store = make_store(Clock())
-    store.put("job-1", "sleep and memory", [event(0, "job")], kind="job")
+    store.put("team-a", "job-1", "sleep and memory", [event(0, "job")], kind="job")
 
     def write(writer: str) -> None:
         for number in range(1, 6):
-            store.append("job-1", [event(number, writer), event(number, writer, second=True)])
+            store.append("team-a", "job-1", [event(number, writer), event(number, writer, second=True)])
 
     threads = [threading.Thread(target=write, args=(f"step-{i}",)) for i in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    found = store.get("job-1")
+    found = store.get("team-a", "job-1")
     assert found is not None and found["kind"] == "job" and found["query"] == "sleep and memory"
     events = found["events"]
     assert len(events) == 1 + 4 * 5 * 2
@@ -106,9 +106,9 @@ def test_writers_append_without_losing_or_reordering_their_events(make_store: St
 
 def test_an_append_before_the_put_keeps_its_events(make_store: StoreFactory) -> None:
     store = make_store(Clock())
-    store.append("job-2", [event(1, "step")])
-    store.put("job-2", "goal", [event(2, "api")], kind="job")
-    found = store.get("job-2")
+    store.append("team-a", "job-2", [event(1, "step")])
+    store.put("team-a", "job-2", "goal", [event(2, "api")], kind="job")
+    found = store.get("team-a", "job-2")
     assert found is not None
     assert [e["payload"]["number"] for e in found["events"]] == [1, 2]
     assert found["query"] == "goal"
@@ -117,22 +117,33 @@ def test_an_append_before_the_put_keeps_its_events(make_store: StoreFactory) -> 
 def test_a_trace_expires_after_its_ttl_from_the_last_append(make_store: StoreFactory) -> None:
     clock = Clock()
     store = make_store(clock)
-    store.put("trace-3", "q", [event(1)])
+    store.put("team-a", "trace-3", "q", [event(1)])
     clock.now += 29 * DAY_SECONDS
-    store.append("trace-3", [event(2)])
+    store.append("team-a", "trace-3", [event(2)])
     clock.now += 29 * DAY_SECONDS
-    found = store.get("trace-3")
+    found = store.get("team-a", "trace-3")
     assert found is not None and len(found["events"]) == 2
     clock.now += 2 * DAY_SECONDS
-    assert store.get("trace-3") is None
+    assert store.get("team-a", "trace-3") is None
 
 
 def test_an_oversized_payload_is_replaced_by_its_size(make_store: StoreFactory) -> None:
     store = make_store(Clock())
-    store.put("trace-4", "q", [event(1, blob="x" * (MAX_EVENT_BYTES + 10)), event(2)])
-    found = store.get("trace-4")
+    store.put("team-a", "trace-4", "q", [event(1, blob="x" * (MAX_EVENT_BYTES + 10)), event(2)])
+    found = store.get("team-a", "trace-4")
     assert found is not None
     big, small = found["events"]
     assert big["event_id"] == "evt-001" and big["payload"]["truncated"] is True
     assert big["payload"]["payload_bytes"] > MAX_EVENT_BYTES
     assert small == event(2)
+
+
+def test_a_trace_belongs_to_its_team(make_store: StoreFactory) -> None:
+    store = make_store(Clock())
+    store.put("team-a", "trace-7", "q", [event(1, "a")])
+    store.append("team-b", "trace-7", [event(2, "b")])  # the same id in another team is another trace
+    own = store.get("team-a", "trace-7")
+    assert own is not None and [e["payload"]["writer"] for e in own["events"]] == ["a"]
+    other = store.get("team-b", "trace-7")
+    assert other is not None and [e["payload"]["writer"] for e in other["events"]] == ["b"]
+    assert store.get("team-c", "trace-7") is None

@@ -27,7 +27,7 @@ class InstantWorkflow:
 
     def start(self, name: str, payload: dict[str, Any]) -> str:
         for status in (JobStatus.PLANNING, JobStatus.SEARCHING, JobStatus.EXTRACTING):
-            self.jobs.update(name, status=status)
+            self.jobs.update("team-default", name, status=status)
         results = {
             "job_id": name,
             "status": "COMPLETED",
@@ -40,6 +40,7 @@ class InstantWorkflow:
         self.artifacts.put_bytes(f"jobs/{name}/results.json", json.dumps(results).encode())
         self.artifacts.put_bytes(f"jobs/{name}/report.md", b"# report")
         self.jobs.update(
+            "team-default",
             name,
             status=JobStatus.COMPLETED,
             set_fields={

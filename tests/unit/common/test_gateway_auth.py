@@ -30,6 +30,7 @@ FAMILY_PATHS = {
     "/api/tools/extract": "post",
     "/api/agent/status/job-1": "get",
     "/api/schedules": "get",
+    "/api/webhooks/deliveries": "get",
     "/search/semantic": "post",
     "/entity/algorithm/4.1": "get",
     "/elsewhere/thing": "get",
@@ -139,7 +140,7 @@ def _expected_body(path: str, message: str) -> dict[str, Any]:
         return {"detail": "Unauthorized"}
     if path == "/api/tools/search":
         return {"error": "Unauthorized", "message": message}
-    if path.startswith(("/api/tools/extract", "/api/agent/", "/api/schedules")):
+    if path.startswith(("/api/tools/extract", "/api/agent/", "/api/schedules", "/api/webhooks/")):
         return {"error": "UNAUTHORIZED", "message": message}
     raise AssertionError(path)
 

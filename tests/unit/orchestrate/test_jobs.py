@@ -68,41 +68,43 @@ REQUEST = ExecuteRequest.model_validate(
 
 def test_transitions_only_move_forward_and_never_leave_a_terminal_state(store: JobStore) -> None:
     service, _ = _service(store)
-    response, created = service.submit(REQUEST)
+    response, created = service.submit("team-default", REQUEST)
     job_id = response["job_id"]
     assert created and response["status"] == "INITIALIZED"
-    assert store.update(job_id, status=JobStatus.EXTRACTING, set_fields={"extract_total": 4})
-    assert not store.update(job_id, status=JobStatus.SEARCHING)  # a late, retried search step
-    assert store.update(job_id, status=JobStatus.EXTRACTING, add_counters={"extract_done": 1})
-    assert store.update(job_id, add_counters={"extract_done": 1}, append={"actions": ["x"]})
-    assert store.get(job_id)["extract_done"] == 2  # type: ignore[index]
-    assert store.update(job_id, status=JobStatus.PARTIAL)
+    assert store.update("team-default", job_id, status=JobStatus.EXTRACTING, set_fields={"extract_total": 4})
+    assert not store.update("team-default", job_id, status=JobStatus.SEARCHING)  # a late, retried search step
+    assert store.update("team-default", job_id, status=JobStatus.EXTRACTING, add_counters={"extract_done": 1})
+    assert store.update("team-default", job_id, add_counters={"extract_done": 1}, append={"actions": ["x"]})
+    assert store.get("team-default", job_id)["extract_done"] == 2  # type: ignore[index]
+    assert store.update("team-default", job_id, status=JobStatus.PARTIAL)
     for late in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.SYNTHESIZING):
-        assert not store.update(job_id, status=late)
-    assert not store.update(job_id, add_counters={"extract_done": 1})
-    job = store.get(job_id)
+        assert not store.update("team-default", job_id, status=late)
+    assert not store.update("team-default", job_id, add_counters={"extract_done": 1})
+    job = store.get("team-default", job_id)
     assert job is not None and job["status"] == "PARTIAL" and job["extract_done"] == 2
-    assert not store.update("no-such-job", status=JobStatus.PLANNING)
+    assert not store.update("team-default", "no-such-job", status=JobStatus.PLANNING)
 
 
 def test_idempotency_key_returns_the_same_job(store: JobStore) -> None:
     service, starter = _service(store)
-    first, created = service.submit(REQUEST, idempotency_key="key-1", client_id="ip:1.2.3.4")
-    again, created_again = service.submit(REQUEST, idempotency_key="key-1", client_id="ip:1.2.3.4")
+    first, created = service.submit("team-default", REQUEST, idempotency_key="key-1", client_id="ip:1.2.3.4")
+    again, created_again = service.submit(
+        "team-default", REQUEST, idempotency_key="key-1", client_id="ip:1.2.3.4"
+    )
     assert created and not created_again and again["job_id"] == first["job_id"]
     assert again["execution_plan"] == first["execution_plan"]
     assert [name for name, _ in starter.started] == [first["job_id"]]  # execution named by the job id
-    other_client, _ = service.submit(REQUEST, idempotency_key="key-1", client_id="ip:5.6.7.8")
+    other_client, _ = service.submit("team-default", REQUEST, idempotency_key="key-1", client_id="ip:5.6.7.8")
     assert other_client["job_id"] != first["job_id"]
     different = ExecuteRequest.model_validate({"research_goal": "A different research goal entirely"})
     with pytest.raises(Conflict):
-        service.submit(different, idempotency_key="key-1", client_id="ip:1.2.3.4")
+        service.submit("team-default", different, idempotency_key="key-1", client_id="ip:1.2.3.4")
 
 
 def test_status_progress_and_results_gate(store: JobStore) -> None:
     service, _ = _service(store)
-    job_id = service.submit(REQUEST)[0]["job_id"]
-    seen = [service.status(job_id)["current_phase"]["progress_percentage"]]
+    job_id = service.submit("team-default", REQUEST)[0]["job_id"]
+    seen = [service.status("team-default", job_id)["current_phase"]["progress_percentage"]]
     steps: list[dict[str, Any]] = [
         {"status": JobStatus.PLANNING},
         {"status": JobStatus.SEARCHING, "set_fields": {"queries_total": 4}},
@@ -115,17 +117,17 @@ def test_status_progress_and_results_gate(store: JobStore) -> None:
         {"status": JobStatus.SYNTHESIZING},
     ]
     for step in steps:
-        store.update(job_id, **step)
-        seen.append(service.status(job_id)["current_phase"]["progress_percentage"])
+        store.update("team-default", job_id, **step)
+        seen.append(service.status("team-default", job_id)["current_phase"]["progress_percentage"])
         with pytest.raises(JobNotFinished):
-            service.results(job_id)
-    store.update(job_id, status=JobStatus.FAILED, set_fields={"failure_reason": "boom"})
-    seen.append(service.status(job_id)["current_phase"]["progress_percentage"])
+            service.results("team-default", job_id)
+    store.update("team-default", job_id, status=JobStatus.FAILED, set_fields={"failure_reason": "boom"})
+    seen.append(service.status("team-default", job_id)["current_phase"]["progress_percentage"])
     assert seen == sorted(seen) and seen[0] == 0 and seen[-1] == 100
-    results = service.results(job_id)
+    results = service.results("team-default", job_id)
     assert results["status"] == "FAILED" and results["failure_reason"] == "boom"
     with pytest.raises(NotFound):
-        service.status("0b5c1f4e-0000-4000-8000-000000000000")
+        service.status("team-default", "0b5c1f4e-0000-4000-8000-000000000000")
 
 
 def test_progress_is_bounded_when_counts_overshoot() -> None:
@@ -154,40 +156,44 @@ def test_checkpoint_decisions_resume_the_waiting_task(approve: bool) -> None:
         tokens=tokens,
         settings=WorkflowSettings(),
     )
-    job_id = service.submit(REQUEST)[0]["job_id"]
+    job_id = service.submit("team-default", REQUEST)[0]["job_id"]
     with pytest.raises(Conflict):
-        service.decide_checkpoint(job_id, approve)
-    store.update(job_id, set_fields={"checkpoint_token": "token-1", "awaiting_checkpoint": True})
-    assert service.status(job_id)["awaiting_checkpoint"] is True
-    answer = service.decide_checkpoint(job_id, approve, "looks right" if approve else "wrong scope")
+        service.decide_checkpoint("team-default", job_id, approve)
+    store.update(
+        "team-default", job_id, set_fields={"checkpoint_token": "token-1", "awaiting_checkpoint": True}
+    )
+    assert service.status("team-default", job_id)["awaiting_checkpoint"] is True
+    answer = service.decide_checkpoint(
+        "team-default", job_id, approve, "looks right" if approve else "wrong scope"
+    )
     assert answer["decision"] == ("approved" if approve else "aborted")
     kind, token, _ = tokens.calls[0]
     assert (kind, token) == ("succeed" if approve else "fail", "token-1")
-    status = service.status(job_id)
+    status = service.status("team-default", job_id)
     assert "awaiting_checkpoint" not in status
     assert status["autonomous_decisions"][-1]["decision_type"] == "HUMAN_CHECKPOINT"
     with pytest.raises(Conflict):  # a second decision finds nothing waiting
-        service.decide_checkpoint(job_id, approve)
+        service.decide_checkpoint("team-default", job_id, approve)
 
 
 def test_a_job_whose_execution_ended_without_a_final_state_is_failed_when_read(store: JobStore) -> None:
     service, starter = _service(store)
-    job_id = service.submit(REQUEST)[0]["job_id"]
-    store.update(job_id, status=JobStatus.EXTRACTING)
+    job_id = service.submit("team-default", REQUEST)[0]["job_id"]
+    store.update("team-default", job_id, status=JobStatus.EXTRACTING)
 
-    assert service.status(job_id)["status"] == "EXTRACTING"
+    assert service.status("team-default", job_id)["status"] == "EXTRACTING"
     assert starter.status_checks == 0  # a recently updated job is not checked
 
     later = datetime.now(UTC) + timedelta(seconds=service.settings.stale_job_seconds + 5)
     service.clock = lambda: later
-    assert service.status(job_id)["status"] == "EXTRACTING"  # still RUNNING: left alone
+    assert service.status("team-default", job_id)["status"] == "EXTRACTING"  # still RUNNING: left alone
     assert starter.status_checks == 1
 
     starter.execution_state = "TIMED_OUT"
-    status = service.status(job_id)
+    status = service.status("team-default", job_id)
     assert status["status"] == "FAILED"
     assert status["failure_reason"] == (
         "the workflow execution ended (TIMED_OUT) without recording a final state"
     )
-    assert service.results(job_id)["status"] == "FAILED"
+    assert service.results("team-default", job_id)["status"] == "FAILED"
     assert starter.status_checks == 2  # terminal now: never checked again

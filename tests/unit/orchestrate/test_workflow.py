@@ -47,7 +47,7 @@ def _workflow(outcome: Any, budget: float = 5.0) -> tuple[Workflow, str]:
         jobs=jobs, starter=RecordingStarter(), artifacts=artifacts, settings=WorkflowSettings()
     )
     job_id = service.submit(
-        ExecuteRequest(research_goal="What are recent advances in transformer architectures?")
+        "team-default", ExecuteRequest(research_goal="What are recent advances in transformer architectures?")
     )[0]["job_id"]
     flow = Workflow(
         jobs=jobs,
@@ -68,7 +68,7 @@ def _extract(flow: Workflow, job_id: str) -> dict[str, Any]:
 
 
 def _audit(flow: Workflow, job_id: str) -> list[str]:
-    job = flow.jobs.get(job_id)
+    job = flow.jobs.get("team-default", job_id)
     assert job is not None
     return [entry["event"] for entry in job["audit"]]
 
@@ -80,7 +80,7 @@ def test_success_is_stored_by_reference() -> None:
     assert result["success"] and result["evidence_count"] == 1
     stored = get_json(flow.data, result["parsed_key"])
     assert stored is not None and stored["evidence"][0]["page"] == 1
-    assert flow.jobs.get(job_id)["extract_ok"] == 1  # type: ignore[index]
+    assert flow.jobs.get("team-default", job_id)["extract_ok"] == 1  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_permanent_failures_are_recorded_not_raised(outcome: Any, event: str, re
     result = _extract(flow, job_id)
     assert result["success"] is False and result["parsed_key"] is None
     assert event in _audit(flow, job_id)
-    job = flow.jobs.get(job_id)
+    job = flow.jobs.get("team-default", job_id)
     assert job is not None and job["extract_failed"] == 1
     if not isinstance(outcome, float):
         assert reason in result["failure_reason"]
@@ -108,7 +108,7 @@ def test_transient_failures_raise_for_the_state_machine_retry() -> None:
     with pytest.raises(RetryableStepError):
         _extract(flow, job_id)
     assert "RETRYABLE_ERROR" in _audit(flow, job_id)
-    assert flow.jobs.get(job_id)["extract_done"] == 0  # type: ignore[index]
+    assert flow.jobs.get("team-default", job_id)["extract_done"] == 0  # type: ignore[index]
 
 
 def test_unparseable_content_is_a_recorded_failure() -> None:

@@ -80,6 +80,7 @@ def test_invalid_expressions_name_the_field(text: str) -> None:
 
 def test_due_fires_lists_every_fire_in_the_window() -> None:
     stored = StoredSchedule(
+        team_id="team-default",
         schedule_id="s1",
         expression="rate(10 minutes)",
         timezone="UTC",

@@ -18,6 +18,8 @@ from functions.teams.authorizer import authorize, stage_resource
 from functions.teams.service import TeamService
 from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore
 from functions.teams.tokens import new_token
+from functions.teams.usage_keys import ApiGatewayUsageKeys, ssm_plan_ids
+from tests.unit.teams.deployed import KEY_PREFIX, PLANS_PARAMETER, DeployedAws, deployed_aws
 
 REGION, ACCOUNT, API = "eu-west-1", "123456789012", "a1b2c3d4e5"
 STAGE_ARN = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{API}/prod"
@@ -63,7 +65,7 @@ def test_a_live_token_allows_the_team_on_every_route_of_the_stage(service: TeamS
     assert answer["policyDocument"]["Statement"] == [
         {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": f"{STAGE_ARN}/*/*"}
     ]
-    assert "usageIdentifierKey" not in answer  # bearer only: no API key to meter by (yet)
+    assert "usageIdentifierKey" not in answer  # a team without an API key (no API Gateway here)
     # the cached decision covers the team's other routes of this stage, and nothing else
     assert _allows(answer, METHOD_ARN)
     assert _allows(answer, f"{STAGE_ARN}/GET/api/agent/status/job-123")
@@ -148,21 +150,85 @@ def test_each_token_resolves_to_its_own_team(service: TeamService) -> None:
     }
 
 
-def test_api_keys(service: TeamService) -> None:
+def test_without_api_keys_an_api_key_alone_is_refused(service: TeamService) -> None:
     team, _, token = service.create_team("Usage-planned", "standard")
-    api_key = "kX9fLq2Vb7Yt4Rw1Zp8Ns3Md6Hc5Je0Ga"  # an API Gateway key: not one of our tokens
+    api_key = "kX9fLq2Vb7Yt4Rw1Zp8Ns3Md6Hc5Je0Ga"  # an API Gateway key that is no team's
 
-    # a bearer token next to an API key: the key is the usage identifier (usage plans still apply)
+    # a bearer token decides the team; an x-api-key next to it is not metered in the team's place
     both = authorize({"Authorization": f"Bearer {token}", "X-API-Key": api_key}, METHOD_ARN, service)
-    assert both["principalId"] == team.team_id and both["usageIdentifierKey"] == api_key
+    assert both["principalId"] == team.team_id and "usageIdentifierKey" not in both
 
     # one of our tokens sent as x-api-key is resolved as a token; it is not an API Gateway key
     as_key = authorize({"x-api-key": token}, METHOD_ARN, service)
     assert as_key["context"]["team_id"] == team.team_id and "usageIdentifierKey" not in as_key
 
-    # an API key alone maps to no team yet (a later slice): refused
     _refused({"x-api-key": api_key}, service)
     _refused({"x-api-key": ""}, service)
+
+
+# --- with API Gateway API keys (moto): both styles map to the team and to its usage plan -------------------
+
+
+@pytest.fixture
+def keyed() -> Iterator[tuple[TeamService, DeployedAws]]:
+    with deployed_aws() as aws:
+        keys = ApiGatewayUsageKeys(
+            ssm_plan_ids(PLANS_PARAMETER, aws.ssm), name_prefix=KEY_PREFIX, client=aws.apigateway
+        )
+        yield TeamService(DynamoDbTeamStore(aws.teams_table), usage_keys=keys), aws
+
+
+def test_both_styles_map_to_the_team_and_are_metered_by_its_key(
+    keyed: tuple[TeamService, DeployedAws],
+) -> None:
+    service, aws = keyed
+    genomics = service.onboard("Genomics", "standard")
+    press = service.onboard("Press office", "basic")
+    assert genomics.api_key and press.api_key
+
+    by_token = authorize({"Authorization": f"Bearer {genomics.token}"}, METHOD_ARN, service)
+    by_key = authorize({"x-api-key": genomics.api_key}, METHOD_ARN, service)
+    token_as_key = authorize({"x-api-key": genomics.token}, METHOD_ARN, service)
+    for answer in (by_token, by_key, token_as_key):
+        assert answer["principalId"] == genomics.team.team_id
+        assert answer["context"] == {"team_id": genomics.team.team_id, "tier": "standard"}
+        assert answer["usageIdentifierKey"] == genomics.api_key  # the key in the standard plan
+        assert _allows(answer, f"{STAGE_ARN}/GET/api/usage")
+    (key_id,) = aws.plan_key_ids("standard")
+    assert aws.apigateway.get_api_key(apiKey=key_id, includeValue=True)["value"] == genomics.api_key
+
+    # another team's key next to a bearer token meters the token's team, never the key's
+    mixed = authorize(
+        {"Authorization": f"Bearer {genomics.token}", "x-api-key": press.api_key}, METHOD_ARN, service
+    )
+    assert mixed["principalId"] == genomics.team.team_id
+    assert mixed["usageIdentifierKey"] == genomics.api_key
+    assert authorize({"X-Api-Key": press.api_key}, METHOD_ARN, service)["context"]["tier"] == "basic"
+
+
+def test_keys_that_are_no_teams_and_revoked_tokens_are_refused(
+    keyed: tuple[TeamService, DeployedAws],
+) -> None:
+    service, aws = keyed
+    created = service.onboard("Genomics", "premium")
+    assert created.api_key
+    foreign = aws.apigateway.create_api_key(name="made-by-hand", enabled=True)["value"]
+    for headers in (
+        {"x-api-key": foreign},  # a real API Gateway key, but no team's
+        {"x-api-key": created.api_key[:-1]},
+        {"Authorization": f"Basic {created.api_key}"},  # not a bearer token
+        {"Authorization": f"Bearer {created.api_key}"},  # an API key is not a token
+        {"Authorization": f"Basic {created.token}", "x-api-key": created.api_key},
+    ):
+        _refused(headers, service)
+
+    service.revoke_token(created.team.team_id, created.token_id)
+    _refused({"Authorization": f"Bearer {created.token}"}, service)
+    _refused({"x-api-key": created.token}, service)
+    # the team's API key is another credential: revoking a token does not touch it
+    assert (
+        authorize({"x-api-key": created.api_key}, METHOD_ARN, service)["principalId"] == created.team.team_id
+    )
 
 
 def test_the_store_never_holds_a_token() -> None:
@@ -256,3 +322,27 @@ def test_the_handler_resolves_tokens_through_the_wiring_on_dynamodb(dynamodb_tea
     for headers in ({"Authorization": f"Bearer {token}"}, None, {"Authorization": f"Bearer {new_token()}"}):
         with pytest.raises(Exception, match=r"^Unauthorized$"):
             authorizer.handler(_event(headers), None)
+
+
+def test_the_handler_meters_both_styles_by_the_teams_key_through_the_wiring(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As deployed: the composition root reads USAGE_PLANS_PARAMETER and API_KEY_NAME_PREFIX (set by CDK on
+    the admin and authorizer functions), creates keys on API Gateway and resolves them from DynamoDB."""
+    monkeypatch.setenv("USAGE_PLANS_PARAMETER", PLANS_PARAMETER)
+    monkeypatch.setenv("API_KEY_NAME_PREFIX", KEY_PREFIX)
+    get_settings.cache_clear()
+    with deployed_aws(teams_table=get_settings().teams_table) as aws:
+        created = wiring.team_service().onboard("Handled", "premium")
+        assert created.api_key is not None
+        (key_id,) = aws.plan_key_ids("premium")
+        assert aws.apigateway.get_api_key(apiKey=key_id)["name"] == f"{KEY_PREFIX}-{created.team.team_id}"
+
+        get_settings.cache_clear()  # a fresh authorizer container
+        by_token = authorizer.handler(_event({"Authorization": f"Bearer {created.token}"}), None)
+        by_key = authorizer.handler(_event({"x-api-key": created.api_key}), None)
+        for answer in (by_token, by_key):
+            assert answer["principalId"] == created.team.team_id
+            assert answer["usageIdentifierKey"] == created.api_key
+        with pytest.raises(Exception, match=r"^Unauthorized$"):
+            authorizer.handler(_event({"x-api-key": "kX9fLq2Vb7Yt4Rw1Zp8Ns3Md6Hc5Je0Ga"}), None)

@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from functions.common import resources
 from functions.common.errors import Conflict, NotFound
-from functions.teams.models import Team, TokenRecord
+from functions.teams.models import ApiKeyRecord, Team, TokenRecord
 from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore, TeamStore
 
 TEAM = Team(
@@ -138,3 +138,61 @@ def test_dynamodb_items_are_keyed_as_documented() -> None:
     for key in (("TOKEN#" + "a" * 64, "TOKEN"), ("TEAM#team-0123456789ab", "TOKEN#tok-000000000001")):
         assert keys[key]["revoked_at"] == "2026-11-21T08:00:00Z"
         assert keys[key]["team_id"] == TEAM.team_id
+
+
+def _api_key(team_id: str = TEAM.team_id, key_id: str = "k7abc12def", hashed: str = "e" * 64) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        api_key_id=key_id, team_id=team_id, key_hash=hashed, created_at="2026-11-20T12:00:02Z"
+    )
+
+
+def test_a_teams_api_key_is_found_by_its_hash_and_by_its_team(store: TeamStore) -> None:
+    store.create_team(TEAM)
+    store.create_team(OTHER)
+    record = _api_key()
+    store.put_api_key(record)
+    assert store.api_key_by_hash("e" * 64) == record
+    assert store.api_key_of_team(TEAM.team_id) == record
+    assert store.api_key_by_hash("f" * 64) is None
+    assert store.api_key_of_team(OTHER.team_id) is None
+
+
+def test_an_api_key_needs_an_existing_team_and_a_team_has_at_most_one(store: TeamStore) -> None:
+    with pytest.raises(NotFound):
+        store.put_api_key(_api_key(team_id="team-000000000000"))
+    assert store.api_key_by_hash("e" * 64) is None  # nothing half-written
+    store.create_team(TEAM)
+    store.create_team(OTHER)
+    store.put_api_key(_api_key())
+    with pytest.raises(Conflict):
+        store.put_api_key(_api_key(key_id="k7second00", hashed="f" * 64))  # the team's second key
+    with pytest.raises(Conflict):
+        store.put_api_key(_api_key(team_id=OTHER.team_id, key_id="k7other000"))  # the same value
+    assert store.api_key_by_hash("f" * 64) is None
+    assert store.api_key_of_team(OTHER.team_id) is None
+
+
+@mock_aws
+def test_dynamodb_api_key_items_are_keyed_as_documented() -> None:
+    spec = _teams_table_spec()
+    assert spec.sort_key is not None
+    table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
+        TableName="teams",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    store = DynamoDbTeamStore(table)
+    store.create_team(TEAM)
+    store.put_api_key(_api_key())
+    keys = {(item["pk"], item["sk"]): item for item in table.scan()["Items"]}
+    assert set(keys) == {
+        ("TEAM#team-0123456789ab", "TEAM"),
+        ("APIKEY#" + "e" * 64, "APIKEY"),
+        ("TEAM#team-0123456789ab", "APIKEY"),
+    }
+    for key in (("APIKEY#" + "e" * 64, "APIKEY"), ("TEAM#team-0123456789ab", "APIKEY")):
+        assert keys[key]["api_key_id"] == "k7abc12def" and keys[key]["team_id"] == TEAM.team_id

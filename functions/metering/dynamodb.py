@@ -1,0 +1,255 @@
+"""The usage store on DynamoDB (the registry's `usage_table`); items and semantics in store.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, cast
+
+import boto3
+from boto3.dynamodb.conditions import Key
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from functions.common.aws import dynamodb_resource
+from functions.common.settings import get_settings
+from functions.metering.store import (
+    LEDGER,
+    TOTALS,
+    JobLedger,
+    Refused,
+    UsageItem,
+    job_pk,
+    month_pk,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.service_resource import Table
+
+    from functions.common.settings import Settings
+
+_CREATING = threading.Lock()
+
+_DESCRIPTIVE = frozenset({"pk", "sk", "team_id", "job_id", "depth", "max_cost_usd", "monthly_budget_usd"})
+
+
+def _number(value: float) -> Decimal:
+    """A counter amount as DynamoDB stores it (12 decimals: far below a millionth of a cent)."""
+    return Decimal(repr(round(float(value), 12)))
+
+
+def _add_expression(
+    counters: Mapping[str, float], labels: Mapping[str, str] | None = None
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    parts: list[str] = []
+    for index, (name, amount) in enumerate(counters.items()):
+        names[f"#c{index}"] = name
+        values[f":c{index}"] = _number(amount)
+        parts.append(f"#c{index} :c{index}")
+    for index, (name, label) in enumerate((labels or {}).items()):
+        names[f"#l{index}"] = name
+        values[f":l{index}"] = {label}
+        parts.append(f"#l{index} :l{index}")
+    return "ADD " + ", ".join(parts), names, values
+
+
+def _item(raw: Mapping[str, Any]) -> UsageItem:
+    counters: dict[str, float] = {}
+    labels: dict[str, list[str]] = {}
+    for name, value in raw.items():
+        if name in ("pk", "sk"):
+            continue
+        if isinstance(value, Decimal | int | float):
+            counters[name] = float(value)
+        elif isinstance(value, set):
+            labels[name] = sorted(str(v) for v in value)
+    return UsageItem(str(raw["sk"]), counters, labels)
+
+
+def _ledger(team_id: str, job_id: str, raw: Mapping[str, Any]) -> JobLedger:
+    counters = {
+        name: float(value)
+        for name, value in raw.items()
+        if name not in _DESCRIPTIVE and isinstance(value, Decimal | int | float)
+    }
+    max_step = counters.pop("max_step_usd", 0.0)
+
+    def optional(name: str) -> float | None:
+        value = raw.get(name)
+        return float(value) if isinstance(value, Decimal | int | float) else None
+
+    depth = raw.get("depth")
+    return JobLedger(
+        team_id,
+        job_id,
+        counters,
+        depth=str(depth) if depth is not None else None,
+        max_cost_usd=optional("max_cost_usd"),
+        monthly_budget_usd=optional("monthly_budget_usd"),
+        max_step_usd=max_step,
+    )
+
+
+def quick_table(settings: Settings) -> Table:
+    """The usage table on a client that tries a request at most twice, with short timeouts."""
+    config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=2, read_timeout=5)
+    with _CREATING:  # boto3's default session is not thread-safe while it creates clients
+        resource = boto3.resource(
+            "dynamodb",
+            region_name=settings.aws_region,
+            endpoint_url=settings.aws_endpoint_url or None,
+            config=config,
+        )
+    return resource.Table(settings.usage_table)
+
+
+class DynamoDbUsageStore:
+    def __init__(self, table: Table | None = None) -> None:
+        self._table = table or dynamodb_resource().Table(get_settings().usage_table)
+        self._client: Any = self._table.meta.client  # the resource's client: plain Python values
+
+    def add(
+        self,
+        team_id: str,
+        month: str,
+        dimension: str,
+        counters: Mapping[str, float],
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        if not counters and not labels:
+            return
+        expression, names, values = _add_expression(counters, labels)
+        self._table.update_item(
+            Key={"pk": month_pk(team_id, month), "sk": dimension},
+            UpdateExpression=expression,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def get(self, team_id: str, month: str, dimension: str) -> UsageItem | None:
+        raw = self._table.get_item(
+            Key={"pk": month_pk(team_id, month), "sk": dimension}, ConsistentRead=True
+        ).get("Item")
+        return _item(raw) if raw else None
+
+    def month(self, team_id: str, month: str) -> list[UsageItem]:
+        items: list[UsageItem] = []
+        query: dict[str, Any] = {
+            "KeyConditionExpression": Key("pk").eq(month_pk(team_id, month)),
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self._table.query(**query)
+            items.extend(_item(raw) for raw in page.get("Items", []))
+            if not page.get("LastEvaluatedKey"):
+                return items
+            query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def open_job(
+        self,
+        team_id: str,
+        job_id: str,
+        *,
+        depth: str | None,
+        max_cost_usd: float | None,
+        monthly_budget_usd: float | None,
+    ) -> None:
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        sets: list[str] = []
+        for index, (name, value) in enumerate(
+            (
+                ("team_id", team_id),
+                ("job_id", job_id),
+                ("depth", depth),
+                ("max_cost_usd", max_cost_usd),
+                ("monthly_budget_usd", monthly_budget_usd),
+            )
+        ):
+            if value is not None:
+                names[f"#d{index}"] = name
+                values[f":d{index}"] = value if isinstance(value, str) else _number(value)
+                sets.append(f"#d{index} = if_not_exists(#d{index}, :d{index})")
+        self._table.update_item(
+            Key={"pk": job_pk(team_id, job_id), "sk": LEDGER},
+            UpdateExpression="SET " + ", ".join(sets),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def job(self, team_id: str, job_id: str) -> JobLedger | None:
+        raw = self._table.get_item(
+            Key={"pk": job_pk(team_id, job_id), "sk": LEDGER}, ConsistentRead=True
+        ).get("Item")
+        return _ledger(team_id, job_id, raw) if raw else None
+
+    def charge_job(self, team_id: str, job_id: str, counters: Mapping[str, float]) -> JobLedger:
+        key = {"pk": job_pk(team_id, job_id), "sk": LEDGER}
+        if not counters:
+            return self.job(team_id, job_id) or JobLedger(team_id, job_id)
+        expression, names, values = _add_expression(counters)
+        response = self._table.update_item(
+            Key=key,
+            UpdateExpression=expression,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+        return _ledger(team_id, job_id, response.get("Attributes") or {})
+
+    def raise_max_step(self, team_id: str, job_id: str, usd: float) -> None:
+        try:
+            self._table.update_item(
+                Key={"pk": job_pk(team_id, job_id), "sk": LEDGER},
+                UpdateExpression="SET max_step_usd = :usd",
+                ConditionExpression="attribute_not_exists(max_step_usd) OR max_step_usd < :usd",
+                ExpressionAttributeValues={":usd": _number(usd)},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def reserve(
+        self,
+        team_id: str,
+        job_id: str,
+        month: str,
+        usd: float,
+        *,
+        job_limit: float | None,
+        month_limit: float | None,
+    ) -> Refused | None:
+        table = self._table.name
+        updates: list[dict[str, Any]] = []
+        for key, limit in (
+            ({"pk": job_pk(team_id, job_id), "sk": LEDGER}, job_limit),
+            ({"pk": month_pk(team_id, month), "sk": TOTALS}, month_limit),
+        ):
+            update: dict[str, Any] = {
+                "TableName": table,
+                "Key": key,
+                "UpdateExpression": "ADD committed_usd :usd",
+                "ExpressionAttributeValues": {":usd": _number(usd)},
+            }
+            if limit is not None:
+                update["ConditionExpression"] = (
+                    "attribute_not_exists(committed_usd) OR committed_usd <= :limit"
+                )
+                update["ExpressionAttributeValues"][":limit"] = _number(limit)
+            updates.append({"Update": update})
+        try:
+            self._client.transact_write_items(TransactItems=updates)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            reasons = cast(list[dict[str, Any]], exc.response.get("CancellationReasons") or [])
+            codes = [str(reason.get("Code", "")) for reason in reasons]
+            if codes[:1] == ["ConditionalCheckFailed"]:
+                return "job"
+            if "ConditionalCheckFailed" in codes:
+                return "team"
+            raise
+        return None

@@ -1,0 +1,80 @@
+"""Webhook signatures and callback URL rules, with no network."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import pytest
+
+from functions.common.errors import InvalidInput
+from functions.webhooks.signing import new_secret, parse_header, signature_header, verify
+from functions.webhooks.urls import check_callback_url
+
+SECRET = "whsec_test-secret"
+BODY = b'{"event":"job.completed","job":{"job_id":"j1"}}'
+
+
+def test_the_header_is_t_and_v1_over_timestamp_dot_body() -> None:
+    header = signature_header(SECRET, 1_700_000_000, BODY)
+    expected = hmac.new(SECRET.encode(), b"1700000000." + BODY, hashlib.sha256).hexdigest()
+    assert header == f"t=1700000000,v1={expected}"
+    assert parse_header(header) == (1_700_000_000, [expected])
+
+
+def test_verify_accepts_the_signature_within_the_tolerance_only() -> None:
+    header = signature_header(SECRET, 1_700_000_000, BODY)
+    assert verify(SECRET, header, BODY, now=1_700_000_100)
+    assert not verify(SECRET, header, BODY, now=1_700_000_000 + 301)  # a replay, later
+    assert not verify(SECRET, header, BODY + b" ", now=1_700_000_000)  # another body
+    assert not verify("whsec_other", header, BODY, now=1_700_000_000)  # another secret
+    assert not verify(SECRET, "v1=abc", BODY, now=1_700_000_000)  # no timestamp
+    assert not verify(SECRET, "t=1700000000", BODY, now=1_700_000_000)  # no signature
+
+
+def test_a_rotated_secret_signature_list_is_accepted_if_one_matches() -> None:
+    good = signature_header(SECRET, 1_700_000_000, BODY).split(",")[1]
+    assert verify(SECRET, f"t=1700000000,v1=deadbeef,{good}", BODY, now=1_700_000_000)
+
+
+def test_new_secrets_are_prefixed_and_random() -> None:
+    first, second = new_secret(), new_secret()
+    assert first.startswith("whsec_") and len(first) >= 40 and first != second
+
+
+ALLOW = frozenset({"127.0.0.1:8080", "hooks.internal"})
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hooks.example.com/research",
+        "https://hooks.example.com:8443/research?token=abc",
+        "http://127.0.0.1:8080/hook",  # allow-listed host:port
+        "http://hooks.internal/hook",  # allow-listed host
+        "https://localhost/hook",  # a name: the SSRF guard decides at delivery
+    ],
+)
+def test_accepted_callback_urls(url: str) -> None:
+    assert check_callback_url(url, ALLOW) == url
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://hooks.example.com/research", "https"),
+        ("ftp://hooks.example.com/research", "https"),
+        ("https://user:pw@hooks.example.com/", "credentials"),
+        ("https://127.0.0.1/hook", "non-public"),
+        ("https://169.254.169.254/latest/meta-data", "non-public"),
+        ("https://[::1]:9000/hook", "non-public"),
+        ("https://10.0.0.5/hook", "non-public"),
+        ("http://127.0.0.1:9999/hook", "https"),  # another port than the allow-listed one
+        ("not a url", "https"),
+        ("https://example.com/" + "a" * 2100, "2048"),
+    ],
+)
+def test_refused_callback_urls(url: str, why: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        check_callback_url(url, ALLOW)
+    assert why in caught.value.message and caught.value.field == "callback_url"
