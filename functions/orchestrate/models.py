@@ -71,7 +71,7 @@ PHASE_DESCRIPTIONS: dict[JobStatus, str] = {
     JobStatus.EXTRACTING: "Extracting data from sources",
     JobStatus.SYNTHESIZING: "Synthesising cited findings and verifying claims",
     JobStatus.COMPLETED: "Research completed",
-    JobStatus.PARTIAL: "Research completed with some sources or connectors unavailable",
+    JobStatus.PARTIAL: "Research completed with some sources or connectors unavailable, or stopped at its cost budget",
     JobStatus.FAILED: "Research failed",
     JobStatus.REFUSED: "Evidence too thin: synthesis refused",
 }
