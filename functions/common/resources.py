@@ -59,7 +59,12 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec("rate_limit_table", "bucket_key", ttl_attribute="expires_at", purpose="token buckets"),
     TableSpec("documents_table", "team_id", "document_id", purpose="uploaded documents, per team"),
     TableSpec("traces_table", "trace_id", "seq", ttl_attribute="expires_at", purpose="answer and job traces"),
-    TableSpec("teams_table", "pk", "sk", purpose="teams, their tokens and API keys (hashed), budgets and webhook secrets"),
+    TableSpec(
+        "teams_table",
+        "pk",
+        "sk",
+        purpose="teams, their tokens and API keys (hashed), budgets and webhook secrets",
+    ),
     TableSpec("usage_table", "pk", "sk", purpose="metered usage per team and month; job cost ledgers"),
 )
 
