@@ -9,9 +9,12 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test lint typecheck node-tools synth deploy deploy-local bench bench-answer bench-workflow bench-search bench-rag bench-quality bench-answer-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model llm-model clean
+.PHONY: install run test lint typecheck node-tools synth deploy deploy-local bench bench-load bench-answer bench-workflow bench-search bench-rag bench-quality bench-cold-start bench-answer-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model llm-model clean
 
 RAG_INDEX ?= .rag-index
+# `make run` keeps its data (documents, jobs, schedules, teams, traces...) here across restarts;
+# `make run LOCAL_STATE_DIR=` keeps it in memory only (docs/local-runtime.md).
+LOCAL_STATE_DIR ?= .local-state
 TEXTBOOK ?= ../shared/corpus/textbook
 
 $(UV):
@@ -56,7 +59,7 @@ $(SMOLLM2_GGUF): | $(UV)
 llm-model: $(SMOLLM2_GGUF)
 
 run: install $(RAG_INDEX)/kb/LATEST
-	PORT=$(PORT) $(PY) -m functions.local_runtime --port $(PORT)
+	PORT=$(PORT) LOCAL_STATE_DIR=$(LOCAL_STATE_DIR) $(PY) -m functions.local_runtime --port $(PORT)
 
 # The knowledge base serves the textbook in $(TEXTBOOK) when it is there (first `make run` ingests it,
 # about 5 s); without it the knowledge-base routes answer 503 until `make ingest-textbook TEXTBOOK=...`.
@@ -100,6 +103,12 @@ calibrate-relevance: install
 bench-workflow: install
 	$(PY) -m bench.workflow
 
+# 50 clients on search, extraction and the knowledge base for LOAD_SECONDS plus 10 research jobs, against
+# the local runtime on loopback: throughput, p50/p95/p99 per route, errors by status, server RSS over time.
+LOAD_SECONDS ?= 60
+bench-load: install
+	$(PY) -m bench.load --duration $(LOAD_SECONDS)
+
 # The answer API (/v1/query per preset, /api/v1/ask, first SSE event) against its sequential baseline.
 bench-answer: install
 	$(PY) -m bench.answer
@@ -109,6 +118,11 @@ bench-search: install
 
 bench-rag: install
 	$(PY) bench/rag.py
+
+# Fresh-process import time of every Lambda handler against the FastAPI+Mangum+boto3+httpx floor
+# (target: each within 1.15x the floor; docs/infra.md, "Cold starts and SnapStart").
+bench-cold-start: install
+	$(PY) -m bench.cold_start
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache cdk.out node_modules

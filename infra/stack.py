@@ -66,7 +66,7 @@ class ResearchStack(Stack):
             self,
             "Workflow",
             state_machines=self.registry.state_machines,
-            step_functions={logical_id: step.function for logical_id, step in self.functions.steps.items()},
+            step_functions={logical_id: step.alias for logical_id, step in self.functions.steps.items()},
             buckets=self.data.buckets,
             tables=self.data.tables,
             event_bus=self.job_events.bus,
@@ -79,7 +79,7 @@ class ResearchStack(Stack):
                 "KnowledgeBaseUploads",
                 bucket=self.data.buckets["data_bucket"],
                 prefix=KB_INGEST.prefix,
-                function=self.functions.ingest.function,
+                function=self.functions.ingest.alias,
             )
 
         orchestrate = self.functions.api["orchestrate"].function
@@ -112,8 +112,8 @@ class ResearchStack(Stack):
             self,
             "Api",
             routes=self.routes,
-            functions={family: deployed.function for family, deployed in self.functions.api.items()},
-            authorizer_function=self.functions.authorizer.function,
+            functions={family: deployed.alias for family, deployed in self.functions.api.items()},
+            authorizer_function=self.functions.authorizer.alias,
             options=options,
             # a streamed integration waits as long as the function may run
             streamed={

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from functions.admin.errors import install_error_handlers
+from functions.answer.schemas import TrustErrorResponse
 from functions.common.api import create_app
 from functions.common.observability import get_logger
+from functions.common.openapi import document_errors
 from functions.teams.routes import router as teams_router
 
 logger = get_logger("admin")
@@ -15,4 +17,18 @@ app = create_app(
     routers=[teams_router],
     logger=logger,
     install_error_handlers=install_error_handlers,
+)
+
+# The trust API's error body: 400 validation, 401 the admin token (checked here, not by the gateway),
+# 404 unknown team/token, 409 a team or token that exists, 503 admin disabled (ADMIN_TOKEN unset) or
+# API Gateway's usage plans unreachable.
+document_errors(
+    app,
+    {
+        "POST /admin/teams": (TrustErrorResponse, [400, 409, 503]),
+        "PATCH /admin/teams/{team_id}": (TrustErrorResponse, [400, 404, 503]),
+        "POST /admin/teams/{team_id}/tokens": (TrustErrorResponse, [404, 409, 503]),
+        "DELETE /admin/teams/{team_id}/tokens/{token_id}": (TrustErrorResponse, [404, 503]),
+        "POST /admin/teams/{team_id}/webhook-secret": (TrustErrorResponse, [400, 404, 503]),
+    },
 )

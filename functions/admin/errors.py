@@ -22,7 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from functions.common.errors import Conflict, DomainError, InvalidInput, NotFound, UpstreamError
+from functions.common.errors import Conflict, DomainError, InvalidInput, NotFound, UpstreamError, aws_outage
 from functions.common.observability import get_logger
 from functions.teams.routes import AdminDisabled, Unauthorized
 
@@ -77,6 +77,11 @@ def error_response(exc: Exception) -> JSONResponse:
         return response
     if isinstance(exc, DomainError):
         return _reply(400, "invalid_request", exc.message)
+    outage = aws_outage(exc)
+    if outage is not None:
+        return _reply(
+            503, "upstream_unavailable", f"a storage service is unavailable ({outage}); retry shortly"
+        )
     logger.exception("unhandled error")
     return _reply(500, "internal_error", "Internal error")
 

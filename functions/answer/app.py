@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from functions.answer.errors import install_error_handlers
 from functions.answer.routes import research, trust
+from functions.answer.schemas import TrustErrorResponse
 from functions.common.api import create_app
 from functions.common.observability import get_logger
+from functions.common.openapi import document_errors
+from functions.search.errors import MultiSourceError
 
 logger = get_logger("answer")
 
@@ -19,4 +22,23 @@ app = create_app(
     routers=[research.router, trust.router],
     logger=logger,
     install_error_handlers=install_error_handlers,
+)
+
+# 400 validation, 404 nothing found (multi-source) or an unknown uploaded document (trust), 429 the
+# per-client limit, 503 no search connector answered, 500 the multi-source seed's "Synthesis error".
+_MULTI_SOURCE = (MultiSourceError, [400, 404, 429, 503])
+_TRUST = (TrustErrorResponse, [400, 404, 429, 503])
+document_errors(
+    app,
+    {
+        "POST /api/v1/research": _MULTI_SOURCE,
+        "POST /api/v1/ask": _MULTI_SOURCE,
+        "GET /api/v1/presets": (MultiSourceError, []),
+        "GET /api/v1/focus-modes": (MultiSourceError, []),
+        "POST /v1/query": _TRUST,
+        "POST /v1/query/stream": _TRUST,
+        "POST /v1/search": _TRUST,
+        "GET /v1/traces/{trace_id}": (TrustErrorResponse, [404]),
+        "GET /v1/health": (TrustErrorResponse, []),
+    },
 )

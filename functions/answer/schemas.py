@@ -9,13 +9,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from functions.common.validation import JsonInt, integral_number
+from functions.search.schemas import (
+    CONNECTOR_NAMES,
+    CONNECTORS_SCHEMA,
+    NON_BLANK_PATTERN,
+    ConnectorName,
+)
 
 QUERY_MAX_CHARS = 2000
 MAX_SOURCES_CAP = 30  # the planner's own cap (functions/research/planner.py)
 
 PresetName = Literal["fast", "comprehensive", "contracrow", "academic", "tutorial"]
 FocusModeName = Literal["general", "academic", "documentation", "comparison", "debugging", "tutorial", "news"]
+# a source count (1..MAX_SOURCES_CAP); 5.0 is 5 (functions/common/validation.py `JsonInt`)
+SourceCount = Annotated[int, Field(ge=1, le=MAX_SOURCES_CAP), BeforeValidator(integral_number)]
 ReasoningEffort = Literal["low", "medium", "high"]
 Freshness = Literal["day", "week", "month", "year"]
 # (tests check these Literals against functions/research/presets.py)
@@ -27,7 +37,13 @@ def _non_blank(value: str) -> str:
     return value
 
 
-QueryText = Annotated[str, Field(min_length=1, max_length=QUERY_MAX_CHARS), AfterValidator(_non_blank)]
+QueryText = Annotated[
+    str,
+    Field(min_length=1, max_length=QUERY_MAX_CHARS, json_schema_extra={"pattern": NON_BLANK_PATTERN}),
+    AfterValidator(_non_blank),
+]
+# a search_provider: one connector, or "all" (or null) for every one (functions/answer/service.py)
+SearchProvider = Annotated[str, Field(json_schema_extra={"enum": [*CONNECTOR_NAMES, "all"]})]
 
 
 class _Request(BaseModel):
@@ -40,9 +56,11 @@ class _Request(BaseModel):
 
 class ResearchRequest(_Request):
     query: QueryText = Field(description="Research query")
-    top_k: int = Field(default=10, ge=1, le=50, description="Results per source (1-50)")
-    connectors: list[str] | None = Field(
-        default=None, description="Specific connectors to use (default: all configured)"
+    top_k: JsonInt = Field(default=10, ge=1, le=50, description="Results per source (1-50)")
+    connectors: list[ConnectorName] | None = Field(
+        default=None,
+        description="Specific connectors to use (default: all configured)",
+        json_schema_extra=CONNECTORS_SCHEMA,
     )
     reasoning_effort: ReasoningEffort = Field(
         default="medium",
@@ -156,10 +174,8 @@ class QueryOptions(_Request):
     stream: bool = Field(
         default=False, description="true answers as /v1/query/stream does (text/event-stream)"
     )
-    max_sources: int | None = Field(
+    max_sources: SourceCount | None = Field(
         default=None,
-        ge=1,
-        le=MAX_SOURCES_CAP,
         description="Sources the answer may draw on (default: by effort)",
     )
     temperature: float | None = Field(
@@ -170,7 +186,7 @@ class QueryOptions(_Request):
         description="Accepted for compatibility and recorded in the trace; sources are always ranked with "
         "the bundled all-MiniLM-L6-v2 (or the lexical model when its weights are absent)",
     )
-    search_provider: str | None = Field(
+    search_provider: SearchProvider | None = Field(
         default=None, description='One search connector (e.g. "arxiv", "openalex"), or "all"/null for all'
     )
     enable_verifier: bool = Field(
@@ -193,10 +209,8 @@ class QueryOptions(_Request):
         le=1.0,
         description="Extension: refuse below this confidence (default: 0.3 when the preset has a quality gate)",
     )
-    min_sources: int | None = Field(
+    min_sources: SourceCount | None = Field(
         default=None,
-        ge=1,
-        le=MAX_SOURCES_CAP,
         description="Extension: refuse unless this many sources support the answer",
     )
 
@@ -247,7 +261,7 @@ class QueryResponse(BaseModel):
 
 class TrustSearchRequest(_Request):
     query: QueryText
-    search_provider: str | None = Field(
+    search_provider: SearchProvider | None = Field(
         default=None, description='One search connector (e.g. "arxiv"), or "all"/null for every connector'
     )
     freshness: Freshness | None = Field(
@@ -255,7 +269,7 @@ class TrustSearchRequest(_Request):
         description="Scholarly records carry a publication year, not a date: day, week and month keep this "
         "year's works, year keeps this year's and last year's",
     )
-    max_results: int = Field(default=10, ge=1, le=50)
+    max_results: JsonInt = Field(default=10, ge=1, le=50)
 
 
 class TrustSearchResult(BaseModel):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 import boto3
 from botocore.config import Config
 
+from functions.common import snapstart
 from functions.common.settings import get_settings
 
 if TYPE_CHECKING:
@@ -75,3 +76,12 @@ def reset_clients() -> None:
     generic_client.cache_clear()
     llm_runtime_client.cache_clear()
     dynamodb_resource.cache_clear()
+
+
+@snapstart.after_restore
+def reset_after_restore() -> None:
+    """After a SnapStart restore: clients (and boto3's default session, with its credential resolver) built
+    during init hold the init phase's credentials; drop them so the first call builds fresh ones."""
+    with _CREATING:
+        boto3.DEFAULT_SESSION = None
+    reset_clients()

@@ -11,12 +11,15 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-from numpy.typing import NDArray
+# numpy and the numpy MiniLM are imported when vectors are first made, not with this module: the handlers
+# import it on their path (screening, answers), and their cold start should not pay for numpy.
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
-from functions.common.minilm import MiniLmEmbedder
+    from functions.common.minilm import MiniLmEmbedder
 
 ENV_VARIABLE = "EMBEDDING_MODEL_DIR"
 BUNDLED_DIR = Path(__file__).resolve().parent / "models" / "minilm"  # written by infra/bundling.py
@@ -49,6 +52,8 @@ class MemoEmbedder:
             return self.inner.embed(texts)
         with self._lock:
             missing = [text for text in dict.fromkeys(texts) if text not in self._vectors]
+        import numpy as np
+
         if missing:
             vectors = self.inner.embed(missing)
             with self._lock:
@@ -58,6 +63,8 @@ class MemoEmbedder:
 
 
 def _load(directory: Path) -> MiniLmEmbedder | None:
+    from functions.common.minilm import MiniLmEmbedder
+
     if (directory / "model.safetensors").is_file():
         return MiniLmEmbedder.from_model_dir(directory)
     if all((directory / name).is_file() for name in ARTIFACT_FILES):

@@ -87,3 +87,37 @@ class RetryableStepError(DomainError):
     """Raised by a step handler for a transient failure; the state machine retries it."""
 
     code = "RETRYABLE"
+
+
+# An AWS service the API stores in (DynamoDB, S3, Step Functions, ...) that is throttling, failing or out
+# of reach is an upstream outage: the API answers 503 with a clear body, not a bare 500.
+AWS_OUTAGE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "Throttling",
+        "ThrottledException",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+        "SlowDown",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "InternalServerError",
+        "InternalError",
+        "InternalFailure",
+        "RequestTimeout",
+        "RequestTimeoutException",
+    }
+)
+
+
+def aws_outage(exc: BaseException) -> str | None:
+    """What failed, when `exc` is botocore's report of an AWS outage (throttling, a 5xx, no connection);
+    None for anything else (a ClientError that is our bug stays a 500). botocore is not imported here."""
+    if not type(exc).__module__.startswith("botocore"):
+        return None
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):  # a ClientError (or its generated subclasses)
+        code = str(response.get("Error", {}).get("Code", ""))
+        return code if code in AWS_OUTAGE_CODES else None
+    return type(exc).__name__  # EndpointConnectionError, ReadTimeoutError, ...

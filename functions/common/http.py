@@ -18,16 +18,17 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urljoin
 
 import httpcore
 import httpx
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_random_exponential
 
 from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
 from functions.common.settings import Settings, get_settings
+
+if TYPE_CHECKING:  # tenacity is imported by the first request that retries (bench/cold_start.py)
+    from tenacity import RetryCallState
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -237,6 +238,8 @@ class HttpClient:
                 raise _TransientStatus(response)
             return response
 
+        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(attempts),
             wait=self._wait,
@@ -304,6 +307,8 @@ class HttpClient:
             await response.aclose()
 
     def _wait(self, state: RetryCallState) -> float:
+        from tenacity.wait import wait_random_exponential
+
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, _TransientStatus):
             hinted = retry_after_seconds(exc.response.headers)

@@ -13,11 +13,15 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from functions.common.errors import FetchError, UpstreamError
-from functions.common.http import HttpClient
 from functions.common.settings import Settings, get_settings
+
+# The HTTP client (httpcore, h11, h2, tenacity) is imported by the first completion, not with this module:
+# every API handler imports the LLM port through metering, and most routes never call a model.
+if TYPE_CHECKING:
+    from functions.common.http import HttpClient
 
 DEFAULT_BEDROCK_MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -268,6 +272,8 @@ class OpenAiCompatibleProvider:
         if self._http is not None:
             yield self._http
             return
+        from functions.common.http import HttpClient
+
         client = HttpClient(self._settings)
         try:
             yield client

@@ -10,9 +10,11 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from functions.common.untrusted import clean_untrusted
 
 _DOI = re.compile(r"10\.\d{4,9}/\S+", re.IGNORECASE)
 # arXiv's DataCite DOIs ("10.48550/arxiv.2101.01234"): the arXiv id says more.
@@ -27,6 +29,15 @@ def normalise_doi(value: str | None) -> str | None:
         return None
     match = _DOI.search(value.strip())
     return match.group(0).rstrip(".,;").lower() if match else None
+
+
+def _untrusted(value: Any) -> Any:
+    """Text fields read from papers and upstream APIs, cleaned (see functions.common.untrusted)."""
+    if isinstance(value, str):
+        return clean_untrusted(value)
+    if isinstance(value, list):
+        return [clean_untrusted(item) if isinstance(item, str) else item for item in value]
+    return value
 
 
 def short_hash(value: str, length: int = 8) -> str:
@@ -57,6 +68,8 @@ class Paper(BaseModel):
     relevance_score: float = 0.0  # 0..1, comparable across connectors
     quality_score: float = 0.0  # 0..1, from citations, venue and recency
 
+    _clean = field_validator("title", "abstract", "authors", "venue", mode="after")(_untrusted)
+
     @property
     def canonical_id(self) -> str:
         """arXiv id, else DOI, else a hash of the URL: the key of caches and de-duplication."""
@@ -77,6 +90,8 @@ class EvidenceQuote(BaseModel):
     section: str | None = None  # section context, e.g. "Results"
     kind: str = "quote"  # "finding", "method", "limitation", "future_work", "quote"
     relevance_score: float = 0.0
+
+    _clean = field_validator("quote", "section", mode="after")(_untrusted)
 
 
 class ExtractedPaper(BaseModel):
@@ -104,6 +119,18 @@ class ExtractedPaper(BaseModel):
     identifiers: dict[str, str] = Field(default_factory=dict)  # "doi", "arxiv_id"
     # Where each of title/authors/abstract/year/venue came from: "layout" or a registry's name.
     metadata_sources: dict[str, str] = Field(default_factory=dict)
+
+    _clean = field_validator(
+        "title",
+        "authors",
+        "abstract",
+        "key_findings",
+        "methodology",
+        "citations",
+        "sections",
+        "venue",
+        mode="after",
+    )(_untrusted)
 
 
 @dataclass(frozen=True, slots=True)

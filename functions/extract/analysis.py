@@ -9,8 +9,6 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from rapidfuzz import fuzz
-
 from functions.common.models import EvidenceQuote
 from functions.extract import authors
 from functions.extract.frontmatter import (
@@ -246,6 +244,8 @@ def _usable_meta_title(value: str) -> str:
 
 
 def _title(sized: list[SizedLine], lines: list[Line], metadata: dict[str, str], front_page: int) -> str:
+    from rapidfuzz import fuzz  # on first use, not with the handler (bench/cold_start.py)
+
     front_text = " ".join(line.text for line in lines if line.page == front_page)
     # Embedded titles are often junk ("Microsoft Word - paper.docx"): used only when the page shows them.
     for key in (XMP_TITLE, "Title", "title"):
@@ -558,6 +558,8 @@ def _finding_score(sentence: Sentence, terms: set[str], kinds: set[str]) -> floa
 
 
 def _pick_findings(sentences: list[Sentence]) -> list[Sentence]:
+    from rapidfuzz import fuzz  # on first use, not with the handler (bench/cold_start.py)
+
     ranked = sorted(
         (
             s

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Path, Request, UploadFile
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
@@ -31,11 +31,12 @@ from functions.search.config import SearchSettings
 
 ELEMENTS = ("title", "abstract", "key_findings", "methodology", "conclusions", "citations", "evidence")
 UPLOAD_CHUNK = 1024 * 1024
+DOCUMENT_ID_MAX_CHARS = 80
 
 
 class ExtractionParameters(BaseModel):
     focus_areas: list[str] = Field(default_factory=list, max_length=20)
-    required_elements: list[str] | None = None
+    required_elements: list[Annotated[str, Field(json_schema_extra={"enum": list(ELEMENTS)})]] | None = None
     max_length: int = Field(default=5000, ge=200, le=100_000)
 
     @field_validator("required_elements")
@@ -196,8 +197,14 @@ async def upload_document(
 
 
 @documents_router.get("/v1/documents/{document_id}")
-async def get_document(document_id: str, service: ServiceDep, team: TeamId) -> dict[str, Any]:
-    if not document_id.startswith("doc-") or len(document_id) > 80:
+async def get_document(
+    document_id: Annotated[
+        str, Path(json_schema_extra={"pattern": "^doc-", "maxLength": DOCUMENT_ID_MAX_CHARS})
+    ],
+    service: ServiceDep,
+    team: TeamId,
+) -> dict[str, Any]:
+    if not document_id.startswith("doc-") or len(document_id) > DOCUMENT_ID_MAX_CHARS:
         raise InvalidInput(f"not a document id: {document_id!r}", field="document_id")
     record = await asyncio.to_thread(service.get_document, team, document_id)
     if record is None:

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import (
     DomainError,
@@ -20,6 +21,7 @@ from functions.common.errors import (
     InvalidInput,
     NotFound,
     Unauthorized,
+    aws_outage,
 )
 from functions.extract.errors import DocumentTooLarge, UnprocessableDocument
 
@@ -68,6 +70,30 @@ def error_response(request: Request, exc: Exception) -> JSONResponse:
         return _trust_error(404, "not_found", exc.message)
     if isinstance(exc, NotFound | FetchError):
         return _agent_error(404, "SOURCE_UNAVAILABLE", f"Failed to fetch content from URL: {exc.message}")
+    if isinstance(exc, StarletteHTTPException):  # e.g. a body that cannot be parsed at all (400)
+        if trust:
+            code = (
+                "invalid_request"
+                if exc.status_code == 400
+                else "not_found"
+                if exc.status_code == 404
+                else "error"
+            )
+            return _trust_error(exc.status_code, code, str(exc.detail))
+        code = (
+            "INVALID_REQUEST"
+            if exc.status_code == 400
+            else "NOT_FOUND"
+            if exc.status_code == 404
+            else "HTTP_ERROR"
+        )
+        return _agent_error(exc.status_code, code, str(exc.detail))
+    outage = aws_outage(exc)
+    if outage is not None:  # S3/DynamoDB throttling or out of reach: an upstream outage, not our fault
+        message = f"a storage service is unavailable ({outage}); retry shortly"
+        if trust:
+            return _trust_error(503, "upstream_unavailable", message)
+        return _agent_error(503, "SERVICE_UNAVAILABLE", message)
     message = exc.message if isinstance(exc, DomainError) else "internal error"
     if trust:
         return _trust_error(500, "internal_error", message)
@@ -80,3 +106,5 @@ def install_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(RequestValidationError, handle)
     app.add_exception_handler(DomainError, handle)
+    app.add_exception_handler(StarletteHTTPException, handle)
+    app.add_exception_handler(Exception, handle)  # the family's JSON body for the rest, never a bare 500

@@ -21,8 +21,6 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from rapidfuzz import fuzz
-
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
 from functions.extract.frontmatter import clean_abstract
@@ -129,6 +127,8 @@ def surname(name: str) -> str:
 
 
 def titles_match(a: str, b: str, threshold: float = TITLE_MATCH) -> bool:
+    from rapidfuzz import fuzz  # on first use, not with the handler (bench/cold_start.py)
+
     x, y = normalised_title(a), normalised_title(b)
     return bool(x and y) and fuzz.ratio(x, y) >= threshold
 
@@ -140,6 +140,8 @@ def about_this_paper(work: WorkMetadata, layout: LayoutFacts) -> bool:
         return False
     if layout.title and titles_match(work.title, layout.title, 85):
         return True
+    from rapidfuzz import fuzz
+
     title, text = normalised_title(work.title), normalised_title(layout.front_text)
     return bool(title and text) and fuzz.partial_ratio(title, text) >= TITLE_ON_PAGE
 

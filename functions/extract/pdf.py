@@ -25,6 +25,7 @@ from typing import Any
 import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
 
+from functions.common.untrusted import clean_untrusted
 from functions.extract.identifiers import embedded_hints
 
 DEFAULT_MAX_PAGES = 300
@@ -125,7 +126,7 @@ def normalise_text(raw: str, *, join_hyphens: bool = False) -> str:
     text = unicodedata.normalize("NFKC", text)
     if join_hyphens:
         text = _HARD_HYPHEN_BREAK.sub("", text)
-    text = _CONTROL.sub("", text)
+    text = _CONTROL.sub("", clean_untrusted(text))  # untrusted: markup and escape sequences too
     lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
     return "\n".join(line for line in lines if line)
 

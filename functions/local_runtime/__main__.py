@@ -9,6 +9,7 @@ import uvicorn
 
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.local_runtime.aws import EmbeddedAws
+from functions.local_runtime.durable import state_dir_from_env
 from functions.local_runtime.gateway import Gateway, load_function_apps
 from functions.local_runtime.scheduler import start_local_scheduler
 
@@ -17,10 +18,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument(
+        "--state-dir",
+        default=None,
+        help="where data is kept across restarts (default: LOCAL_STATE_DIR; set it empty to keep nothing)",
+    )
     args = parser.parse_args()
+    state_dir = args.state_dir if args.state_dir is not None else state_dir_from_env()
+    state_dir = state_dir or None  # "" keeps everything in memory
 
-    with EmbeddedAws() as aws:
+    with EmbeddedAws(state_dir=state_dir) as aws:
         gateway = Gateway(load_function_apps())
+        if state_dir is None:
+            print("state kept in memory only: LOCAL_STATE_DIR=<dir> keeps it across restarts", flush=True)
+        else:
+            print(f"state kept in {state_dir}: restored {aws.restored}", flush=True)
+            if aws.interrupted_jobs:
+                print(
+                    f"{len(aws.interrupted_jobs)} job(s) were running when the runtime stopped: now FAILED",
+                    flush=True,
+                )
         print(f"embedded AWS ready: state machines {sorted(aws.state_machine_arns)}", flush=True)
         print(
             f"serving every API on http://{args.host}:{args.port} (docs at /docs); Ctrl-C stops", flush=True

@@ -14,6 +14,7 @@ import re
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -23,7 +24,7 @@ from moto import mock_aws
 from functions.common import resources
 from functions.common.aws import reset_clients
 from functions.common.settings import get_settings, reset_settings_cache
-from functions.local_runtime import dynamodb_atomic, lambda_adapter
+from functions.local_runtime import durable, dynamodb_atomic, lambda_adapter, s3_atomic
 
 REGION = "us-east-1"
 _FAKE_CREDENTIALS = {
@@ -56,9 +57,16 @@ class EmbeddedAws:
         default_factory=lambda: resources.STATE_MACHINES
     )
     extra_environment: Mapping[str, str] = field(default_factory=dict)
+    # Where DynamoDB items, S3 objects and schedules are kept across restarts (functions/local_runtime/
+    # durable.py); None keeps everything in memory only, as the tests' runtimes do.
+    state_dir: str | Path | None = None
+    restored: dict[str, int] = field(default_factory=dict, init=False)  # what the last start loaded
+    interrupted_jobs: list[str] = field(default_factory=list, init=False)  # "team/job" failed at start
+    restore_seconds: float = field(default=0.0, init=False)  # loading the kept state, in the last start
     state_machine_arns: dict[str, str] = field(default_factory=dict, init=False)
     function_arns: dict[str, str] = field(default_factory=dict, init=False)
     _mock: Any = field(default=None, init=False)
+    _state: durable.LocalState | None = field(default=None, init=False)
     _saved_env: dict[str, str | None] = field(default_factory=dict, init=False)
 
     def __enter__(self) -> EmbeddedAws:
@@ -79,20 +87,35 @@ class EmbeddedAws:
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         lambda_adapter.install()
+        if self.state_dir is not None:
+            durable.install()  # before dynamodb_atomic: its lock then wraps the journal's read-back
         dynamodb_atomic.install()
+        s3_atomic.install()
         self._create_storage()
         self._create_functions()
         self._create_state_machines()
         if len(self.state_machine_arns) == 1:
             self._set_env({"STATE_MACHINE_ARN": next(iter(self.state_machine_arns.values()))})
             reset_settings_cache()
+        if self.state_dir is not None:
+            self._state = durable.LocalState(Path(self.state_dir))
+            self.restored = self._state.load()
+            self.restore_seconds = self._state.load_seconds
+            # executions do not survive a restart: jobs they were running end FAILED, now, not on a read
+            self.interrupted_jobs = durable.fail_interrupted_jobs()
 
     def stop(self) -> None:
+        durable.deactivate()  # nothing a lingering execution thread writes now reaches the journal
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
         lambda_adapter.uninstall()
         dynamodb_atomic.uninstall()
+        s3_atomic.uninstall()
+        durable.uninstall()
+        if self._state is not None:
+            self._state.close()
+            self._state = None
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)

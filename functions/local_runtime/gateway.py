@@ -22,6 +22,7 @@ Team tokens, as the API Gateway authorizer (`functions/teams/authorizer.py`) enf
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import importlib
 import os
@@ -61,15 +62,43 @@ def merged_openapi(apps: dict[str, FastAPI]) -> dict[str, Any]:
         "paths": {},
         "components": {"schemas": {}},
     }
+    merged: dict[str, Any] = spec["components"]["schemas"]
     for name, app in apps.items():
-        own = app.openapi()
+        own = copy.deepcopy(app.openapi())
+        schemas = own.get("components", {}).get("schemas", {})
+        # two apps may name different schemas alike (search's and the knowledge base's SearchResult):
+        # the later one is renamed `<App><Name>` and its references follow, so neither is misdescribed
+        renames = {
+            key: f"{name.capitalize()}{key}"
+            for key, schema in schemas.items()
+            if key in merged and merged[key] != schema
+        }
+        if renames:
+            own = _rename_refs(own, renames)
+            schemas = {renames.get(key, key): schema for key, schema in own["components"]["schemas"].items()}
         for path, item in own.get("paths", {}).items():
             for operation in item.values():
                 if isinstance(operation, dict):
                     operation.setdefault("tags", [name])
             spec["paths"][path] = item
-        spec["components"]["schemas"].update(own.get("components", {}).get("schemas", {}))
+        merged.update(schemas)
     return spec
+
+
+def _rename_refs(node: Any, renames: dict[str, str]) -> Any:
+    if isinstance(node, dict):
+        out = {key: _rename_refs(value, renames) for key, value in node.items()}
+        ref = out.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_SCHEMA_REF):
+            target = ref[len(_SCHEMA_REF) :]
+            out["$ref"] = _SCHEMA_REF + renames.get(target, target)
+        return out
+    if isinstance(node, list):
+        return [_rename_refs(value, renames) for value in node]
+    return node
+
+
+_SCHEMA_REF = "#/components/schemas/"
 
 
 def _docs_paths(app: FastAPI) -> set[str]:

@@ -35,8 +35,13 @@ _DESCRIPTIVE = frozenset({"pk", "sk", "team_id", "job_id", "depth", "max_cost_us
 
 
 def _number(value: float) -> Decimal:
-    """A counter amount as DynamoDB stores it (12 decimals: far below a millionth of a cent)."""
-    return Decimal(repr(round(float(value), 12)))
+    """A counter amount as DynamoDB stores it (12 decimals: far below a millionth of a cent).
+
+    Under a millionth, str() of a Decimal is exponent-only ("8E-7"): DynamoDB accepts it, but moto's
+    ADD (the embedded runtime) reads a number without a point as an int and fails the whole update, so
+    such amounts keep a point ("8.0000000E-7", the same number)."""
+    number = Decimal(repr(round(float(value), 12)))
+    return number.quantize(Decimal("1e-13")) if number and number.adjusted() < -6 else number
 
 
 def _add_expression(

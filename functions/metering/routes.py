@@ -27,7 +27,13 @@ def get_reports() -> UsageReports:
 
 
 Reports = Annotated[UsageReports, Depends(get_reports)]
-Month = Annotated[str | None, Query(description="YYYY-MM (UTC); default the current month")]
+Month = Annotated[
+    str | None,
+    Query(
+        description="YYYY-MM (UTC); default the current month",
+        json_schema_extra={"pattern": r"^(?:|\d{4}-(?:0[1-9]|1[0-2]))$"},
+    ),
+]
 
 
 @router.get("/usage", summary="The calling team's metered usage and AWS cost for one month")
@@ -35,7 +41,16 @@ def usage(team: TeamId, reports: Reports, month: Month = None) -> dict[str, Any]
     return reports.month(team, month)
 
 
-@router.get("/usage.csv", summary="The calling team's usage for one month as CSV (charge-back)")
+class CsvResponse(Response):
+    media_type = "text/csv"
+
+
+@router.get(
+    "/usage.csv",
+    summary="The calling team's usage for one month as CSV (charge-back)",
+    response_class=CsvResponse,
+    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
+)
 def usage_csv(team: TeamId, reports: Reports, month: Month = None) -> Response:
     body = reports.csv(team, month)
     return Response(

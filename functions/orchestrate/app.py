@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functions.common.api import create_app
 from functions.common.observability import get_logger
+from functions.common.openapi import document_errors
 from functions.metering.routes import router as usage_router
-from functions.orchestrate.errors import install_error_handlers
+from functions.orchestrate.errors import AgentError, install_error_handlers
 from functions.orchestrate.routes import router as agent_router
 from functions.schedules.routes import router as schedule_router
 from functions.webhooks.routes import router as webhooks_router
@@ -19,4 +20,27 @@ app = create_app(
     routers=[agent_router, schedule_router, webhooks_router, usage_router],
     logger=logger,
     install_error_handlers=install_error_handlers,
+)
+
+# The agent API's errors (functions/orchestrate/errors.py): 400 validation, 402 the team's budget, 404
+# unknown job/schedule/artifact, 409 a job not finished or not at a checkpoint (or an Idempotency-Key
+# in use), 503 the workflow, the scheduler or a storage service (DynamoDB, S3) could not be reached.
+document_errors(
+    app,
+    {
+        "POST /api/agent/execute": (AgentError, [400, 402, 409, 503]),
+        "GET /api/agent/status/{job_id}": (AgentError, [404, 503]),
+        "GET /api/agent/results/{job_id}": (AgentError, [404, 409, 503]),
+        "GET /api/agent/results/{job_id}/artifacts/{name}": (AgentError, [404, 409, 503]),
+        "POST /api/agent/checkpoint/{job_id}/approve": (AgentError, [400, 404, 409, 503]),
+        "POST /api/agent/checkpoint/{job_id}/abort": (AgentError, [400, 404, 409, 503]),
+        "GET /api/schedules": (AgentError, [503]),
+        "POST /api/schedules": (AgentError, [400, 503]),
+        "GET /api/schedules/{schedule_id}": (AgentError, [404, 503]),
+        "DELETE /api/schedules/{schedule_id}": (AgentError, [404, 503]),
+        "GET /api/webhooks/deliveries": (AgentError, [400, 404, 503]),
+        "GET /api/usage": (AgentError, [400, 503]),
+        "GET /api/usage.csv": (AgentError, [400, 503]),
+        "GET /api/usage/jobs/{job_id}": (AgentError, [404, 503]),
+    },
 )

@@ -15,6 +15,9 @@ class WorkflowSettings(BaseSettings):
     # Per-source extraction budget; stays under the 45 s Task timeout so the step, not Step Functions,
     # records a slow source as timed out (tests shorten it to keep the suite fast).
     extract_budget_seconds: float = 38.0
+    # The Synthesize step's time for model calls (writer, then judge), inside the same 45 s timeout: a
+    # slow model falls back to the extractive writer and lexical verification instead of failing the job.
+    synthesis_llm_budget_seconds: float = 30.0
     # Extract Map's MaxConcurrency (passed to the state machine through MaxConcurrencyPath).
     extract_max_concurrency: int = 16
     search_max_concurrency: int = 20

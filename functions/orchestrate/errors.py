@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import (
@@ -17,12 +18,24 @@ from functions.common.errors import (
     RateLimited,
     Unauthorized,
     UpstreamError,
+    aws_outage,
 )
 from functions.common.observability import get_logger
 from functions.metering.budget import BudgetExceeded
 from functions.orchestrate.jobs import JobNotFinished
 
 logger = get_logger("orchestrate")
+
+
+class AgentError(BaseModel):
+    """The agent API's error body (`/api/agent/*`, `/api/tools/extract`, `/api/schedules`, `/api/webhooks`,
+    `/api/usage*`): `{"error": CODE, "message": ..., "field": ...}`; a 429 carries `retry_after`."""
+
+    model_config = ConfigDict(extra="allow")
+    error: str
+    message: str | None = None
+    field: str | None = None
+    retry_after: int | None = None
 
 
 def _body(code: str, message: str, **extra: Any) -> dict[str, Any]:
@@ -67,6 +80,11 @@ def error_response(exc: Exception) -> JSONResponse:
     if isinstance(exc, StarletteHTTPException):
         code = "NOT_FOUND" if exc.status_code == 404 else "HTTP_ERROR"
         return JSONResponse(status_code=exc.status_code, content=_body(code, str(exc.detail)))
+    outage = aws_outage(exc)
+    if outage is not None:
+        logger.warning("AWS outage", reason=outage)
+        message = f"a storage service is unavailable ({outage}); retry shortly"
+        return JSONResponse(status_code=503, content=_body("SERVICE_UNAVAILABLE", message))
     logger.exception("unhandled error")
     return JSONResponse(status_code=500, content=_body("INTERNAL_ERROR", "an internal error occurred"))
 

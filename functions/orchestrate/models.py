@@ -77,6 +77,11 @@ PHASE_DESCRIPTIONS: dict[JobStatus, str] = {
 }
 
 
+MIN_COST_USD, MAX_COST_USD = 0.000001, 1_000_000_000.0  # a micro-dollar .. a billion dollars
+# what `_meaningful` checks, stated in the OpenAPI document: at least 10 non-blank characters
+RESEARCH_GOAL_PATTERN = r"(?:\S\s*){10}"
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -101,7 +106,8 @@ class ScopeParameters(_Strict):
     min_sources: int | None = Field(default=None, ge=1, le=50)
     # Extension: a hard budget in USD (docs/usage.md): the job takes on no work that would exceed it and
     # finishes PARTIAL with a BUDGET_REACHED decision naming what it skipped.
-    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    # bounded so that DynamoDB can store it (beyond 1e125 or below 1e-130 its numbers overflow: a 500)
+    max_cost_usd: float | None = Field(default=None, ge=MIN_COST_USD, le=MAX_COST_USD, allow_inf_nan=False)
 
     @property
     def target_sources(self) -> int:
@@ -109,7 +115,9 @@ class ScopeParameters(_Strict):
 
 
 class ExecuteRequest(_Strict):
-    research_goal: str = Field(min_length=10, max_length=500)
+    research_goal: str = Field(
+        min_length=10, max_length=500, json_schema_extra={"pattern": RESEARCH_GOAL_PATTERN}
+    )
     scope_parameters: ScopeParameters = Field(default_factory=ScopeParameters)
     # Extension: receives the job's completion as a signed POST (functions/webhooks, docs/living-reviews.md).
     callback_url: str | None = Field(default=None, max_length=2048)
@@ -128,7 +136,7 @@ class ExecuteRequest(_Strict):
     @classmethod
     def _meaningful(cls, value: str) -> str:
         stripped = " ".join(value.split())
-        if len(stripped) < 10:
+        if sum(not char.isspace() for char in stripped) < 10:
             raise ValueError("research_goal must have at least 10 non-blank characters")
         return stripped
 

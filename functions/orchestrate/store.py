@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 JOB_SK = "JOB"
 IDEMPOTENCY_SK = "IDEMPOTENCY"
+# The names of the `once` writes applied to a job (a string set on its record, never returned).
+APPLIED_WRITES = "applied_writes"
 EVENT_SOURCE = "research.agent"
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 
@@ -72,6 +74,7 @@ class JobStore(Protocol):
         set_fields: dict[str, Any] | None = None,
         add_counters: dict[str, int] | None = None,
         append: dict[str, list[Any]] | None = None,
+        once: str | None = None,
     ) -> bool: ...
 
     def claim_idempotency_key(self, team_id: str, key: str, job_id: str, fingerprint: str) -> str | None: ...
@@ -98,6 +101,7 @@ class DynamoDbJobStore:
         if not item:
             return None
         found: dict[str, Any] = from_dynamo(dict(item))
+        found.pop(APPLIED_WRITES, None)  # bookkeeping of `once` writes, not part of the job
         return found
 
     def update(
@@ -109,10 +113,13 @@ class DynamoDbJobStore:
         set_fields: dict[str, Any] | None = None,
         add_counters: dict[str, int] | None = None,
         append: dict[str, list[Any]] | None = None,
+        once: str | None = None,
     ) -> bool:
         """Apply one update if the job exists, is not terminal and would not move backwards.
 
-        Returns False (and changes nothing) when the condition fails.
+        `once` names the write (e.g. "extract:src-1"): a repeat of a write with that name, as when Step
+        Functions retries a step that had already done its work, changes nothing, so counters and
+        audit entries are never added twice. Returns False (and changes nothing) when the condition fails.
         """
         names: dict[str, str] = {"#pk": "pk", "#rank": "status_rank"}
         values: dict[str, Any] = {":terminal": TERMINAL_RANK}
@@ -133,6 +140,12 @@ class DynamoDbJobStore:
             names[f"#a{index}"] = name
             values[f":a{index}"] = amount
             adds.append(f"#a{index} :a{index}")
+        if once is not None:
+            names["#once"] = APPLIED_WRITES
+            values[":once"] = once
+            values[":onceset"] = {once}
+            adds.append("#once :onceset")
+            condition += " AND (attribute_not_exists(#once) OR NOT contains(#once, :once))"
         if append:
             values[":empty"] = []
         for index, (name, items) in enumerate((append or {}).items()):
@@ -198,6 +211,7 @@ class InMemoryJobStore:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}
         self.keys: dict[tuple[str, str], tuple[str, str]] = {}
+        self.applied: dict[tuple[str, str], set[str]] = {}
         self._lock = threading.Lock()
 
     def create(self, item: dict[str, Any]) -> bool:
@@ -222,10 +236,14 @@ class InMemoryJobStore:
         set_fields: dict[str, Any] | None = None,
         add_counters: dict[str, int] | None = None,
         append: dict[str, list[Any]] | None = None,
+        once: str | None = None,
     ) -> bool:
         with self._lock:
             item = self.items.get((team_id, job_id))
             if item is None or item["status_rank"] >= TERMINAL_RANK:
+                return False
+            applied = self.applied.setdefault((team_id, job_id), set())
+            if once is not None and once in applied:
                 return False
             if status is not None:
                 if item["status_rank"] > status.rank:
@@ -236,6 +254,8 @@ class InMemoryJobStore:
                 item[name] = item.get(name, 0) + amount
             for name, items in (append or {}).items():
                 item[name] = item.get(name, []) + json.loads(json.dumps(items, default=str))
+            if once is not None:
+                applied.add(once)
             return True
 
     def claim_idempotency_key(self, team_id: str, key: str, job_id: str, fingerprint: str) -> str | None:

@@ -23,13 +23,13 @@ from functions.orchestrate.store import (
 )
 from functions.research.planning import CONNECTORS, connector_syntax
 from functions.search.config import SearchSettings
-from functions.search.connectors import REGISTRY
-from functions.search.connectors.base import ConnectorContext
-from functions.search.models import PaperQuery
-from functions.search.service import SearchService
 
 if TYPE_CHECKING:
     from functions.orchestrate.workflow import Workflow
+    from functions.search.service import SearchService
+
+# The search connectors and service (and through them the HTTP client: httpcore, h11, h2) are imported
+# where a route or step first uses them, not with the job API's handler (bench/cold_start.py).
 
 _SECRET_PARAMS = frozenset({"api_key", "mailto", "key"})
 
@@ -43,6 +43,10 @@ def upstream_query(
     limit: int,
 ) -> str:
     """The request a search connector sends for this query, in its upstream syntax."""
+    from functions.search.connectors import REGISTRY
+    from functions.search.connectors.base import ConnectorContext
+    from functions.search.models import PaperQuery
+
     try:
         instance: Any = REGISTRY[connector](ConnectorContext())
         request = instance.build_request(
@@ -62,6 +66,8 @@ def upstream_query(
 
 
 def configured_connectors() -> tuple[str, ...]:
+    from functions.search.connectors import REGISTRY
+
     try:
         names = SearchSettings().connector_names or list(REGISTRY)
         return tuple(name for name in names if name in REGISTRY)
@@ -93,6 +99,8 @@ _search_service: tuple[Settings, SearchService] | None = None
 def shared_search_service() -> SearchService:
     """One search service per container and settings, so that circuit breakers and per-loop HTTP
     clients outlive a single step invocation (as they do in the search API function)."""
+    from functions.search.service import SearchService
+
     global _search_service
     settings = get_settings()
     if _search_service is None or _search_service[0] is not settings:

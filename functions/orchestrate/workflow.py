@@ -194,6 +194,7 @@ class Workflow:
             append={
                 "audit": [audit_event("PLANNING", "PLAN_CREATED", f"{len(plan.queries)} queries planned")]
             },
+            once="plan",  # a retried step writes its entries once
         )
         self.jobs.update(
             team_id,
@@ -206,6 +207,7 @@ class Workflow:
                     f"{len(plan.queries)} database queries"
                 ]
             },
+            once="plan:searching",
         )
         self._trace(
             team_id,
@@ -268,6 +270,7 @@ class Workflow:
                 team_id,
                 job_id,
                 add_counters={"queries_done": 1, "queries_failed": 1},
+                once=f"search:{query.query_id}",  # a retried step counts its query once
                 append={
                     "audit": [
                         audit_event("SEARCHING", "CONNECTOR_FAILED", f"{query.connector}: {exc.message}")
@@ -299,6 +302,7 @@ class Workflow:
             job_id,
             add_counters={"queries_done": 1, "hits_found": len(outcome.papers)},
             append=appended,
+            once=f"search:{query.query_id}",
         )
         self._trace(
             team_id,
@@ -354,6 +358,7 @@ class Workflow:
                 job_id,
                 set_fields={"refined": True},
                 add_counters={"queries_total": len(queries)},
+                once="refine",
                 append={
                     "decisions": [
                         decision(
@@ -430,6 +435,7 @@ class Workflow:
                     )
                 ],
             },
+            once="screen",  # a retried step writes its decisions and entries once
         )
         self._trace(
             team_id,
@@ -548,6 +554,7 @@ class Workflow:
                 team_id,
                 job_id,
                 add_counters={"extract_done": 1, "extract_failed": 1},
+                once=f"extract:{source_id}",  # a retried step counts its source once
                 append={"audit": [audit_event("EXTRACTING", event_name, f"{url}: {reason}")]},
             )
             self._trace(
@@ -563,7 +570,9 @@ class Workflow:
             return {**base, "success": False, "failure_reason": reason, "unavailable": no_open_full_text}
         key = f"payloads/{team_id}/{job_id}/extracted/{source_id}.json"
         put_json(self.data, key, paper.model_dump(mode="json"))
-        self.jobs.update(team_id, job_id, add_counters={"extract_done": 1, "extract_ok": 1})
+        self.jobs.update(
+            team_id, job_id, add_counters={"extract_done": 1, "extract_ok": 1}, once=f"extract:{source_id}"
+        )
         self._trace(
             team_id,
             job_id,
@@ -627,7 +636,14 @@ class Workflow:
                 )
         budget_reason = self._over_budget(team_id, job_id, "synthesize", "synthesis", sources=len(sources))
         if budget_reason is None:
-            result = self.run(synthesize(plan, sources, provider=self.llm()))
+            result = self.run(
+                synthesize(
+                    plan,
+                    sources,
+                    provider=self.llm(),
+                    llm_budget_seconds=self.settings.synthesis_llm_budget_seconds,
+                )
+            )
         else:  # skipped: an empty synthesis that says why
             result = self.run(synthesize(plan, [], provider=None))
             result.refusal_reason = f"Synthesis skipped: {budget_reason}"
@@ -652,6 +668,7 @@ class Workflow:
                     f"Synthesised {len(result.primary_themes)} themes from {len(result.evidence)} evidence quotes"
                 ],
             },
+            once="synthesize",
         )
         self._trace(
             team_id,

@@ -2,29 +2,55 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+from pydantic.config import JsonDict
 
-from functions.rag.model import EntityType, RelationType
+from functions.common.validation import JsonStrictInt
+from functions.rag.model import (
+    CHUNK_PREFIX,
+    CITATION_PREFIX,
+    LOOKUP_TYPES,
+    EntityType,
+    RelationType,
+)
 
 QUERY_MIN_LENGTH = 3
 QUERY_MAX_LENGTH = 1000
 K_MIN, K_MAX, K_DEFAULT = 1, 20, 5
 MAX_DOCUMENT_IDS = 50
 
+# What the validation enforces, stated in the OpenAPI document (the messages stay the seed's, from
+# functions/rag/errors.py, so these are documentation, not a second validation):
+# a query is 3..1000 characters once stripped of surrounding whitespace, at most 1000 as sent;
+QUERY_PATTERN = r"^\s*\S[\s\S]+\S\s*$"  # with minLength 3: at least 3 characters once stripped
+QUERY_SCHEMA: JsonDict = {
+    "minLength": QUERY_MIN_LENGTH,
+    "maxLength": QUERY_MAX_LENGTH,
+    "pattern": QUERY_PATTERN,
+}
+# a document id is <type>_<number> (functions/rag/model.py `canonical_document_id`);
+_ID_PREFIXES = sorted({*(t.value for t in EntityType), "algo", CHUNK_PREFIX, CITATION_PREFIX})
+DOCUMENT_ID_SCHEMA_PATTERN = r"^\s*(?:" + "|".join(_ID_PREFIXES) + r")_[0-9A-Za-z]+(?:_[0-9A-Za-z]+)*\s*$"
+# GET /entity/{entity_type}/{number}: the seed's four types, numbers X.Y (functions/rag/model.py).
+ENTITY_TYPE_SCHEMA: JsonDict = {"enum": list(LOOKUP_TYPES)}
+ENTITY_NUMBER_PATTERN = r"^(?:[0-9]+|[A-Z])\.[0-9]+$"
+
 
 class SearchFiltersBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    chapter: StrictStr | StrictInt | None = Field(default=None, description='Chapter number, e.g. "4"')
+    chapter: StrictStr | JsonStrictInt | None = Field(default=None, description='Chapter number, e.g. "4"')
     section: StrictStr | None = Field(default=None, description='Section number; "4.1" also matches 4.1.x')
-    page_number: StrictInt | None = Field(default=None, description="Printed page number")
+    page_number: JsonStrictInt | None = Field(default=None, description="Printed page number")
 
 
 class SemanticSearchRequest(BaseModel):
-    query: StrictStr = Field(description="Natural-language query (3 to 1000 characters)")
-    k: StrictInt = Field(default=K_DEFAULT, ge=K_MIN, le=K_MAX)
+    query: StrictStr = Field(
+        description="Natural-language query (3 to 1000 characters)", json_schema_extra=QUERY_SCHEMA
+    )
+    k: JsonStrictInt = Field(default=K_DEFAULT, ge=K_MIN, le=K_MAX)
     traverse_types: list[EntityType] | None = Field(
         default=None, description="Restrict results to these entity types"
     )
@@ -36,7 +62,7 @@ class SemanticSearchRequest(BaseModel):
         stripped = value.strip()
         if len(stripped) < QUERY_MIN_LENGTH:
             raise ValueError(f"query must be at least {QUERY_MIN_LENGTH} characters")
-        if len(stripped) > QUERY_MAX_LENGTH:
+        if len(value) > QUERY_MAX_LENGTH:
             raise ValueError(f"query must be at most {QUERY_MAX_LENGTH} characters")
         return stripped
 
@@ -68,7 +94,9 @@ class SemanticSearchResponse(BaseModel):
 
 
 class ExpandGraphRequest(BaseModel):
-    document_ids: list[StrictStr] = Field(min_length=1, max_length=MAX_DOCUMENT_IDS)
+    document_ids: list[
+        Annotated[StrictStr, Field(json_schema_extra={"pattern": DOCUMENT_ID_SCHEMA_PATTERN})]
+    ] = Field(min_length=1, max_length=MAX_DOCUMENT_IDS)
     traverse_types: list[RelationType] | None = None
 
 
@@ -94,8 +122,13 @@ class EntityResponse(EntityFields):
     cited_by: list[str]
 
 
-class ErrorResponse(BaseModel):
+class KnowledgeBaseError(BaseModel):
+    """The knowledge base's error body (functions/rag/errors.py), for every error status."""
+
     detail: str
     status_code: int
     error_code: str
     timestamp: str
+
+
+ErrorResponse = KnowledgeBaseError  # the earlier name

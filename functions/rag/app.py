@@ -13,11 +13,14 @@ from fastapi import APIRouter, Path, Request, Response
 
 from functions.common.api import create_app
 from functions.common.observability import get_logger
+from functions.common.openapi import document_errors
 from functions.rag.api_models import (
+    ENTITY_NUMBER_PATTERN,
+    ENTITY_TYPE_SCHEMA,
     EntityResponse,
-    ErrorResponse,
     ExpandGraphRequest,
     ExpandGraphResponse,
+    KnowledgeBaseError,
     SemanticSearchRequest,
     SemanticSearchResponse,
 )
@@ -31,8 +34,8 @@ router = APIRouter(tags=["knowledge base"])
 memo = ResponseMemo()
 
 _ERRORS: dict[int | str, dict[str, object]] = {
-    400: {"model": ErrorResponse, "description": "Invalid parameter"},
-    503: {"model": ErrorResponse, "description": "Knowledge base not loaded"},
+    400: {"model": KnowledgeBaseError, "description": "Invalid parameter"},
+    503: {"model": KnowledgeBaseError, "description": "Knowledge base not loaded"},
 }
 
 
@@ -99,15 +102,23 @@ def _expand_answer(kb: KnowledgeBase, body: ExpandGraphRequest, types: list[str]
     response_model=EntityResponse,
     responses={
         **_ERRORS,
-        404: {"model": ErrorResponse, "description": "Entity not in the knowledge base"},
+        404: {"model": KnowledgeBaseError, "description": "Entity not in the knowledge base"},
         304: {"description": "Not modified (If-None-Match)"},
     },
     summary="A numbered formula, algorithm, table or figure",
 )
 def get_entity(
     request: Request,
-    entity_type: Annotated[str, Path(description="formula | algorithm | table | figure")],
-    number: Annotated[str, Path(description='e.g. "3.2", "16.4", "A.1"')],
+    entity_type: Annotated[
+        str, Path(description="formula | algorithm | table | figure", json_schema_extra=ENTITY_TYPE_SCHEMA)
+    ],
+    number: Annotated[
+        str,
+        Path(
+            description='e.g. "3.2", "16.4", "A.1"',
+            json_schema_extra={"pattern": ENTITY_NUMBER_PATTERN},
+        ),
+    ],
 ) -> Response:
     validate_entity_path(entity_type, number)
     kb = get_knowledge_base()
@@ -120,4 +131,13 @@ app = create_app(
     routers=[router],
     logger=logger,
     install_error_handlers=install_error_handlers,
+)
+# 400 validation, 404 unknown entity (expand-graph reports unknown ids in its metadata), 503 no index loaded (Retry-After), 500 catch-all
+document_errors(
+    app,
+    {
+        "POST /search/semantic": (KnowledgeBaseError, [400, 503]),
+        "POST /search/expand-graph": (KnowledgeBaseError, [400, 503]),
+        "GET /entity/{entity_type}/{number}": (KnowledgeBaseError, [400, 404, 503]),
+    },
 )

@@ -6,13 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 from functions.common.errors import InvalidInput, NotFound
-from functions.rag.embedding import fuse_scores
 from functions.rag.graph import mentioned_ids
-from functions.rag.lexical import LexicalIndex, Speller
 from functions.rag.model import (
     LOOKUP_TYPES,
     NUMBER_PATTERN,
@@ -26,7 +21,15 @@ from functions.rag.query_intent import query_intent
 # Type-only: a run-time import of functions.common.embedder would make infra/bundling.py ship its
 # MiniLM weights with the RAG functions, which read the model stored with the index instead.
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from functions.common.embedder import Embedder
+    from functions.rag.lexical import LexicalIndex
+
+# numpy, bm25s and rapidfuzz (functions.rag.lexical, functions.rag.embedding) are imported where a loaded
+# knowledge base uses them, not here: the API's handler imports this module for its filters and path
+# validation, and its cold start should not pay for them (bench/cold_start.py).
 
 MAX_NEIGHBOURS = 100
 # Weight of the title field (label, caption, section path) added to the body's BM25 score.
@@ -88,6 +91,10 @@ class KnowledgeBase:
         embedder: Embedder | None = None,
         embeddings: NDArray[np.float32] | None = None,
     ) -> None:
+        import numpy as np
+
+        from functions.rag.lexical import Speller
+
         self.book_id = book_id
         self.version = version
         self.nodes = {entity.id: entity for entity in entities}
@@ -122,6 +129,10 @@ class KnowledgeBase:
     def search(
         self, query: str, k: int, types: list[str] | None = None, filters: SearchFilters | None = None
     ) -> SearchOutcome:
+        import numpy as np
+
+        from functions.rag.embedding import fuse_scores
+
         tokens = self.lexical.tokens(query)
         corrections: dict[str, str] = {}
         for word in _QUERY_WORD.findall(query):

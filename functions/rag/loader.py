@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from functions.common.errors import DomainError
 from functions.common.observability import get_logger
 from functions.rag.config import get_rag_settings
-from functions.rag.index import IndexNotFound, load_knowledge_base
-from functions.rag.knowledge_base import KnowledgeBase
 from functions.rag.location import missing_index_advice, serving_store
+
+if TYPE_CHECKING:
+    from functions.rag.knowledge_base import KnowledgeBase
 
 logger = get_logger("rag")
 _lock = threading.Lock()
@@ -27,6 +29,10 @@ def get_knowledge_base() -> KnowledgeBase:
         return _loaded
     with _lock:
         if _loaded is None:
+            # The index reader (numpy, bm25s, and pypdf through the index builder) on the first request
+            # that needs the knowledge base, not at import: the handler's cold start (bench/cold_start.py).
+            from functions.rag.index import IndexNotFound, load_knowledge_base
+
             started = time.perf_counter()
             try:
                 settings = get_rag_settings()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import io
 import re
 
-from pypdf import PdfReader
-
 from functions.rag.model import PageText
 
 # Ligatures that pypdf keeps from TeX fonts; searching "different" must find "diﬀerent".
@@ -19,6 +17,8 @@ def normalise_text(text: str) -> str:
 
 
 def extract_pages(pdf_bytes: bytes, source: str) -> list[PageText]:
+    from pypdf import PdfReader  # parsing only: serving imports this module for `footer_number`
+
     reader = PdfReader(io.BytesIO(pdf_bytes))
     pages: list[PageText] = []
     for index, page in enumerate(reader.pages, start=1):

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-import bm25s
-import numpy as np
-import Stemmer
+if TYPE_CHECKING:
+    import Stemmer
+
+# bm25s (which loads numpy and scipy) and PyStemmer are imported when an index is first built, not with
+# this module: the answer and step handlers import it, and their cold start should not pay for them.
 
 # A sentence ends at . ! ? followed by space and an upper-case letter, digit or bracket; abbreviations
 # that end in a full stop ("et al.", "e.g.", "Fig.") do not end one.
@@ -53,9 +56,12 @@ class Bm25Index:
     """BM25 over a set of texts, built once and asked many queries."""
 
     def __init__(self, texts: Sequence[str]) -> None:
+        import bm25s
+        import Stemmer
+
         self.size = len(texts)
-        self._stemmer = Stemmer.Stemmer("english")
-        self._retriever = bm25s.BM25()
+        self._stemmer: Stemmer.Stemmer = Stemmer.Stemmer("english")
+        self._retriever: Any = bm25s.BM25()
         if texts:
             corpus = bm25s.tokenize(list(texts), stopwords="en", stemmer=self._stemmer, show_progress=False)
             self._retriever.index(corpus, show_progress=False)
@@ -64,6 +70,9 @@ class Bm25Index:
         """Every text's BM25 against the query, scaled to 0..1 by the best (all 0 without a match)."""
         if not self.size:
             return []
+        import bm25s
+        import numpy as np
+
         tokens = bm25s.tokenize(
             [query], stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
         )

@@ -7,8 +7,6 @@ import re
 import unicodedata
 from typing import Any
 
-from bibtexparser.entrypoint import parse_string
-
 from functions.research.screening import Candidate
 
 _LATEX_SPECIAL = {
@@ -84,6 +82,8 @@ def bibtex_entries(candidates: list[Candidate]) -> tuple[str, dict[str, str]]:
 
 
 def validate_bibtex(text: str, expected_entries: int) -> None:
+    from bibtexparser.entrypoint import parse_string  # on first use (bench/cold_start.py)
+
     library = parse_string(text)
     if library.failed_blocks:
         raise ValueError(f"invalid BibTeX: {len(library.failed_blocks)} block(s) failed to parse")

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING
 
 from functions.common.embedder import Embedder
+
+if TYPE_CHECKING:  # numpy is imported where features are computed: not on the handlers' import path
+    import numpy as np
+    from numpy.typing import NDArray
 from functions.search.text import stem, terms
 
 FULL_CREDIT_TERMS = 2
@@ -125,6 +127,8 @@ class RelevanceScorer:
     def features(
         self, aspects: list[str], documents: list[str], max_embedded: int = MAX_EMBEDDED_DOCUMENTS
     ) -> Features:
+        import numpy as np
+
         aspect_stems = [stems(aspect) for aspect in aspects]
         document_stems = [stems(document) for document in documents]
         pairs = np.array(

@@ -14,8 +14,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from rapidfuzz import fuzz
-
 from functions.common.models import Paper, short_hash
 from functions.research.planning import Policies, ResearchPlan
 from functions.research.relevance import Relevance, RelevanceScorer
@@ -101,6 +99,8 @@ def _normalised_title(title: str) -> str:
 
 def deduplicate(hits: list[tuple[str, Paper]]) -> tuple[list[Candidate], int]:
     """Merge hits of the same work (same canonical id, or near-identical title and same year)."""
+    from rapidfuzz import fuzz  # on first use, not with the handler (bench/cold_start.py)
+
     by_id: dict[str, Candidate] = {}
     by_title: dict[str, Candidate] = {}
     duplicates = 0

@@ -8,6 +8,7 @@ engine's Verifier against the quotes it cites, and unsupported sentences are dro
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
@@ -334,6 +335,9 @@ def extractive_draft(plan: ResearchPlan, evidence: list[Evidence]) -> Draft:
 
 
 MAX_LLM_EVIDENCE = 60
+DEFAULT_LLM_BUDGET_SECONDS = 30.0
+WRITER_BUDGET_SHARE = 0.7  # of the model budget; the judge has what the writer leaves
+MIN_JUDGE_SECONDS = 3.0
 
 
 async def llm_draft(plan: ResearchPlan, evidence: list[Evidence], provider: LlmProvider) -> Draft:
@@ -367,12 +371,17 @@ async def synthesize(
     *,
     provider: LlmProvider | None = None,
     min_sources: int | None = None,
+    llm_budget_seconds: float = DEFAULT_LLM_BUDGET_SECONDS,
 ) -> SynthesisResult:
     """A cited synthesis of the screened (relevant) sources' evidence, or a refusal: refused when no
     verified claim rests on a source that addresses the goal as a whole (sources that match one concept
     add evidence but cannot carry a synthesis alone), or when fewer than `min_sources` sources back a
     verified claim (default: the plan's policy). A synthesis that rests on one source keeps its
-    confidence at or below SINGLE_SOURCE_CONFIDENCE_CAP and says so."""
+    confidence at or below SINGLE_SOURCE_CONFIDENCE_CAP and says so. Model calls share
+    `llm_budget_seconds`: a writer that overruns its share gives way to the extractive writer, and a
+    judge that overruns the rest to lexical verification, so a slow model never times the step out."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + llm_budget_seconds
     required_sources = min_sources or plan.policies.min_sources
     evidence = build_evidence(sources)
     by_id = {item.evidence_id: item for item in evidence}
@@ -381,7 +390,13 @@ async def synthesize(
     draft = extractive_draft(plan, evidence)
     if provider is not None and evidence:
         try:
-            draft = await llm_draft(plan, evidence, provider)
+            async with asyncio.timeout(llm_budget_seconds * WRITER_BUDGET_SHARE):
+                draft = await llm_draft(plan, evidence, provider)
+        except TimeoutError:
+            notes.append(
+                f"LLM writer exceeded its {llm_budget_seconds * WRITER_BUDGET_SHARE:.0f} s budget; "
+                "used the extractive writer"
+            )
         except Exception as exc:  # a provider or format failure falls back to the extractive writer
             notes.append(f"LLM writer failed ({type(exc).__name__}: {exc}); used the extractive writer")
 
@@ -396,9 +411,18 @@ async def synthesize(
             if text
         )
     )
-    verifications = await Verifier(provider).verify(
-        [(text, list(ids)) for text, ids in drafted], {item.evidence_id: item.quote for item in evidence}
-    )
+    to_verify = [(text, list(ids)) for text, ids in drafted]
+    quotes = {item.evidence_id: item.quote for item in evidence}
+    remaining = deadline - loop.time()
+    judge = provider if remaining >= MIN_JUDGE_SECONDS else None
+    if provider is not None and judge is None:
+        notes.append("no time left for the LLM judge; claims verified lexically")
+    try:
+        async with asyncio.timeout(max(remaining, 0.0) if judge is not None else None):
+            verifications = await Verifier(judge).verify(to_verify, quotes)
+    except TimeoutError:
+        notes.append("the LLM judge exceeded the synthesis budget; claims verified lexically")
+        verifications = await Verifier(None).verify(to_verify, quotes)
     claims = [
         Claim(v.claim_id, v.claim_text, v.evidence_chunk_ids, v.verdict, v.confidence, v.notes, v.kept)
         for v in verifications

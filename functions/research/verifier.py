@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from rapidfuzz import fuzz
-
 from functions.search.text import stem, terms
 
 if TYPE_CHECKING:
@@ -85,6 +83,8 @@ def verify_claim(claim_text: str, quotes: Sequence[str]) -> tuple[str, float, st
     Containment is how much of the claim lies inside a quote, never the other way round: a claim that
     repeats a quote and adds to it is judged on what it adds (its terms), and a claim that negates
     what the quote states, or is too short to state anything, is not supported by it."""
+    from rapidfuzz import fuzz  # on first use, not with the handler (bench/cold_start.py)
+
     if not quotes:
         return UNSUPPORTED, 0.0, "cites no known evidence"
     claim = normalise(claim_text)

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from functions.common.errors import InvalidInput, NotFound
 from functions.common.settings import get_settings
-from functions.orchestrate.models import ExecuteRequest
+from functions.orchestrate.models import RESEARCH_GOAL_PATTERN, ExecuteRequest
 from functions.schedules.runs import ScheduleRunStore
 from functions.webhooks.urls import check_callback_url
 
@@ -189,7 +189,10 @@ class ScheduleRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schedule_expression: str = Field(min_length=1, max_length=256)
-    research_goal: str
+    # validated as the agent API's research_goal (`_check_job`), and documented so
+    research_goal: str = Field(
+        json_schema_extra={"minLength": 10, "maxLength": 500, "pattern": RESEARCH_GOAL_PATTERN}
+    )
     scope_parameters: dict[str, Any] = Field(default_factory=dict)
     timezone: str = "UTC"
     description: str | None = Field(default=None, max_length=512)

@@ -13,12 +13,30 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import InvalidInput, NotFound, RateLimited, Unauthorized, UpstreamError
 from functions.common.observability import get_logger
 
 logger = get_logger("search")
+
+
+class SearchToolError(BaseModel):
+    """API 1's search tool error body (`/api/tools/search`): `{"error": <what>, "message": <why>}`."""
+
+    model_config = ConfigDict(extra="allow")
+    error: str
+    message: str | None = None
+    retry_after: int | None = None
+
+
+class MultiSourceError(BaseModel):
+    """The multi-source seed's error body (`/api/v1/*`): `{"detail": <why>}`."""
+
+    model_config = ConfigDict(extra="allow")
+    detail: str
+    retry_after: int | None = None
 
 
 def _is_v1(request: Request) -> bool:

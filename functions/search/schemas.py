@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from pydantic.config import JsonDict
 
+from functions.common.validation import JsonInt
 from functions.search.models import SourceType
 
 MIN_YEAR = 1900
@@ -22,7 +31,21 @@ def _non_blank(value: str) -> str:
     return value
 
 
-QueryText = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_non_blank)]
+# the OpenAPI document states what the validators enforce: at least one non-space character
+NON_BLANK_PATTERN = r"\S"
+QueryText = Annotated[
+    str,
+    Field(min_length=1, max_length=500, json_schema_extra={"pattern": NON_BLANK_PATTERN}),
+    AfterValidator(_non_blank),
+]
+# every connector the search function knows (functions/search/connectors REGISTRY; a test keeps them equal)
+CONNECTOR_NAMES: tuple[str, ...] = ("arxiv", "semantic_scholar", "openalex", "crossref", "library")
+ConnectorName = Annotated[str, Field(json_schema_extra={"enum": list(CONNECTOR_NAMES)})]
+CONNECTORS_SCHEMA: JsonDict = {"minItems": 1}
+
+
+def _year_bounds(schema: dict[str, Any]) -> None:
+    schema.update(minimum=MIN_YEAR, maximum=_current_year())
 
 
 class _Strict(BaseModel):
@@ -34,8 +57,9 @@ class _Strict(BaseModel):
 
 
 class YearRange(_Strict):
-    start: int | None = None
-    end: int | None = None
+    # start <= end is checked too (400), a rule JSON Schema cannot state
+    start: JsonInt | None = Field(default=None, json_schema_extra=_year_bounds)
+    end: JsonInt | None = Field(default=None, json_schema_extra=_year_bounds)
 
     @field_validator("start", "end")
     @classmethod
@@ -60,7 +84,7 @@ class SearchFilters(_Strict):
 class ToolsSearchRequest(_Strict):
     query: QueryText
     filters: SearchFilters | None = None
-    max_results: int = Field(default=20, ge=1, le=100)
+    max_results: JsonInt = Field(default=20, ge=1, le=100)
 
 
 class SearchResult(BaseModel):
@@ -95,8 +119,8 @@ class ToolsSearchResponse(BaseModel):
 
 class V1SearchRequest(_Strict):
     query: QueryText
-    top_k: int = Field(default=10, ge=1, le=50)
-    connectors: list[str] | None = None
+    top_k: JsonInt = Field(default=10, ge=1, le=50)
+    connectors: list[ConnectorName] | None = Field(default=None, json_schema_extra=CONNECTORS_SCHEMA)
 
 
 class V1Source(BaseModel):

@@ -21,13 +21,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from functions.common.errors import DomainError
 from functions.teams.models import NAME_MAX_CHARS, Tier
 from functions.teams.service import TeamService
 from functions.teams.tokens import bearer_token
 from functions.teams.wiring import admin_auth, admin_token, team_service
+
+MAX_BUDGET_USD = 1_000_000_000.0  # a monthly budget: at most a billion dollars
 
 
 class Unauthorized(DomainError):
@@ -84,7 +86,11 @@ router = APIRouter(
 
 
 class CreateTeamRequest(BaseModel):
-    name: str = Field(max_length=NAME_MAX_CHARS, description="the team's display name (not empty)")
+    name: str = Field(
+        max_length=NAME_MAX_CHARS,
+        description="the team's display name (not empty)",
+        json_schema_extra={"pattern": r"\S"},
+    )
     tier: Tier = Field(description="usage tier: basic, standard or premium")
 
 
@@ -118,9 +124,16 @@ def create_team(body: CreateTeamRequest, service: Service) -> CreatedTeam:
 
 
 class TeamPatch(BaseModel):
-    monthly_budget_usd: float | None = Field(
-        ge=0,
-        allow_inf_nan=False,
+    # bounded so that DynamoDB can store it (numbers over 1e125 overflow there: it was a 500), and kept
+    # to the micro-dollar (smaller fractions underflow there)
+    monthly_budget_usd: (
+        Annotated[
+            float,
+            Field(ge=0, le=MAX_BUDGET_USD, allow_inf_nan=False),
+            AfterValidator(lambda usd: round(usd, 6)),
+        ]
+        | None
+    ) = Field(
         description="what the team may spend a month, in USD (docs/usage.md); null removes the budget",
     )
 

@@ -17,7 +17,6 @@ import ipaddress
 import httpx
 
 from functions.common.errors import InvalidInput
-from functions.common.http import is_public_address
 
 MAX_URL_CHARS = 2048
 
@@ -29,6 +28,10 @@ def _allowed(host: str, port: int | None, allowlist: frozenset[str]) -> bool:
 
 def check_callback_url(url: str, allowlist: frozenset[str], field: str = "callback_url") -> str:
     """The URL as given, or InvalidInput naming `field`."""
+    # here, not at import: functions.common.http loads httpcore, h11 and h2, which the job models that
+    # import this module (every job and step handler) do not otherwise need (bench/cold_start.py)
+    from functions.common.http import is_public_address
+
     if len(url) > MAX_URL_CHARS:
         raise InvalidInput(f"{field} must be at most {MAX_URL_CHARS} characters", field=field)
     try:

@@ -40,6 +40,8 @@ READ_ONLY: Mapping[str, frozenset[str]] = {
 # it imports one day names another table.
 ONLY: Mapping[str, frozenset[str]] = {"authorizer": frozenset({"teams_table"})}
 # numpy's BLAS threads only contend on Lambda's vCPUs for the knowledge base's small products
+# The alias every invoker names (a published version: what SnapStart snapshots).
+LIVE_ALIAS = "live"
 SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
@@ -48,6 +50,10 @@ class DeployedFunction:
     function: lambda_.Function
     family: str  # an API family ("search", ... "admin"), "authorizer", "steps" or "ingest"
     sources: bundling.FunctionSources
+    # The "live" alias on the version published with each deploy: SnapStart snapshots published versions
+    # only, so everything that invokes the function (API Gateway, the authorizer, the state machine, the
+    # upload rule) names this alias, never the unpublished $LATEST.
+    alias: lambda_.Alias
     streams: bool = False  # under the Lambda Web Adapter in response_stream mode
 
 
@@ -217,7 +223,9 @@ class Functions(Construct):
             layers=[lambda_.LayerVersion.from_layer_version_arn(self, f"{logical_id}WebAdapter", layer_arn)],
             description=f"{asgi_app} under the Lambda Web Adapter ({family})",
         )
-        return DeployedFunction(function=deployed.function, family=family, sources=sources, streams=True)
+        return DeployedFunction(
+            function=deployed.function, family=family, sources=sources, alias=deployed.alias, streams=True
+        )
 
     def _function(
         self,
@@ -260,6 +268,12 @@ class Functions(Construct):
             environment={**environment, "POWERTOOLS_SERVICE_NAME": service},
             layers=layers,
             description=description or f"{handler} ({family})",
+            # Init (imports, settings, app) runs once when a version is published; cold starts resume
+            # that snapshot. Restore hooks: functions/common/snapstart.py (docs/infra.md, "SnapStart").
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS,
+        )
+        alias = lambda_.Alias(
+            self, f"{logical_id}Live", alias_name=LIVE_ALIAS, version=function.current_version
         )
         suppress(
             function,
@@ -269,7 +283,7 @@ class Functions(Construct):
         )
         assert function.role is not None
         suppress_function_role(function.role)
-        return DeployedFunction(function=function, family=family, sources=sources)
+        return DeployedFunction(function=function, family=family, sources=sources, alias=alias)
 
 
 _RETENTION = {

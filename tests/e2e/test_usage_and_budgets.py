@@ -51,12 +51,14 @@ def _finish(client: TestClient, job_id: str, team: str | None = None, timeout: f
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = client.get(f"/api/agent/status/{job_id}", headers=headers).json()
+        if status["status"] == JobStatus.FAILED:  # its last step is MarkFailed, never Finalize
+            raise AssertionError(f"job {job_id} FAILED: {status.get('failure_reason')}")
         if JobStatus(status["status"]).terminal:
             usage = client.get(f"/api/usage/jobs/{job_id}", headers=headers)
             if usage.status_code == 200 and usage.json()["steps"].get("finalize"):
                 return dict(status)
         time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish")
+    raise AssertionError(f"job {job_id} did not finish: {status['status']}")
 
 
 def test_the_quote_of_a_comprehensive_job_is_within_2x_of_what_it_records(client: TestClient) -> None:

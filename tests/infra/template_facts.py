@@ -42,11 +42,14 @@ def methods(template: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def integrated_function(method: dict[str, Any]) -> str | None:
-    """Logical id of the Lambda function a proxy integration calls."""
+    """Logical id of what a proxy integration calls: a function (`GetAtt <id>.Arn`) or an alias (`Ref`,
+    which is the alias ARN)."""
     uri = method.get("Integration", {}).get("Uri")
     for part in walk(uri):
         if isinstance(part, dict) and "Fn::GetAtt" in part and part["Fn::GetAtt"][1] == "Arn":
             return str(part["Fn::GetAtt"][0])
+        if isinstance(part, dict) and "Ref" in part and not str(part["Ref"]).startswith("AWS::"):
+            return str(part["Ref"])
     return None
 
 

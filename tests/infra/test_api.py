@@ -31,7 +31,7 @@ def _assert_routed_and_protected(synthesized: Synthesized, apps: dict[str, FastA
     assert routes, "the function apps declare no routes"
     deployed = methods(synthesized.template_json)
     function_ids = {
-        family: synthesized.logical_id(deployed_function.function)
+        family: synthesized.logical_id(deployed_function.alias)
         for family, deployed_function in synthesized.stack.functions.api.items()
     }
     (authorizer_id,) = synthesized.resources("AWS::ApiGateway::Authorizer")
@@ -98,11 +98,11 @@ def test_routes_of_a_streaming_function_are_stream_integrations(synthesized: Syn
 
 def test_api_gateway_may_invoke_the_streaming_function_per_route(synthesized: Synthesized) -> None:
     """InvokeWithResponseStream is authorised by `lambda:InvokeFunction` (Lambda API reference)."""
-    answer_id = synthesized.logical_id(synthesized.stack.functions.api["answer"].function)
+    answer_id = synthesized.logical_id(synthesized.stack.functions.api["answer"].alias)
     source_arns = [
         json.dumps(permission["Properties"]["SourceArn"])
         for permission in synthesized.resources("AWS::Lambda::Permission").values()
-        if permission["Properties"]["FunctionName"] == {"Fn::GetAtt": [answer_id, "Arn"]}
+        if permission["Properties"]["FunctionName"] == {"Ref": answer_id}
         and permission["Properties"]["Action"] == "lambda:InvokeFunction"
         and permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
     ]

@@ -151,6 +151,7 @@ def test_book_uploads_trigger_the_knowledge_base_ingest(deployed: Synthesized) -
     ingest = deployed.stack.functions.ingest
     assert ingest is not None, "functions/rag/ingest.py has a handler, so the ingest function is deployed"
     function_id = deployed.logical_id(ingest.function)
+    alias_id = deployed.logical_id(ingest.alias)
     data_bucket = deployed.template_json["Resources"][
         deployed.logical_id(deployed.stack.data.buckets["data_bucket"])
     ]
@@ -165,7 +166,7 @@ def test_book_uploads_trigger_the_knowledge_base_ingest(deployed: Synthesized) -
     assert rule["EventPattern"]["detail-type"] == ["Object Created"]
     assert rule["EventPattern"]["detail"]["object"]["key"] == [{"prefix": "kb-source/"}]
     (target,) = rule["Targets"]
-    assert target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    assert target["Arn"] == {"Ref": alias_id}  # the published version SnapStart snapshots
     template = target["InputTransformer"]["InputTemplate"]
     assert (
         '"Records"' in template and "<detail-bucket-name>" in template and "<detail-object-key>" in template

@@ -98,13 +98,14 @@ def test_the_authorizer_is_a_request_authorizer_without_identity_source_or_cache
     assert properties["AuthorizerResultTtlInSeconds"] == 0
     assert "IdentitySource" not in properties
     function_id = synthesized.logical_id(synthesized.stack.functions.authorizer.function)
-    assert f"${{{function_id}.Arn}}" in _text(properties["AuthorizerUri"])
+    alias_id = synthesized.logical_id(synthesized.stack.functions.authorizer.alias)  # SnapStart's version
+    assert f"${{{alias_id}}}" in _text(properties["AuthorizerUri"])
     handler = synthesized.template_json["Resources"][function_id]["Properties"]["Handler"]
     assert handler == "functions.teams.authorizer.handler"
     permissions = [
         p["Properties"]
         for p in synthesized.resources("AWS::Lambda::Permission").values()
-        if p["Properties"]["FunctionName"] == {"Fn::GetAtt": [function_id, "Arn"]}
+        if p["Properties"]["FunctionName"] == {"Ref": alias_id}
     ]
     assert [p["Principal"] for p in permissions] == ["apigateway.amazonaws.com"]
     assert "/authorizers/" in _text(permissions[0]["SourceArn"])
@@ -144,10 +145,10 @@ def test_the_admin_routes_of_the_deployed_app_are_iam_authorised(deployed: Synth
     ):
         assert deployed_methods[(path, verb)]["AuthorizationType"] == "AWS_IAM"
     (admin,) = _admin_families()
-    function_id = deployed.logical_id(deployed.stack.functions.api[admin].function)
+    alias_id = deployed.logical_id(deployed.stack.functions.api[admin].alias)
     for (path, verb), method in deployed_methods.items():
         if path.startswith("/admin") and verb != "OPTIONS":
-            assert f"${{{function_id}.Arn}}" in _text(method["Integration"]["Uri"]), (path, verb)
+            assert f"${{{alias_id}}}" in _text(method["Integration"]["Uri"]), (path, verb)
     outputs = deployed.template_json["Outputs"]
     assert f"/{STAGE}/*/admin/*" in _text(outputs["AdminInvokeArn"]["Value"])
 

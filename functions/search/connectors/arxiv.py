@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import feedparser
-
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors.base import (
@@ -94,6 +92,8 @@ def _entry_paper(entry: Any, rank: int) -> FoundPaper | None:
 def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     if status_code >= 400:
         return status_error(NAME, status_code, body)
+    import feedparser  # parsing a feed, not importing the handler, pays for it
+
     feed = feedparser.parse(body)
     entries = list(feed.entries)
     errors = [e for e in entries if "/api/errors" in str(e.get("id", ""))]
@@ -126,6 +126,8 @@ def _work(entry: Any) -> WorkMetadata | None:
 @lookup_guard(NAME)
 def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
     """`?id_list=<id>`: an Atom feed with the entry (or an error entry for an unknown id)."""
+    import feedparser  # parsing a feed, not importing the handler, pays for it
+
     feed = feedparser.parse(body)
     entries = [e for e in feed.entries if "/api/errors" not in str(e.get("id", ""))]
     if not entries and feed.feed.get("opensearch_totalresults") is None:

@@ -85,6 +85,24 @@ def test_transitions_only_move_forward_and_never_leave_a_terminal_state(store: J
     assert not store.update("team-default", "no-such-job", status=JobStatus.PLANNING)
 
 
+def test_a_named_write_applies_once_when_a_retried_step_repeats_it(store: JobStore) -> None:
+    service, _ = _service(store)
+    job_id = service.submit("team-default", REQUEST)[0]["job_id"]
+    assert store.update("team-default", job_id, status=JobStatus.EXTRACTING, set_fields={"extract_total": 2})
+    audit = {"audit": [{"event": "EXTRACTED", "detail": "src-1"}]}
+    assert store.update(
+        "team-default", job_id, add_counters={"extract_done": 1}, append=audit, once="x:src-1"
+    )
+    assert not store.update(
+        "team-default", job_id, add_counters={"extract_done": 1}, append=audit, once="x:src-1"
+    )
+    assert store.update("team-default", job_id, add_counters={"extract_done": 1}, once="x:src-2")
+    job = store.get("team-default", job_id)
+    assert job is not None and job["extract_done"] == 2
+    assert [e["event"] for e in job["audit"]].count("EXTRACTED") == 1
+    assert "applied_writes" not in job  # bookkeeping stays inside the store
+
+
 def test_idempotency_key_returns_the_same_job(store: JobStore) -> None:
     service, starter = _service(store)
     first, created = service.submit("team-default", REQUEST, idempotency_key="key-1", client_id="ip:1.2.3.4")

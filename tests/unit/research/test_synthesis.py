@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 from typing import Any
 
+from functions.common.llm import Completion, CompletionStream, StreamEnd, Usage
 from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP
 from functions.research.synthesis import PARTIAL, SUPPORTED, UNSUPPORTED, SynthesisResult, verify_claim
 from functions.research.synthesis import synthesize as synthesize_async
@@ -147,3 +150,34 @@ def test_sources_that_match_only_one_concept_cannot_carry_a_synthesis_alone() ->
     assert "no source that addresses the goal as a whole" in refused["refusal_reason"]
     anchored = [(replace(SOURCES[0][0], goal_relevance=0.8), SOURCES[0][1]), *single_concept[1:]]
     assert synthesize(plan("rapid"), anchored).to_dict()["refusal"] is False
+
+
+class SlowLlm(ScriptedLlm):
+    """A model that answers long after the step's model budget (as SmolLM2 on a loaded machine)."""
+
+    def __init__(self, answer: str, delay: float) -> None:
+        super().__init__(answer, verdict="supported")
+        self.delay = delay
+
+    async def complete(self, system: str, prompt: str, **kwargs: Any) -> Completion:
+        await asyncio.sleep(self.delay)
+        return await super().complete(system, prompt, **kwargs)
+
+    def stream(self, system: str, prompt: str, **kwargs: Any) -> CompletionStream:
+        async def late() -> AsyncGenerator[str | StreamEnd, None]:
+            await asyncio.sleep(self.delay)
+            yield self.answer
+            yield StreamEnd(Usage(1, 1), self.model)
+
+        return CompletionStream(late(), self.model)
+
+
+def test_a_slow_model_gives_way_to_the_extractive_writer_within_the_budget() -> None:
+    slow = SlowLlm("### Findings\n\nSlow prose [ev-0000000000].", delay=30.0)
+    began = time.perf_counter()
+    result = synthesize(plan("rapid"), SOURCES, provider=slow, llm_budget_seconds=0.6).to_dict()
+    assert time.perf_counter() - began < 5.0  # the 30 s model never holds the step
+    extractive = synthesize(plan("rapid"), SOURCES).to_dict()
+    assert result["writer"] == "extractive"
+    assert result["synthesis_text"] == extractive["synthesis_text"]
+    assert any("budget" in note for note in result["notes"]), result["notes"]
