@@ -74,18 +74,11 @@ def trace_key(team_id: str, trace_id: str) -> str:
     return f"{team_id}#{trace_id}"
 
 
-class DynamoDbTraceStore:
-    def __init__(
-        self,
-        table: Table | None = None,
-        *,
-        ttl_days: int | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        settings = get_settings()
-        self._table = table or dynamodb_resource().Table(settings.traces_table)
-        self._ttl_seconds = (ttl_days if ttl_days is not None else settings.trace_ttl_days) * DAY_SECONDS
-        self._clock = clock
+class _TeamTraces:
+    """`put` and `append` of both stores: one append, under the team's key of the trace."""
+
+    def _append(self, key: str, events: Sequence[dict[str, Any]], fields: dict[str, str]) -> None:
+        raise NotImplementedError
 
     def put(
         self,
@@ -99,6 +92,20 @@ class DynamoDbTraceStore:
 
     def append(self, team_id: str, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
         self._append(trace_key(team_id, trace_id), events, {})
+
+
+class DynamoDbTraceStore(_TeamTraces):
+    def __init__(
+        self,
+        table: Table | None = None,
+        *,
+        ttl_days: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        settings = get_settings()
+        self._table = table or dynamodb_resource().Table(settings.traces_table)
+        self._ttl_seconds = (ttl_days if ttl_days is not None else settings.trace_ttl_days) * DAY_SECONDS
+        self._clock = clock
 
     def _append(self, key: str, events: Sequence[dict[str, Any]], fields: dict[str, str]) -> None:
         now = self._clock()
@@ -155,25 +162,12 @@ class DynamoDbTraceStore:
         }
 
 
-class InMemoryTraceStore:
+class InMemoryTraceStore(_TeamTraces):
     def __init__(self, *, ttl_days: int = 30, clock: Callable[[], float] = time.time) -> None:
         self._traces: dict[str, dict[str, Any]] = {}
         self._ttl_seconds = ttl_days * DAY_SECONDS
         self._clock = clock
         self._lock = threading.Lock()
-
-    def put(
-        self,
-        team_id: str,
-        trace_id: str,
-        query: str,
-        events: Sequence[dict[str, Any]],
-        kind: str = "answer",
-    ) -> None:
-        self._append(trace_key(team_id, trace_id), events, {"query": query, "kind": kind})
-
-    def append(self, team_id: str, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
-        self._append(trace_key(team_id, trace_id), events, {})
 
     def _append(self, key: str, events: Sequence[dict[str, Any]], fields: dict[str, str]) -> None:
         with self._lock:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from functions.common.settings import Settings, get_settings
 from functions.metering.budget import Budgets
 from functions.metering.estimate import CostModel
@@ -45,8 +47,14 @@ def request_recorder() -> UsageRecorder:
 
 
 def price_table() -> PriceTable:
-    """The defaults with PRICE_TABLE_JSON's overrides; an invalid table raises PriceTableError."""
-    return load_price_table(get_settings().price_table_json)
+    """The defaults with PRICE_TABLE_JSON's overrides; an invalid table raises PriceTableError. Parsed
+    once per value: the request middleware asks for it on every request."""
+    return _parsed_price_table(get_settings().price_table_json)
+
+
+@lru_cache(maxsize=4)
+def _parsed_price_table(raw: str | None) -> PriceTable:
+    return load_price_table(raw)  # PriceTable is frozen: one instance is shared safely
 
 
 def cost_model() -> CostModel:

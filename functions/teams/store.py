@@ -175,41 +175,32 @@ class DynamoDbTeamStore:
 
     def put_token(self, record: TokenRecord) -> None:
         fields = _token_fields(record)
+        self._write_for_team(
+            record.team_id,
+            [
+                {**_hash_key(record.token_hash), **fields},
+                {**_index_key(record.team_id, record.token_id), **fields},
+            ],
+            conflict=f"token {record.token_id} exists",
+        )
+
+    def _write_for_team(self, team_id: str, items: list[dict[str, Any]], *, conflict: str | None) -> None:
+        """Put `items` in one transaction that checks the team exists (else NotFound). With `conflict`,
+        every item must be new (else Conflict(conflict)); without it, items are overwritten."""
         table = self._table.name
+        check = {"TableName": table, "Key": _team_key(team_id), "ConditionExpression": "attribute_exists(pk)"}
+        new_only = {"ConditionExpression": "attribute_not_exists(pk)"} if conflict is not None else {}
+        puts = [{"Put": {"TableName": table, "Item": item, **new_only}} for item in items]
         try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "ConditionCheck": {
-                            "TableName": table,
-                            "Key": _team_key(record.team_id),
-                            "ConditionExpression": "attribute_exists(pk)",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": table,
-                            "Item": {**_hash_key(record.token_hash), **fields},
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": table,
-                            "Item": {**_index_key(record.team_id, record.token_id), **fields},
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                ]
-            )
+            self._client.transact_write_items(TransactItems=[{"ConditionCheck": check}, *puts])
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "TransactionCanceledException":
                 raise
             codes = _cancellation_codes(exc)
             if codes[:1] == ["ConditionalCheckFailed"]:
                 raise NotFound("team not found") from exc
-            if "ConditionalCheckFailed" in codes:
-                raise Conflict(f"token {record.token_id} exists") from exc
+            if conflict is not None and "ConditionalCheckFailed" in codes:
+                raise Conflict(conflict) from exc
             raise
 
     def revoke_token(self, team_id: str, token_id: str, revoked_at: str | None = None) -> bool:
@@ -259,42 +250,14 @@ class DynamoDbTeamStore:
 
     def put_api_key(self, record: ApiKeyRecord) -> None:
         fields = _api_key_fields(record)
-        table = self._table.name
-        try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "ConditionCheck": {
-                            "TableName": table,
-                            "Key": _team_key(record.team_id),
-                            "ConditionExpression": "attribute_exists(pk)",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": table,
-                            "Item": {**_api_key_hash_key(record.key_hash), **fields},
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": table,
-                            "Item": {**_team_api_key_key(record.team_id), **fields},
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                ]
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "TransactionCanceledException":
-                raise
-            codes = _cancellation_codes(exc)
-            if codes[:1] == ["ConditionalCheckFailed"]:
-                raise NotFound("team not found") from exc
-            if "ConditionalCheckFailed" in codes:
-                raise Conflict(f"team {record.team_id} has an API key already") from exc
-            raise
+        self._write_for_team(
+            record.team_id,
+            [
+                {**_api_key_hash_key(record.key_hash), **fields},
+                {**_team_api_key_key(record.team_id), **fields},
+            ],
+            conflict=f"team {record.team_id} has an API key already",
+        )
 
     def api_key_by_hash(self, key_hash: str) -> ApiKeyRecord | None:
         # A key is never changed once written, so an eventually consistent read is enough.
@@ -306,35 +269,13 @@ class DynamoDbTeamStore:
         return _api_key_of(dict(item)) if item else None
 
     def put_webhook_secret(self, team_id: str, secret: str, created_at: str) -> None:
-        table = self._table.name
-        try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "ConditionCheck": {
-                            "TableName": table,
-                            "Key": _team_key(team_id),
-                            "ConditionExpression": "attribute_exists(pk)",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": table,
-                            "Item": {
-                                **_webhook_secret_key(team_id),
-                                "team_id": team_id,
-                                "webhook_secret": secret,
-                                "created_at": created_at,
-                            },
-                        }
-                    },
-                ]
-            )
-        except ClientError as exc:
-            cancelled = exc.response["Error"]["Code"] == "TransactionCanceledException"
-            if cancelled and _cancellation_codes(exc)[:1] == ["ConditionalCheckFailed"]:
-                raise NotFound("team not found") from exc
-            raise
+        item = {
+            **_webhook_secret_key(team_id),
+            "team_id": team_id,
+            "webhook_secret": secret,
+            "created_at": created_at,
+        }
+        self._write_for_team(team_id, [item], conflict=None)  # a new secret replaces the old one
 
     def webhook_secret(self, team_id: str) -> str | None:
         item = self._table.get_item(Key=_webhook_secret_key(team_id), ConsistentRead=True).get("Item")

@@ -7,10 +7,8 @@ import io
 import json
 from collections.abc import Iterator
 
-import boto3
 import pytest
 from fastapi.testclient import TestClient
-from moto import mock_aws
 
 from functions.admin.app import app
 from functions.cli.main import main
@@ -19,34 +17,13 @@ from functions.common.settings import reset_settings_cache
 from functions.teams.models import Team
 from functions.teams.routes import get_team_service
 from functions.teams.service import TeamService
-from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore, TeamStore
+from functions.teams.store import InMemoryTeamStore, TeamStore
 
 ADMIN = "admin-secret-for-budget-tests"
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 TEAM = Team(
     team_id="team-0123456789ab", name="Platform research", tier="standard", created_at="2026-11-20T12:00:00Z"
 )
-
-
-@pytest.fixture(params=["dynamodb", "memory"])
-def store(request: pytest.FixtureRequest) -> Iterator[TeamStore]:
-    if request.param == "memory":
-        yield InMemoryTeamStore()
-        return
-    with mock_aws():
-        table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
-            TableName="teams",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield DynamoDbTeamStore(table)
 
 
 def test_the_store_sets_and_removes_a_monthly_budget(store: TeamStore) -> None:

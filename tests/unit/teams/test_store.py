@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import boto3
 import pytest
 from moto import mock_aws
 
-from functions.common import resources
 from functions.common.errors import Conflict, NotFound
 from functions.teams.models import ApiKeyRecord, Team, TokenRecord
-from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore, TeamStore
+from functions.teams.store import DynamoDbTeamStore, TeamStore
+from tests.unit.teams.conftest import teams_table_spec
 
 TEAM = Team(
     team_id="team-0123456789ab", name="Platform research", tier="standard", created_at="2026-11-20T12:00:00Z"
@@ -27,37 +25,8 @@ def _record(
     )
 
 
-def _teams_table_spec() -> resources.TableSpec:
-    (spec,) = [table for table in resources.TABLES if table.setting == "teams_table"]
-    return spec
-
-
-@pytest.fixture(params=["dynamodb", "memory"])
-def store(request: pytest.FixtureRequest) -> Iterator[TeamStore]:
-    if request.param == "memory":
-        yield InMemoryTeamStore()
-        return
-    spec = _teams_table_spec()
-    assert spec.sort_key is not None
-    with mock_aws():
-        dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
-        table = dynamodb.create_table(
-            TableName="teams",
-            KeySchema=[
-                {"AttributeName": spec.partition_key, "KeyType": "HASH"},
-                {"AttributeName": spec.sort_key, "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": spec.partition_key, "AttributeType": "S"},
-                {"AttributeName": spec.sort_key, "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield DynamoDbTeamStore(table)
-
-
 def test_the_registry_describes_the_teams_table() -> None:
-    spec = _teams_table_spec()
+    spec = teams_table_spec()
     assert (spec.partition_key, spec.sort_key, spec.ttl_attribute) == ("pk", "sk", None)
 
 
@@ -174,7 +143,7 @@ def test_an_api_key_needs_an_existing_team_and_a_team_has_at_most_one(store: Tea
 
 @mock_aws
 def test_dynamodb_api_key_items_are_keyed_as_documented() -> None:
-    spec = _teams_table_spec()
+    spec = teams_table_spec()
     assert spec.sort_key is not None
     table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
         TableName="teams",

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import boto3
 import pytest
 from fastapi.testclient import TestClient
-from moto import mock_aws
 
 from functions.admin.app import app
 from functions.common.errors import NotFound
@@ -15,7 +13,7 @@ from functions.common.settings import reset_settings_cache
 from functions.teams.models import Team
 from functions.teams.routes import get_team_service
 from functions.teams.service import TeamService
-from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore, TeamStore
+from functions.teams.store import InMemoryTeamStore, TeamStore
 
 ADMIN = "admin-secret-for-tests"
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
@@ -63,27 +61,6 @@ def test_without_admin_token_the_route_is_disabled(monkeypatch: pytest.MonkeyPat
     reset_settings_cache()
     response = TestClient(app).post("/admin/teams/team-0123456789ab/webhook-secret", headers=AUTH)
     assert response.status_code == 503 and response.json()["error"]["code"] == "admin_disabled"
-
-
-@pytest.fixture(params=["dynamodb", "memory"])
-def store(request: pytest.FixtureRequest) -> Iterator[TeamStore]:
-    if request.param == "memory":
-        yield InMemoryTeamStore()
-        return
-    with mock_aws():
-        table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
-            TableName="teams",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield DynamoDbTeamStore(table)
 
 
 def test_the_stores_keep_one_secret_per_team(store: TeamStore) -> None:
