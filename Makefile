@@ -9,7 +9,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test lint typecheck node-tools synth deploy deploy-local bench bench-load bench-answer bench-workflow bench-search bench-rag bench-quality bench-cold-start bench-answer-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model llm-model clean
+.PHONY: install run test lint typecheck node-tools console chromium synth deploy deploy-local bench bench-load bench-answer bench-workflow bench-search bench-rag bench-quality bench-cold-start bench-answer-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model llm-model clean
 
 RAG_INDEX ?= .rag-index
 # `make run` keeps its data (documents, jobs, schedules, teams, traces...) here across restarts;
@@ -58,7 +58,7 @@ $(SMOLLM2_GGUF): | $(UV)
 
 llm-model: $(SMOLLM2_GGUF)
 
-run: install $(RAG_INDEX)/kb/LATEST
+run: install console $(RAG_INDEX)/kb/LATEST
 	PORT=$(PORT) LOCAL_STATE_DIR=$(LOCAL_STATE_DIR) $(PY) -m functions.local_runtime --port $(PORT)
 
 # The knowledge base serves the textbook in $(TEXTBOOK) when it is there (first `make run` ingests it,
@@ -83,7 +83,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy functions infra tests bench
 
-test: install $(SMOLLM2_GGUF) lint typecheck synth
+test: install $(SMOLLM2_GGUF) console chromium lint typecheck synth
 	$(VENV)/bin/pytest
 
 bench: bench-search bench-rag bench-workflow bench-answer bench-quality
@@ -140,6 +140,21 @@ $(NPM_STAMP): package.json package-lock.json
 
 node-tools: $(NPM_STAMP)
 
+# The research console: console/src -> console/dist (index.html, one JS bundle, one CSS file; esbuild, marked
+# and dompurify pinned in package-lock.json), served at /console/ by `make run`.
+console: console/dist/index.html
+
+console/dist/index.html: $(NPM_STAMP) console/build.mjs $(wildcard console/src/*)
+	node console/build.mjs
+
+# The browser tests (tests/browser) drive Debian's Chromium, never a downloaded browser.
+chromium:
+	@command -v chromium >/dev/null || { $(if $(filter 0,$(shell id -u)),,sudo) apt-get update && \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium; }
+
+# The research console's build (console/dist/) is an asset of the stack: built before synth and deploy.
+synth deploy: console
+
 # cdk synth (source-only assets: no wheel downloads), cfn-lint on the template, ASL validation.
 synth: install node-tools
 	rm -rf cdk.out
@@ -153,4 +168,4 @@ deploy: install node-tools
 deploy-local: install node-tools
 	@curl -sf $(LOCALSTACK_ENDPOINT)/_localstack/health >/dev/null || { echo "LocalStack does not answer at $(LOCALSTACK_ENDPOINT); start it: docker run --rm -d -p 4566:4566 localstack/localstack"; exit 1; }
 	$(CDK_ENV) $(LOCALSTACK_ENV) node_modules/.bin/cdklocal bootstrap aws://000000000000/us-east-1 --no-notices
-	$(CDK_ENV) $(LOCALSTACK_ENV) node_modules/.bin/cdklocal deploy --require-approval never --no-notices -c retainData=false -c reservedConcurrency=false
+	$(CDK_ENV) $(LOCALSTACK_ENV) node_modules/.bin/cdklocal deploy --require-approval never --no-notices -c retainData=false -c reservedConcurrency=false -c console=false

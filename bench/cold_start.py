@@ -1,7 +1,7 @@
 """Cold-start import benchmark: the fresh-process import time of every Lambda handler module against the
 bare framework floor, measured in the same run.
 
-    .venv/bin/python -m bench.cold_start [--repeats 7] [--top 0]
+    .venv/bin/python -m bench.cold_start [--repeats 9] [--top 0] [--only NAME ...]
 
 Handlers: every function the CDK app deploys (infra/config.py's API functions, the team authorizer, the
 knowledge-base ingest, and the step Lambdas of functions/common/resources.py). The answer function runs
@@ -19,7 +19,8 @@ machine drift hits all of them alike; each figure is the median. The target is j
 import is CPU-bound (bytecode and page cache are warm), and on a shared 2-core machine the wall time also
 counts the time other processes held the CPU, which moves single runs by 2x. Step Lambdas share one
 module and are measured once. `--top N` also prints the N slowest modules of each handler under
-`-X importtime`.
+`-X importtime`; `--only` measures only the handlers whose logical id or module contains one of the
+given names (the floor is always measured).
 """
 
 from __future__ import annotations
@@ -71,12 +72,21 @@ _TIMER = (
 )
 
 
-def _environment() -> dict[str, str]:
+# As deployed (infra/components/functions.py `SINGLE_THREADED_BLAS`, set on the knowledge base's
+# functions): the ingest imports numpy, whose BLAS threads would otherwise start and spin at import and
+# count in the process's CPU time on this machine though not on Lambda.
+SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+SINGLE_THREADED_PREFIX = "functions.rag."
+
+
+def _environment(modules: tuple[str, ...] = ()) -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     env.setdefault("AWS_REGION", env["AWS_DEFAULT_REGION"])
     env.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    env["PYTHONDONTWRITEBYTECODE"] = "0"
+    env["PYTHONDONTWRITEBYTECODE"] = "0"  # "0" lets the imports write bytecode (the shell may say "1")
+    if any(module.startswith(SINGLE_THREADED_PREFIX) for module in modules):
+        env.update(SINGLE_THREADED_BLAS)
     return env
 
 
@@ -91,7 +101,7 @@ def import_seconds(modules: tuple[str, ...]) -> Sample:
     out = subprocess.run(
         [sys.executable, "-c", _TIMER.format(modules=modules)],
         cwd=REPO,
-        env=_environment(),
+        env=_environment(modules),
         capture_output=True,
         text=True,
         check=True,
@@ -105,7 +115,7 @@ def slowest_modules(module: str, top: int) -> list[tuple[float, str]]:
     out = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", f"import {module}"],
         cwd=REPO,
-        env=_environment(),
+        env=_environment((module,)),
         capture_output=True,
         text=True,
         check=True,
@@ -123,9 +133,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=9, help="fresh processes per module (median)")
     parser.add_argument("--top", type=int, default=0, help="print the N slowest imports of each handler")
+    parser.add_argument(
+        "--only", nargs="+", default=[], metavar="NAME", help="only handlers whose id or module contains NAME"
+    )
     args = parser.parse_args(argv)
 
-    found = handlers()
+    found = [
+        handler
+        for handler in handlers()
+        if not args.only or any(name in handler.name or name in handler.module for name in args.only)
+    ]
+    if not found:
+        parser.error(f"no handler matches {' '.join(args.only)}")
     by_module: dict[str, list[str]] = {}
     for handler in found:
         by_module.setdefault(handler.module, []).append(handler.name)

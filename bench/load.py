@@ -59,6 +59,7 @@ KB_QUERIES = [
 class Stats:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
+    job_seconds: list[float] = field(default_factory=list)  # start to terminal, per job
 
 
 def _free_port() -> int:
@@ -132,6 +133,7 @@ async def _jobs(
     (and the failure reasons of those that failed, counted in `reasons`)."""
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         body = {"research_goal": GOAL, "scope_parameters": {"discovery_depth": "rapid"}}
+        began = time.monotonic()
         started = await asyncio.gather(*(client.post("/api/agent/execute", json=body) for _ in range(count)))
         ids: list[str] = []
         for response in started:
@@ -146,6 +148,8 @@ async def _jobs(
                 if response.status_code == 200:
                     body = response.json()
                     final[job_id] = str(body["status"])
+                    if final[job_id] in TERMINAL:
+                        stats.job_seconds.append(time.monotonic() - began)
                     if final[job_id] == "FAILED":
                         reasons[str(body.get("failure_reason"))[:160]] += 1
             await asyncio.sleep(1.0)
@@ -252,6 +256,11 @@ def _report(
     jobs = Counter(final.values())
     terminal = sum(count for status, count in jobs.items() if status in TERMINAL)
     print(f"research jobs: {dict(jobs)} ({terminal} of {args.jobs} terminal)")
+    if stats.job_seconds:
+        print(
+            f"  start to terminal: median {statistics.median(stats.job_seconds):.1f} s, "
+            f"max {max(stats.job_seconds):.1f} s (polled every second)"
+        )
     for reason, count in reasons.most_common():
         print(f"  FAILED x{count}: {reason}")
     rss = [mb for _, mb in samples if mb]

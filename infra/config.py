@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from functions.common import resources
+from functions.common.web_adapter import RESTORE_PATH
 from functions.local_runtime.gateway import EXEMPT_PATHS
 from functions.teams.models import TIERS
 from infra.bundling import BundlingMode
@@ -37,15 +38,18 @@ class ApiFunctionSpec:
 
     @property
     def entry(self) -> str:
-        """What the function's asset is built from: the Mangum handler, or the ASGI app uvicorn serves."""
+        """What the function's asset is built from: the Mangum handler, or the ASGI app uvicorn serves
+        (`web_adapter.py`: the app plus the adapter's SnapStart restore hook)."""
         return (
-            f"functions.{self.family}.app.app" if self.streams else f"functions.{self.family}.handler.handler"
+            f"functions.{self.family}.web_adapter.app"
+            if self.streams
+            else f"functions.{self.family}.handler.handler"
         )
 
     @property
     def asgi_app(self) -> str:
-        """uvicorn's `module:attribute` form of the app."""
-        return f"functions.{self.family}.app:app"
+        """uvicorn's `module:attribute` form of what it serves."""
+        return f"functions.{self.family}.web_adapter:app"
 
 
 API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
@@ -90,21 +94,27 @@ def usage_plans_parameter(stack_name: str) -> str:
 class WebAdapter:
     """The AWS Lambda Web Adapter layer (github.com/awslabs/aws-lambda-web-adapter, README "Zip Packages"):
     its `/opt/bootstrap` exec wrapper starts `$LAMBDA_TASK_ROOT/$_HANDLER` (our `run.sh`: uvicorn), and
-    its extension relays each invocation to that server as HTTP, streaming the answer back."""
+    its extension relays each invocation to that server as HTTP, streaming the answer back.
+
+    Layer version 30 is v1.1.0 (aws/aws-lambda-web-adapter PR #871; 29 was a withdrawn release), the
+    first that relays SnapStart's after-restore to the app: `POST after_restore_path` before any traffic
+    (functions/common/web_adapter.py; docs/infra.md, "Cold starts and SnapStart")."""
 
     account: str = "753240598075"
     layer_name: str = "LambdaAdapterLayerArm64"  # the functions run on arm64
-    version: int = 26
+    version: int = 30
     port: int = 8000
     invoke_mode: str = "response_stream"
     entry_script: str = "run.sh"
     server_distribution: str = "uvicorn"  # what `run.sh` starts; bundled although no import names it
+    after_restore_path: str = RESTORE_PATH
 
     def environment(self) -> dict[str, str]:
         return {
             "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
             "AWS_LWA_INVOKE_MODE": self.invoke_mode,
             "AWS_LWA_PORT": str(self.port),
+            "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH": self.after_restore_path,
         }
 
 
@@ -186,6 +196,7 @@ class StackOptions:
     log_retention_days: int = 30
     llm_provider: str = "none"
     waf: bool = False  # a web ACL has a monthly fee
+    console: bool = True  # the research console on CloudFront (LocalStack's free edition has none)
     extra_environment: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -230,5 +241,6 @@ class StackOptions:
             log_retention_days=int(parsed("logRetentionDays") or 30),
             llm_provider=str(parsed("llmProvider") or "none"),
             waf=flag("waf", False),
+            console=flag("console", True),
             extra_environment=dict(parsed("functionEnvironment") or {}),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnOutput, Duration, Stack
@@ -11,6 +12,7 @@ from fastapi import FastAPI
 
 from functions.local_runtime.gateway import load_function_apps
 from infra.components.api import STAGE, Api
+from infra.components.console import CONSOLE_DIST, Console, api_origin
 from infra.components.data import Data
 from infra.components.events import JobEvents, ResearchSchedules, UploadTrigger
 from infra.components.functions import Functions, depend_only_on_role_policy, module_exists
@@ -30,6 +32,7 @@ class ResearchStack(Stack):
         options: StackOptions,
         registry: Registry | None = None,
         function_apps: Mapping[str, FastAPI] | None = None,
+        console_dist: Path | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -136,6 +139,21 @@ class ResearchStack(Stack):
             # a real failure of it is a 500 (AUTHORIZER_FAILURE) that the API 5xx alarm counts
             refusing_functions=frozenset({self.functions.authorizer.function.node.id}),
         )
+
+        self.console: Console | None = None
+        if options.console:
+            self.console = Console(
+                self,
+                "Console",
+                dist=console_dist or CONSOLE_DIST,
+                api_url=self.api.rest_api.url,
+                api_origin=api_origin(self.api.rest_api),
+                access_logs=self.data.access_logs,
+                retain=options.retain_data,
+            )
+            CfnOutput(
+                self, "ConsoleUrl", value=f"https://{self.console.distribution.distribution_domain_name}/"
+            )
 
         self.functions.drop_redundant_role_dependencies()
         for machine in self.workflow.machines.values():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functions.admin.errors import install_error_handlers
-from functions.answer.schemas import TrustErrorResponse
+from functions.answer.error_schemas import TrustErrorResponse
 from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functions.answer.errors import install_error_handlers
 from functions.answer.routes import research, trust
 from functions.answer.schemas import TrustErrorResponse
+from functions.common import snapstart
 from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
@@ -41,4 +42,17 @@ document_errors(
         "GET /v1/traces/{trace_id}": (TrustErrorResponse, [404]),
         "GET /v1/health": (TrustErrorResponse, []),
     },
+)
+
+# What the first answer imports (functions/answer/wiring.py, the routes), imported into the snapshot.
+snapstart.prime_before_snapshot(
+    "functions.answer.service",
+    "functions.answer.stream",
+    "functions.research.pipeline",
+    "functions.extract.service",
+    "functions.search.service",
+    "functions.common.http_backend",
+    "functions.common.traces",
+    "functions.common.embedder",
+    "functions.metering.meter",
 )

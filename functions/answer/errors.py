@@ -25,7 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from functions.answer.service import SearchUnavailable
+from functions.answer.failures import SearchUnavailable
 from functions.common.errors import (
     DomainError,
     InvalidInput,

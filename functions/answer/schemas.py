@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from functions.answer.error_schemas import TrustErrorDetail as TrustErrorDetail
+from functions.answer.error_schemas import TrustErrorResponse as TrustErrorResponse
 from functions.common.validation import JsonInt, integral_number
 from functions.search.schemas import (
     CONNECTOR_NAMES,
@@ -304,16 +306,6 @@ class TrustHealthResponse(BaseModel):
     version: str
     llm_configured: bool = Field(description="Extension: an LLM writes the answers (else: extractive)")
     connectors: list[str] = Field(description="Extension: the configured search connectors")
-
-
-class TrustErrorDetail(BaseModel):
-    code: str
-    message: str
-    details: dict[str, Any]
-
-
-class TrustErrorResponse(BaseModel):
-    error: TrustErrorDetail
 
 
 class DetailResponse(BaseModel):

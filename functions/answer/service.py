@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from functions.answer.failures import NO_RESULTS as NO_RESULTS
+from functions.answer.failures import InternalFailure as InternalFailure
+from functions.answer.failures import NoResults as NoResults
+from functions.answer.failures import SearchUnavailable as SearchUnavailable
 from functions.common.errors import DomainError, InvalidInput, NotFound, UpstreamError
 from functions.common.observability import get_logger
 from functions.common.tenancy import DEFAULT_TEAM
@@ -33,7 +37,6 @@ from functions.search.text import snippet_from
 logger = get_logger("answer")
 
 NO_CONNECTORS = "No search connectors configured"
-NO_RESULTS = "No search results found"
 ALL_CONNECTORS = "all"
 TRACE_KIND = "answer"
 FRESHNESS_YEARS = {"day": 0, "week": 0, "month": 0, "year": 1}  # years before the current one
@@ -41,23 +44,6 @@ FRESHNESS_YEARS = {"day": 0, "week": 0, "month": 0, "year": 1}  # years before t
 PipelineFactory = Callable[[], AbstractAsyncContextManager[AnswerPipeline]]
 TraceListener = Callable[[dict[str, Any]], Awaitable[None]]
 ClientAdmission = Callable[[str], Awaitable[None]]
-
-
-class SearchUnavailable(UpstreamError):
-    """No search connector is configured, or every selected one failed (breakers open included)."""
-
-
-class NoResults(NotFound):
-    """The searches found nothing at all (not even sources judged irrelevant)."""
-
-    def __init__(self) -> None:
-        super().__init__(NO_RESULTS)
-
-
-class InternalFailure(DomainError):
-    """A bug or an unexpected failure inside the pipeline; its message is the exception's type only."""
-
-    code = "INTERNAL"
 
 
 def new_answer_id() -> str:

@@ -4,6 +4,9 @@ Per container: the search service (its breakers, HTTP clients and cache outlive 
 uploaded-documents adapter, the relevance scorer (MiniLM weights load once) and the answer service. Per
 request: the extraction service (it owns an HTTP client, closed when the answer is done) and the LLM
 provider.
+
+The pipeline, the services and the adapters are imported by the first request (`answer_service`), not
+with the app (bench/cold_start.py).
 """
 
 from __future__ import annotations
@@ -12,19 +15,16 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import cache
+from typing import TYPE_CHECKING
 
-from functions.answer.service import AnswerService
-from functions.common.embedder import default_embedder
-from functions.common.llm import provider_from_settings
 from functions.common.settings import Settings, get_settings
-from functions.common.traces import DynamoDbTraceStore
-from functions.extract.documents import DocumentRepository, DynamoDocumentRepository
-from functions.extract.service import ExtractionService
-from functions.metering.meter import MeteredFullText, metered_llm
-from functions.research.pipeline import AnswerPipeline
-from functions.research.relevance import RelevanceScorer
-from functions.research.retriever import Retriever, UploadedDocument
-from functions.search.service import SearchService
+
+if TYPE_CHECKING:
+    from functions.answer.service import AnswerService
+    from functions.extract.documents import DocumentRepository
+    from functions.research.pipeline import AnswerPipeline
+    from functions.research.relevance import RelevanceScorer
+    from functions.research.retriever import UploadedDocument
 
 
 class UploadedDocuments:
@@ -34,6 +34,8 @@ class UploadedDocuments:
         self._repository = repository
 
     def get(self, team_id: str, document_id: str) -> UploadedDocument | None:
+        from functions.research.retriever import UploadedDocument
+
         record = self._repository.get(team_id, document_id)
         if record is None or record.status != "indexed":
             return None
@@ -46,6 +48,9 @@ class UploadedDocuments:
 
 @cache
 def relevance_scorer() -> RelevanceScorer:
+    from functions.common.embedder import default_embedder
+    from functions.research.relevance import RelevanceScorer
+
     return RelevanceScorer(default_embedder())
 
 
@@ -62,6 +67,16 @@ def answer_service() -> AnswerService:
 
 
 def build_service(settings: Settings) -> AnswerService:
+    from functions.answer.service import AnswerService
+    from functions.common.llm import provider_from_settings
+    from functions.common.traces import DynamoDbTraceStore
+    from functions.extract.documents import DynamoDocumentRepository
+    from functions.extract.service import ExtractionService
+    from functions.metering.meter import MeteredFullText, metered_llm
+    from functions.research.pipeline import AnswerPipeline
+    from functions.research.retriever import Retriever
+    from functions.search.service import SearchService
+
     search = SearchService.from_settings(settings)
     documents = UploadedDocuments(DynamoDocumentRepository())
 

@@ -1,9 +1,14 @@
 """Outbound HTTP on httpx: bounded in time and size, retried with jittered backoff, guarded against SSRF.
 
-The SSRF guard sits in the connection layer (an httpcore network backend), so the address that is
-checked is the address that is connected to: a name is resolved once, every address it resolves to
-must be public, and the socket is opened to that checked address (TLS still verifies the name).
-Redirects are followed by hand so that every hop passes through the same guard.
+The SSRF guard sits in the connection layer (an httpcore network backend, `GuardedNetworkBackend` in
+functions/common/http_backend.py), so the address that is checked is the address that is connected to: a
+name is resolved once, every address it resolves to must be public, and the socket is opened to that
+checked address (TLS still verifies the name). Redirects are followed by hand so that every hop passes
+through the same guard.
+
+httpcore (with h11 and h2) is imported when the first client is built, not with this module: handlers
+import this module for its types and build their client on a request's first call
+(bench/cold_start.py).
 """
 
 from __future__ import annotations
@@ -15,13 +20,12 @@ import ipaddress
 import math
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urljoin
 
-import httpcore
 import httpx
 
 from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
@@ -61,31 +65,6 @@ async def system_resolver(host: str, port: int) -> list[str]:
 def _host_allowed(host: str, port: int, allowlist: frozenset[str]) -> bool:
     host = host.lower().strip("[]")
     return host in allowlist or f"{host}:{port}" in allowlist
-
-
-class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
-    """Resolves, checks and connects to one vetted address."""
-
-    def __init__(self, allowlist: frozenset[str], resolver: Resolver | None = None) -> None:
-        self._inner = httpcore.AnyIOBackend()
-        self._allowlist = allowlist
-        self._resolve = resolver or system_resolver
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        address = await vet_destination(host, port, self._allowlist, self._resolve)
-        return await self._inner.connect_tcp(
-            address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
-        )
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
 
 
 async def vet_destination(host: str, port: int, allowlist: frozenset[str], resolver: Resolver) -> str:
@@ -187,6 +166,10 @@ class HttpClient:
         resolver: Resolver | None = None,
         max_backoff_seconds: float = 8.0,
     ) -> None:
+        import httpcore  # with h11 and h2: imported by the first client built, not by this module
+
+        from functions.common.http_backend import GuardedNetworkBackend
+
         self._settings = settings or get_settings()
         self._max_backoff = max_backoff_seconds
         backend = GuardedNetworkBackend(self._settings.private_host_allowlist, resolver)

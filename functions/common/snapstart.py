@@ -16,12 +16,15 @@ Network connections need no hook: init opens none (the HTTP clients, functions/c
 request's first call), so a snapshot holds no socket.
 
 The hooks library (`snapshot_restore_py`) is part of the Lambda Python managed runtime, not a dependency
-of ours: outside Lambda the hooks are only recorded, and `run_after_restore` runs them (tests).
+of ours: outside Lambda the hooks are only recorded, and `run_after_restore` runs them (tests). Under the
+Lambda Web Adapter that runtime does not run at all; the adapter relays the restore to the app over HTTP
+and the route it calls runs `run_after_restore` (functions/common/web_adapter.py).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import random
 from collections.abc import Callable
 from typing import Any
@@ -59,10 +62,15 @@ def prime_before_snapshot(*modules: str) -> None:
     Handler modules import the heavy libraries a route needs lazily, where it first uses them, so that a
     cold start without SnapStart does not pay for them at import (bench/cold_start.py). Under SnapStart
     init is paid once per published version, so the lazily imported modules are imported there too and
-    live in the snapshot: a restored environment's first request does not import them. Outside Lambda
-    (no `snapshot_restore_py`) this does nothing."""
+    live in the snapshot: a restored environment's first request does not import them. Under the Lambda
+    Web Adapter (no `snapshot_restore_py`, and the adapter relays no before-snapshot hook) they are
+    imported at once when Lambda says this init is SnapStart's (`AWS_LAMBDA_INITIALIZATION_TYPE`).
+    Elsewhere (outside Lambda, an on-demand init without the runtime library) this does nothing."""
     registrar = _runtime_registrar("register_before_snapshot")
     if registrar is None:
+        if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":
+            for module in modules:
+                importlib.import_module(module)
         return
 
     def prime() -> None:
@@ -77,7 +85,8 @@ def registered_hooks() -> tuple[Callable[[], None], ...]:
 
 
 def run_after_restore() -> None:
-    """Run the registered hooks as Lambda would after a restore (tests; never needed on Lambda)."""
+    """Run the registered hooks as the Lambda Python runtime does after a restore: where that runtime is not
+    the process serving requests (the Lambda Web Adapter's restore route), and in tests."""
     for hook in _after_restore:
         hook()
 

@@ -10,28 +10,32 @@ import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Depends, File, Form, Path, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Path, Query, Request, UploadFile
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
 from functions.common.api import TeamId
 from functions.common.errors import InvalidInput, NotFound
-from functions.common.http import HttpClient
-from functions.common.models import ExtractedPaper
-from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimiter
 from functions.common.settings import get_settings
-from functions.common.storage import BlobStore, DynamoDbTtlCache, InMemoryTtlCache, S3BlobStore, TtlCache
-from functions.extract.documents import DocumentRepository, DynamoDocumentRepository
 from functions.extract.errors import DocumentTooLarge
-from functions.extract.metadata_connectors import ConnectorMetadata
-from functions.extract.service import ExtractionService
-from functions.search.config import SearchSettings
+
+if TYPE_CHECKING:
+    from functions.common.models import ExtractedPaper
+    from functions.common.rate_limit import RateLimiter
+    from functions.common.storage import BlobStore, TtlCache
+    from functions.extract.documents import DocumentRecord, DocumentRepository
+    from functions.extract.service import ExtractionService
+
+# The extraction service (PDF parsing: pypdfium2; the HTTP client: httpcore; the metadata connectors) and
+# the AWS adapters are imported by the first request that needs them, not with the handler
+# (bench/cold_start.py); under SnapStart the handler imports them before the snapshot.
 
 ELEMENTS = ("title", "abstract", "key_findings", "methodology", "conclusions", "citations", "evidence")
 UPLOAD_CHUNK = 1024 * 1024
 DOCUMENT_ID_MAX_CHARS = 80
+MAX_LISTED_DOCUMENTS = 1000  # DocumentRepository.all's cap
 
 
 class ExtractionParameters(BaseModel):
@@ -50,33 +54,76 @@ class ExtractionParameters(BaseModel):
         return value
 
 
+# What `resolve.classify` can accept (it refuses everything else, naming why): after leading whitespace,
+# `library://<document id>`; or, optionally after `arxiv:` / `arxiv.org/abs/`, an arXiv id, a DOI
+# (`10.<registrant>/<suffix>`, or `doi:` and text holding one), or an http(s) URL with a host (tabs and
+# line breaks inside it ignored, as `urllib.parse.urlsplit` drops them). Python's `\d`, `\s`, as there.
+_TAB_OR_BREAK = r"[\t\n\r]*"
+SOURCE_URL_PATTERN = (
+    r"^[\x00-\x20\s]*(library:///*doc-[0-9a-f]{8,64}\n?/*\s*$"
+    r"|([Aa][Rr][Xx][Ii][Vv](:|\.[Oo][Rr][Gg]/[Aa][Bb][Ss]/))?("
+    r"(\d{4}\.\d{4,5}|[a-z][a-z.-]+(\.[A-Z]{2})?/\d{7})(v\d+)?\s*$"
+    r"|([Dd][Oo][Ii]:[\s\S]*)?10\.\d{4,9}/\S"
+    r"|[\x00-\x20]*[Hh]{w}[Tt]{w}[Tt]{w}[Pp]{w}([Ss]{w})?:{w}/{w}/{w}[^/?#\t\n\r]))"
+).replace("{w}", _TAB_OR_BREAK)
+
+
 class ExtractRequest(BaseModel):
-    source_url: str = Field(min_length=1, max_length=2048)
+    # the pattern is documentation; `classify` refuses what it does not accept, with its own message
+    source_url: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="What to extract from: an http(s) URL; an arXiv id (`2101.00001`, `arxiv:2101.00001v2`, "
+        "`hep-th/9901001`, or an arxiv.org abs, pdf or html URL); a DOI (`10.1234/abc`, `doi:10.1234/abc`, or a "
+        "doi.org URL); or `library://<document_id>`, a document your team uploaded (`POST /v1/documents`). "
+        "Surrounding whitespace is ignored.",
+        examples=[
+            "arxiv:2101.00001",
+            "10.1038/nature14539",
+            "https://arxiv.org/pdf/2101.00001v2",
+            "library://doc-0123456789abcdef",
+        ],
+        json_schema_extra={"pattern": SOURCE_URL_PATTERN},
+    )
     extraction_parameters: ExtractionParameters | None = None
 
 
 @lru_cache(maxsize=1)
 def _blobs() -> BlobStore:
+    from functions.common.storage import S3BlobStore
+
     return S3BlobStore(get_settings().data_bucket)
 
 
 @lru_cache(maxsize=1)
 def _documents() -> DocumentRepository:
+    from functions.extract.documents import DynamoDocumentRepository
+
     return DynamoDocumentRepository()
 
 
 @lru_cache(maxsize=1)
 def _lookup_cache() -> TtlCache:
+    from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache
+    from functions.search.config import SearchSettings
+
     return InMemoryTtlCache() if SearchSettings().state_backend == "memory" else DynamoDbTtlCache()
 
 
 @lru_cache(maxsize=1)
 def _lookup_limiter() -> RateLimiter:
+    from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter
+    from functions.search.config import SearchSettings
+
     return InMemoryRateLimiter() if SearchSettings().state_backend == "memory" else DynamoDbRateLimiter()
 
 
 async def get_service() -> AsyncIterator[ExtractionService]:
     """One HTTP client per request (clients are bound to an event loop); storage adapters are shared."""
+    from functions.common.http import HttpClient
+    from functions.extract.metadata_connectors import ConnectorMetadata
+    from functions.extract.service import ExtractionService
+
     settings = get_settings()
     http = HttpClient(settings)
     try:
@@ -93,7 +140,40 @@ async def get_service() -> AsyncIterator[ExtractionService]:
         await http.aclose()
 
 
-ServiceDep = Annotated[ExtractionService, Depends(get_service)]
+ServiceDep = Annotated["ExtractionService", Depends(get_service)]
+
+
+class DocumentView(BaseModel):
+    """An uploaded document as the API shows it."""
+
+    document_id: str
+    filename: str
+    uploaded_at: str = Field(description="UTC, ISO 8601 to the second")
+    size_bytes: int
+    status: str = Field(description='"indexed" (parsed and searchable) or "failed"')
+    pages: int
+    title: str
+    source_url: str = Field(description="library://<document_id>: cite or extract it like any source")
+
+    @classmethod
+    def of(cls, record: DocumentRecord) -> DocumentView:
+        return cls(
+            document_id=record.document_id,
+            filename=record.filename,
+            uploaded_at=_utc_seconds(record.uploaded_at),
+            size_bytes=record.size_bytes,
+            status=record.status,
+            pages=record.pages,
+            title=record.title,
+            source_url=record.source_url,
+        )
+
+
+class DocumentList(BaseModel):
+    documents: list[DocumentView]
+    count: int
+
+
 tools_router = APIRouter(tags=["tools"])
 documents_router = APIRouter(tags=["documents"])
 
@@ -203,19 +283,21 @@ async def get_document(
     ],
     service: ServiceDep,
     team: TeamId,
-) -> dict[str, Any]:
+) -> DocumentView:
     if not document_id.startswith("doc-") or len(document_id) > DOCUMENT_ID_MAX_CHARS:
         raise InvalidInput(f"not a document id: {document_id!r}", field="document_id")
     record = await asyncio.to_thread(service.get_document, team, document_id)
     if record is None:
         raise NotFound(f"no document {document_id}")
-    return {
-        "document_id": record.document_id,
-        "filename": record.filename,
-        "uploaded_at": _utc_seconds(record.uploaded_at),
-        "size_bytes": record.size_bytes,
-        "status": record.status,
-        "pages": record.pages,
-        "title": record.title,
-        "source_url": record.source_url,
-    }
+    return DocumentView.of(record)
+
+
+@documents_router.get("/v1/documents")
+async def list_documents(
+    service: ServiceDep,
+    team: TeamId,
+    limit: Annotated[int, Query(ge=1, le=MAX_LISTED_DOCUMENTS, description="at most this many")] = 100,
+) -> DocumentList:
+    """The team's uploaded documents, newest first, each as `GET /v1/documents/{document_id}` shows it."""
+    records = await asyncio.to_thread(service.list_documents, team, limit)
+    return DocumentList(documents=[DocumentView.of(record) for record in records], count=len(records))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from functions.answer.schemas import TrustErrorResponse
+from functions.answer.error_schemas import TrustErrorResponse
 from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
 from functions.extract.api import documents_router, tools_router
 from functions.extract.http_errors import install_error_handlers
-from functions.orchestrate.errors import AgentError
+from functions.orchestrate.error_schemas import AgentError
 
 logger = get_logger("extract")
 
@@ -22,7 +22,7 @@ app = create_app(
 
 # /api/tools/extract (the agent API): 400 validation or a refused address, 404 the source could not be
 # fetched, 504 the 45 s extraction limit. /v1/documents (trust API): 413 over the upload limit, 422 a
-# file that is not a readable PDF, 404 an unknown (or another team's) document. Both: 503 when S3 or
+# file that is not a readable PDF, 404 an unknown (or another team's) document; the list is the caller's team's. Both: 503 when S3 or
 # DynamoDB is throttling or out of reach.
 document_errors(
     app,
@@ -30,5 +30,6 @@ document_errors(
         "POST /api/tools/extract": (AgentError, [400, 404, 503, 504]),
         "POST /v1/documents": (TrustErrorResponse, [400, 413, 422, 503]),
         "GET /v1/documents/{document_id}": (TrustErrorResponse, [400, 404, 503]),
+        "GET /v1/documents": (TrustErrorResponse, [400, 503]),
     },
 )

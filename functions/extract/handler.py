@@ -10,4 +10,12 @@ from functions.extract.app import app
 handler = Mangum(app, lifespan="off")
 
 # What the routes import on first use (the cold start without SnapStart), imported into the snapshot.
-snapstart.prime_before_snapshot("rapidfuzz.fuzz", "feedparser", "tenacity")
+snapstart.prime_before_snapshot(
+    "functions.extract.service",
+    "functions.common.http_backend",
+    "pypdfium2",
+    "pypdfium2.raw",
+    "rapidfuzz.fuzz",
+    "feedparser",
+    "tenacity",
+)

@@ -8,7 +8,6 @@ the title is found.
 
 from __future__ import annotations
 
-import ctypes
 import io
 import itertools
 import logging
@@ -20,13 +19,16 @@ import unicodedata
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Any
-
-import pypdfium2 as pdfium  # type: ignore[import-untyped]
-import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
+from typing import TYPE_CHECKING, Any
 
 from functions.common.untrusted import clean_untrusted
 from functions.extract.identifiers import embedded_hints
+
+if TYPE_CHECKING:
+    import pypdfium2 as pdfium  # type: ignore[import-untyped]
+
+# pypdfium2 (its native library through ctypes) is imported by the first parse, not with this module: the
+# handlers that import it for its types need not load it (bench/cold_start.py).
 
 DEFAULT_MAX_PAGES = 300
 DEFAULT_TIME_BUDGET_SECONDS = 12.0
@@ -178,6 +180,8 @@ def _parse_with_pdfium(data: bytes, max_pages: int, budget: float) -> ParsedPdf:
 
 
 def _parse_with_pdfium_locked(data: bytes, max_pages: int, budget: float) -> ParsedPdf:
+    import pypdfium2 as pdfium
+
     started = time.perf_counter()
     try:
         document = pdfium.PdfDocument(data, password="")
@@ -207,6 +211,10 @@ def _parse_with_pdfium_locked(data: bytes, max_pages: int, budget: float) -> Par
 def _sized_lines(textpage: pdfium.PdfTextPage, page_height: float) -> list[SizedLine]:
     """Lines of the first page with their median glyph height, read char by char so that text and
     geometry stay aligned. A horizontal gap wider than 1.5 glyph heights starts a new cell."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
+
     count = textpage.count_chars()
     lines: list[SizedLine] = []
     rect = pdfium_c.FS_RECTF()

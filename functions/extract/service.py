@@ -569,6 +569,14 @@ class ExtractionService:
             return None
         return self._documents.get(team_id, document_id)
 
+    def list_documents(self, team_id: str, limit: int) -> list[DocumentRecord]:
+        """The team's documents, newest upload first (ties by id, so the order is stable)."""
+        if self._documents is None or not valid_team_id(team_id):
+            return []
+        records = self._documents.all(team_id)  # the repository's cap: 1,000
+        records.sort(key=lambda record: (record.uploaded_at, record.document_id), reverse=True)
+        return records[:limit]
+
 
 def _document_year(given: object, pdf_metadata: dict[str, str]) -> int:
     """The uploader's year, else the PDF's creation year, else this year (search results need one)."""

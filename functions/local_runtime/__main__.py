@@ -8,6 +8,7 @@ import os
 import uvicorn
 
 from functions.common.tenancy import DEFAULT_TEAM
+from functions.local_runtime.admission import Admission, limit_from_env
 from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.durable import state_dir_from_env
 from functions.local_runtime.gateway import Gateway, load_function_apps
@@ -24,6 +25,7 @@ def main() -> None:
         help="where data is kept across restarts (default: LOCAL_STATE_DIR; set it empty to keep nothing)",
     )
     args = parser.parse_args()
+    limit = limit_from_env()
     state_dir = args.state_dir if args.state_dir is not None else state_dir_from_env()
     state_dir = state_dir or None  # "" keeps everything in memory
 
@@ -40,7 +42,8 @@ def main() -> None:
                 )
         print(f"embedded AWS ready: state machines {sorted(aws.state_machine_arns)}", flush=True)
         print(
-            f"serving every API on http://{args.host}:{args.port} (docs at /docs); Ctrl-C stops", flush=True
+            f"serving every API on http://{args.host}:{args.port} (docs at /docs, the research console at /console/); Ctrl-C stops",
+            flush=True,
         )
         if gateway.auth_required:
             print("AUTH=required: every request needs `Authorization: Bearer <team token>`", flush=True)
@@ -50,10 +53,19 @@ def main() -> None:
                 "(AUTH=required enforces team tokens)",
                 flush=True,
             )
+        if limit:
+            print(
+                f"at most {limit} requests served at once, the rest queue (LOCAL_MAX_CONCURRENT_REQUESTS)",
+                flush=True,
+            )
         scheduler = start_local_scheduler()  # due research schedules fire here as on EventBridge Scheduler
         try:
             uvicorn.run(
-                gateway, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=5
+                Admission(gateway, limit) if limit else gateway,
+                host=args.host,
+                port=args.port,
+                log_level="info",
+                timeout_graceful_shutdown=5,
             )
         finally:
             scheduler.stop()

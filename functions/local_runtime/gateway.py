@@ -1,7 +1,8 @@
 """One ASGI app that routes each request to the function app owning its path, like API Gateway.
 
 Each function keeps its own FastAPI app (its own error contract and handlers); the gateway only picks
-the app whose routes match, and serves a merged `/openapi.json`, `/docs` and `/redoc`.
+the app whose routes match, and serves a merged `/openapi.json`, `/docs` and `/redoc`, and the research
+console's static files at `/console/` (`functions/local_runtime/console.py`; no token needed, as on CloudFront).
 
 Team tokens, as the API Gateway authorizer (`functions/teams/authorizer.py`) enforces them on AWS:
 - `AUTH=required` in the environment (read once, when the gateway is built: `make run` reads it at
@@ -30,6 +31,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import FastAPI
@@ -38,6 +40,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
+from functions.local_runtime.console import DEFAULT_CONSOLE_DIR, ConsoleFiles, is_console_path
 from functions.teams.tokens import bearer_token
 
 FUNCTION_APPS = ("search", "extract", "orchestrate", "rag", "answer", "admin")
@@ -218,8 +221,10 @@ class Gateway:
         lookup: TeamLookup = lookup_team,
         token_cache_seconds: float = TOKEN_CACHE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        console_dir: Path = DEFAULT_CONSOLE_DIR,
     ) -> None:
         """`auth_required` None reads `AUTH` from the environment, now (not per request)."""
+        self._console = ConsoleFiles(console_dir)
         self.auth_required = auth_required_from_env() if auth_required is None else auth_required
         self._lookup = lookup
         self._tokens = TokenCache(token_cache_seconds, clock)
@@ -246,6 +251,8 @@ class Gateway:
             return get_redoc_html(openapi_url="/openapi.json", title="Research API")
 
     def app_for(self, scope: Scope) -> Any:
+        if is_console_path(scope.get("path", "")):
+            return self._console
         partial = None
         for app, route in self._routes:
             match, _ = route.matches(scope)
@@ -275,8 +282,8 @@ class Gateway:
         await app(scope, receive, send)
 
     def _guarded(self, app: Any, path: str) -> bool:
-        if app is self._docs or path in EXEMPT_PATHS:
-            return False  # the gateway's docs and 404s, health checks
+        if app is self._docs or app is self._console or path in EXEMPT_PATHS:
+            return False  # the gateway's docs and 404s, the console's static files, health checks
         return not (path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"))
 
     async def _team_of(self, token: str) -> str | None:

@@ -7,7 +7,6 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import (
@@ -22,20 +21,10 @@ from functions.common.errors import (
 )
 from functions.common.observability import get_logger
 from functions.metering.budget import BudgetExceeded
+from functions.orchestrate.error_schemas import AgentError as AgentError
 from functions.orchestrate.jobs import JobNotFinished
 
 logger = get_logger("orchestrate")
-
-
-class AgentError(BaseModel):
-    """The agent API's error body (`/api/agent/*`, `/api/tools/extract`, `/api/schedules`, `/api/webhooks`,
-    `/api/usage*`): `{"error": CODE, "message": ..., "field": ...}`; a 429 carries `retry_after`."""
-
-    model_config = ConfigDict(extra="allow")
-    error: str
-    message: str | None = None
-    field: str | None = None
-    retry_after: int | None = None
 
 
 def _body(code: str, message: str, **extra: Any) -> dict[str, Any]:

@@ -23,14 +23,16 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, GetPydanticSchema, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from functions.common.errors import InvalidInput, NotFound
 from functions.common.settings import get_settings
-from functions.orchestrate.models import RESEARCH_GOAL_PATTERN, ExecuteRequest
+from functions.orchestrate.models import RESEARCH_GOAL_PATTERN, ExecuteRequest, ScopeParameters
 from functions.schedules.runs import ScheduleRunStore
 from functions.webhooks.urls import check_callback_url
 
@@ -185,16 +187,59 @@ def _invalid(message: str) -> InvalidInput:
 # --- the API's models --------------------------------------------------------------------------------
 
 
+# What `parse_expression` can accept (it checks each cron field further); Python's `\d` and `\s`, as there.
+SCHEDULE_EXPRESSION_PATTERN = (
+    r"^\s*(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(.+\)"
+    r"|at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\))\s*$"
+)
+# The form of every IANA zone name (`Europe/Berlin`, `Etc/GMT+5`, `UTC`); `_check_timezone` loads the zone.
+TIMEZONE_PATTERN = r"^[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*$"
+TIMEZONE_MAX_LENGTH = 64  # the longest name in the tz database has 38 characters
+
+
+def _job_scope_schema(_: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+    """The job's own `ScopeParameters` schema (a `$ref` to it): a schedule's scope is validated as a job's
+    (`_check_job`) and stored as sent."""
+    model = ScopeParameters.__pydantic_core_schema__
+    assert model["type"] == "model"
+    return handler(
+        core_schema.definitions_schema(core_schema.definition_reference_schema(model["ref"]), [model])
+    )
+
+
 class ScheduleRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    schedule_expression: str = Field(min_length=1, max_length=256)
+    # the pattern is documentation; `parse_expression` refuses what it does not parse, naming why
+    schedule_expression: str = Field(
+        min_length=1,
+        max_length=256,
+        description="An EventBridge Scheduler expression: `rate(N minutes|hours|days)` (`rate(1 minute)` in "
+        "the singular), `cron(minutes hours day-of-month month day-of-week year)` with exactly one of "
+        "day-of-month and day-of-week `?` (L, W and # are not supported), or a one-time "
+        "`at(yyyy-mm-ddThh:mm:ss)` in the schedule's time zone that is still to come.",
+        examples=["rate(1 day)", "cron(0 7 ? * MON *)", "at(2030-01-31T09:00:00)"],
+        json_schema_extra={"pattern": SCHEDULE_EXPRESSION_PATTERN},
+    )
     # validated as the agent API's research_goal (`_check_job`), and documented so
     research_goal: str = Field(
         json_schema_extra={"minLength": 10, "maxLength": 500, "pattern": RESEARCH_GOAL_PATTERN}
     )
-    scope_parameters: dict[str, Any] = Field(default_factory=dict)
-    timezone: str = "UTC"
+    scope_parameters: Annotated[
+        dict[str, Any], GetPydanticSchema(get_pydantic_json_schema=_job_scope_schema)
+    ] = Field(
+        default_factory=dict,
+        description="The scope of every job the schedule starts, validated as `POST /api/agent/execute` "
+        "validates a job's `scope_parameters`.",
+    )
+    timezone: str = Field(
+        default="UTC",
+        max_length=TIMEZONE_MAX_LENGTH,
+        description="An IANA time zone name (the tz database, e.g. `Europe/Berlin`): the zone of cron and "
+        "at expressions. An unknown zone is refused.",
+        examples=["UTC", "Europe/Berlin", "America/New_York"],
+        json_schema_extra={"pattern": TIMEZONE_PATTERN},
+    )
     description: str | None = Field(default=None, max_length=512)
     enabled: bool = True
     # Receives every run's completion and digest as a signed POST (docs/living-reviews.md).

@@ -10,4 +10,6 @@ from functions.search.app import app
 handler = Mangum(app, lifespan="off")
 
 # What the routes import on first use (the cold start without SnapStart), imported into the snapshot.
-snapstart.prime_before_snapshot("feedparser", "tenacity")
+snapstart.prime_before_snapshot(
+    "functions.search.service", "functions.common.http_backend", "feedparser", "tenacity"
+)

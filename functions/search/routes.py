@@ -6,7 +6,7 @@ connector then answers only with that team's uploads."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Request
 
@@ -25,13 +25,20 @@ from functions.search.schemas import (
     V1SearchResponse,
     V1Source,
 )
-from functions.search.service import SearchService
 from functions.search.text import snippet_from
+
+if TYPE_CHECKING:
+    from functions.search.service import SearchService
 
 
 @lru_cache(maxsize=1)
 def get_service() -> SearchService:
-    """One service per container: shared HTTP clients, breakers, cache and limiter adapters."""
+    """One service per container: shared HTTP clients, breakers, cache and limiter adapters.
+
+    The service, its connectors and the HTTP client are imported here, by the first request, not with the
+    handler (bench/cold_start.py); under SnapStart the handler imports them before the snapshot."""
+    from functions.search.service import SearchService
+
     return SearchService.from_settings()
 
 
@@ -55,7 +62,7 @@ def api_doi(paper: Paper) -> str | None:
     return f"10.48550/arXiv.{paper.arxiv_id}" if paper.arxiv_id else None
 
 
-ServiceDep = Annotated[SearchService, Depends(get_service)]
+ServiceDep = Annotated["SearchService", Depends(get_service)]
 tools_router = APIRouter(tags=["search"])
 v1_router = APIRouter(prefix="/api/v1", tags=["search"])
 

@@ -24,6 +24,7 @@ from fastapi import APIRouter, FastAPI
 from functions.common import resources
 from functions.schedules.routes import router as schedule_router
 from infra.app import build
+from infra.components.console import CONSOLE_DIST
 from infra.config import Registry
 from infra.stack import ResearchStack
 
@@ -101,6 +102,12 @@ class Synthesized:
     def resources(self, kind: str) -> dict[str, dict[str, Any]]:
         return {key: value for key, value in self.template_json["Resources"].items() if value["Type"] == kind}
 
+    def cdk_handlers(self) -> set[str]:
+        """Logical ids of the Lambda functions CDK brings with its own constructs (the console's
+        BucketDeployment handler): CDK builds and pins them, so the rules for our functions skip them."""
+        console = self.stack.console
+        return {self.logical_id(console.deployment_handler)} if console is not None else set()
+
     def logical_id(self, construct: Any) -> str:
         return str(self.stack.resolve(self.stack.get_logical_id(construct.node.default_child)))
 
@@ -121,16 +128,29 @@ def synthesize(context: dict[str, Any] | None = None, **stack_kwargs: Any) -> Sy
 
 
 @pytest.fixture(scope="session")
-def deployed() -> Iterator[Synthesized]:
-    yield synthesize()
+def console_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The console build (`make console`), or, before it is built, a stand-in holding only index.html."""
+    if (CONSOLE_DIST / "index.html").is_file():
+        return CONSOLE_DIST
+    stand_in = tmp_path_factory.mktemp("console-dist")
+    (stand_in / "index.html").write_text(
+        '<!doctype html><title>Research console</title><script src="app.js"></script>\n', encoding="utf-8"
+    )
+    return stand_in
 
 
 @pytest.fixture(scope="session")
-def probe() -> Iterator[Synthesized]:
+def deployed(console_dist: Path) -> Iterator[Synthesized]:
+    yield synthesize(console_dist=console_dist)
+
+
+@pytest.fixture(scope="session")
+def probe(console_dist: Path) -> Iterator[Synthesized]:
     yield synthesize(
         {"stackName": "ProbeResearch", "alarmEmail": "ops@example.org", "waf": True},
         registry=probe_registry(),
         function_apps=probe_apps(),
+        console_dist=console_dist,
     )
 
 

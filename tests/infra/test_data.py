@@ -42,7 +42,8 @@ def _bucket_policy_statements(synthesized: Synthesized, bucket_id: str) -> list[
 
 def test_every_bucket_is_encrypted_private_and_tls_only(deployed: Synthesized) -> None:
     buckets = deployed.resources("AWS::S3::Bucket")
-    assert len(buckets) == len(resources.BUCKETS) + 1  # + the access-log bucket
+    console = 2 if deployed.stack.console else 0  # its site bucket and its CloudFront log bucket
+    assert len(buckets) == len(resources.BUCKETS) + 1 + console  # + the access-log bucket
     for bucket_id, bucket in buckets.items():
         properties = bucket["Properties"]
         (rule,) = properties["BucketEncryption"]["ServerSideEncryptionConfiguration"]

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from functions.common.web_adapter import RESTORE_PATH
 from infra.components.functions import LIVE_ALIAS
+from infra.config import WEB_ADAPTER
 from tests.infra.conftest import Synthesized
-from tests.infra.template_facts import integrated_function, methods, walk
+from tests.infra.template_facts import api_paths, integrated_function, methods, walk
 
 
 def _python_functions(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
@@ -18,6 +20,7 @@ def _python_functions(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
         logical_id: resource
         for logical_id, resource in synthesized.resources("AWS::Lambda::Function").items()
         if str(resource["Properties"].get("Runtime", "")).startswith("python")
+        and logical_id not in synthesized.cdk_handlers()
     }
 
 
@@ -100,6 +103,44 @@ def test_state_machine_substitutions_name_the_step_aliases(synthesized: Synthesi
         assert named, substitutions
         for step, value in named.items():
             assert value == {"Ref": synthesized.logical_id(steps[step].alias)}, (step, value)
+
+
+def test_functions_under_the_web_adapter_get_the_restore_relayed(synthesized: Synthesized) -> None:
+    """The Lambda Python runtime's restore hooks do not run under the adapter: its layer must be v1.1.0+
+    (layer version 30, the first to relay SnapStart's after-restore) and name the app's restore route."""
+    adapted = {
+        logical_id: function["Properties"]
+        for logical_id, function in _python_functions(synthesized).items()
+        if function["Properties"].get("Layers")
+    }
+    assert adapted
+    for logical_id, properties in adapted.items():
+        (layer,) = properties["Layers"]
+        arn = "".join(part if isinstance(part, str) else "" for part in layer["Fn::Join"][1])
+        assert arn.endswith(":753240598075:layer:LambdaAdapterLayerArm64:30"), (logical_id, arn)
+        variables = properties["Environment"]["Variables"]
+        assert variables["AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH"] == RESTORE_PATH, logical_id
+        assert "AWS_LWA_ASYNC_INIT" not in variables  # ignored under SnapStart by v1.1.0 anyway
+    assert WEB_ADAPTER.version == 30
+
+
+def test_api_gateway_has_no_route_to_the_restore_hook(synthesized: Synthesized) -> None:
+    """Only the adapter may call the restore route: no API Gateway resource, literal or templated
+    (`{id}`, greedy `{path+}`), matches its path."""
+    wanted = RESTORE_PATH.strip("/").split("/")
+
+    def matches(path: str) -> bool:
+        segments = path.strip("/").split("/")
+        for depth, segment in enumerate(segments):
+            if segment.startswith("{") and segment.endswith("+}"):
+                return True
+            if depth >= len(wanted) or not (segment.startswith("{") or segment == wanted[depth]):
+                return False
+        return len(segments) == len(wanted)
+
+    paths = list(api_paths(synthesized.template_json).values())
+    assert paths
+    assert not [path for path in paths if matches(path)]
 
 
 def _is_ref(item: Any) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from functions.common.web_adapter import RESTORE_PATH
 from infra import bundling
 from tests.infra.conftest import Synthesized
 
@@ -173,7 +174,7 @@ def test_the_deployed_answer_asset_boots_and_serves_its_json_routes(
     """The answer function's staged asset (source bundling: this venv supplies the wheels) as the task
     root: its run.sh starts the real app from the files the bundler chose, so a module the app needs but
     the asset lacks fails here, not on Lambda. Its JSON routes answer through uvicorn as they will when
-    the adapter relays them (each then streamed in one piece)."""
+    the adapter relays them (each then streamed in one piece), and so does the SnapStart restore hook."""
     answer = deployed.stack.functions.api["answer"].function
     key = deployed.template_json["Resources"][deployed.logical_id(answer)]["Properties"]["Code"]["S3Key"]
     asset = Path(deployed.artifact.assembly.directory) / f"asset.{key.removesuffix('.zip')}"
@@ -190,3 +191,11 @@ def test_the_deployed_answer_asset_boots_and_serves_its_json_routes(
         health = json.loads(response.read())
         assert response.status == 200 and health["status"] == "ok", health
         assert "arxiv" in health["connectors"]
+        # What the adapter (v1.1.0+) sends after a SnapStart restore: an empty POST from loopback.
+        connection.request("POST", RESTORE_PATH)
+        response = connection.getresponse()
+        assert response.status == 204 and response.read() == b""
+        # A relayed invocation carries the adapter's context headers: never the restore hook.
+        connection.request("POST", RESTORE_PATH, headers={"x-amzn-lambda-context": "{}"})
+        response = connection.getresponse()
+        assert response.status == 403 and json.loads(response.read()) == {"detail": "Forbidden"}

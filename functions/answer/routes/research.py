@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
@@ -15,14 +15,15 @@ from functions.answer.schemas import (
     ResearchRequest,
     ResearchResponse,
 )
-from functions.answer.service import AnswerService, new_trace_id, to_research_response
 from functions.answer.wiring import answer_service
 from functions.common.api import TeamId, client_identity
-from functions.research.pipeline import AnswerRequest
 from functions.research.presets import EFFORT_LOW, FOCUS_MODES, PRESETS
 
+if TYPE_CHECKING:  # the service and the pipeline are imported by the first answer (bench/cold_start.py)
+    from functions.answer.service import AnswerService
+
 router = APIRouter(prefix="/api/v1", tags=["answer"])
-ServiceDep = Annotated[AnswerService, Depends(answer_service)]
+ServiceDep = Annotated["AnswerService", Depends(answer_service)]
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": DetailResponse, "description": "Invalid request body"},
     404: {"model": DetailResponse, "description": "No search results found"},
@@ -35,6 +36,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 async def _research(
     body: ResearchRequest, effort: str, request: Request, service: AnswerService, team_id: str
 ) -> Any:
+    from functions.answer.service import new_trace_id, to_research_response
+    from functions.research.pipeline import AnswerRequest
+
     await service.admit(client_identity(request))
     service.check_connectors(body.connectors)
     answer_request = AnswerRequest(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
@@ -19,14 +19,15 @@ from functions.answer.schemas import (
     TrustSearchRequest,
     TrustSearchResponse,
 )
-from functions.answer.service import AnswerService, new_answer_id, new_trace_id, to_query_response
-from functions.answer.stream import answer_events
 from functions.answer.wiring import answer_service
 from functions.common.api import TeamId, client_identity
-from functions.research.pipeline import AnswerRequest
+
+if TYPE_CHECKING:  # the service and the pipeline are imported by the first answer (bench/cold_start.py)
+    from functions.answer.service import AnswerService
+    from functions.research.pipeline import AnswerRequest
 
 router = APIRouter(prefix="/v1", tags=["answer"])
-ServiceDep = Annotated[AnswerService, Depends(answer_service)]
+ServiceDep = Annotated["AnswerService", Depends(answer_service)]
 VERSION = "0.1.0"
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": TrustErrorResponse, "description": "invalid_request"},
@@ -43,6 +44,8 @@ STREAM_DESCRIPTION = (
 
 
 def answer_request(body: QueryRequest, service: AnswerService, team_id: str) -> AnswerRequest:
+    from functions.research.pipeline import AnswerRequest
+
     options = body.options
     prepared = AnswerRequest(
         question=body.query,
@@ -76,6 +79,9 @@ def received(body: QueryRequest, answer_id: str, request: Request) -> dict[str, 
 def event_stream(
     service: AnswerService, body: QueryRequest, prepared: AnswerRequest, http_request: Request
 ) -> sse.EventStreamResponse:
+    from functions.answer.service import new_answer_id, new_trace_id
+    from functions.answer.stream import answer_events
+
     answer_id = new_answer_id()
     events = answer_events(
         service,
@@ -96,6 +102,8 @@ async def query(body: QueryRequest, request: Request, service: ServiceDep, team:
     """An evidence-grounded answer with located citations and claim verdicts (a refusal when the
     evidence does not support one). With `options.stream` true, the answer streams as from
     `/v1/query/stream`."""
+    from functions.answer.service import new_answer_id, new_trace_id, to_query_response
+
     await service.admit(client_identity(request))
     prepared = answer_request(body, service, team)
     if body.options.stream:

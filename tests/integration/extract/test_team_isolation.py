@@ -134,3 +134,27 @@ def test_a_request_without_a_team_is_401_in_each_contracts_format(
     extracted = api.post("/api/tools/extract", json={"source_url": f"library://{UNKNOWN}"})
     assert extracted.status_code == 401 and extracted.json()["error"] == "UNAUTHORIZED"
     assert extracted.json()["message"]
+
+
+def test_the_list_shows_the_callers_team_only_newest_first(api: TestClient) -> None:
+    as_a, as_b = {TEAM_HEADER: TEAM_A}, {TEAM_HEADER: TEAM_B}
+    first = api.post("/v1/documents", files={"file": ("first.pdf", PDF, "application/pdf")}, headers=as_a)
+    other = sample_paper_pdf(title="A second paper on routing")
+    second = api.post("/v1/documents", files={"file": ("second.pdf", other, "application/pdf")}, headers=as_a)
+    assert first.status_code == 201 and second.status_code == 201, (first.text, second.text)
+
+    listed = api.get("/v1/documents", headers=as_a)
+    assert listed.status_code == 200
+    body = listed.json()
+    assert body["count"] == 2
+    assert [doc["filename"] for doc in body["documents"]] == ["second.pdf", "first.pdf"]
+    shown = api.get(f"/v1/documents/{second.json()['document_id']}", headers=as_a).json()
+    assert body["documents"][0] == shown, "each entry reads as its own GET does"
+    assert api.get("/v1/documents", params={"limit": 1}, headers=as_a).json()["count"] == 1
+
+    for headers in (as_b, {}):  # another team, and the default team
+        theirs = api.get("/v1/documents", headers=headers)
+        assert theirs.status_code == 200 and theirs.json() == {"documents": [], "count": 0}
+
+    refused = api.get("/v1/documents", params={"limit": 0}, headers=as_a)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_request"

@@ -8,6 +8,7 @@ first load, an index built, a vector made), never by the import of a handler.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,11 +18,14 @@ import pytest
 from bench.cold_start import handlers
 
 REPO = Path(__file__).resolve().parents[3]
-# pypdf: PDF parsing (ingest); numpy/scipy/bm25s/Stemmer/rapidfuzz: scoring; torch must never load at
+# pypdf, pypdfium2: PDF parsing; numpy/scipy/bm25s/Stemmer/rapidfuzz: scoring; torch must never load at
 # all; functions.common.minilm: the MiniLM weights reader; feedparser (arXiv's Atom), tenacity (HTTP
-# retries) and bibtexparser (BibTeX outputs): what one kind of request needs.
+# retries) and bibtexparser (BibTeX outputs): what one kind of request needs; httpcore, h11, h2: the
+# guarded HTTP client's transport, built by a request's first fetch; our own services and the answer
+# pipeline: built by the first request that uses them (the dependency providers).
 HEAVY = (
     "pypdf",
+    "pypdfium2",
     "numpy",
     "scipy",
     "bm25s",
@@ -32,6 +36,16 @@ HEAVY = (
     "feedparser",
     "tenacity",
     "bibtexparser",
+    "httpcore",
+    "h11",
+    "h2",
+    "functions.common.http_backend",
+    "functions.search.service",
+    "functions.search.connectors",
+    "functions.extract.service",
+    "functions.answer.service",
+    "functions.answer.stream",
+    "functions.research.pipeline",
 )
 # The ingest parses PDFs on every invocation: its module may load what parsing needs.
 NEEDS_ALL = {"RagIngestFunction"}
@@ -78,3 +92,28 @@ def test_the_knowledge_base_loads_numpy_on_first_use_and_never_pypdf() -> None:
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "ok"
+
+
+def test_a_snapstart_init_without_the_runtime_library_imports_what_the_answer_needs() -> None:
+    """Under the Lambda Web Adapter no before-snapshot hook runs: a SnapStart init (Lambda says so in
+    AWS_LAMBDA_INITIALIZATION_TYPE) imports the pipeline at once, so that it is in the snapshot."""
+    probe = (
+        "import importlib, json, sys\n"
+        "importlib.import_module(sys.argv[1])\n"
+        "print(json.dumps(sorted(m for m in sys.argv[2:] if m in sys.modules)))\n"
+    )
+    wanted = ("functions.research.pipeline", "functions.extract.service", "httpcore")
+    module = next(handler.module for handler in handlers() if handler.name == "AnswerFunction")
+    loaded: dict[str, list[str]] = {}
+    for init in ("snap-start", "on-demand"):
+        out = subprocess.run(
+            [sys.executable, "-c", probe, module, *wanted],
+            cwd=REPO,
+            env={**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        loaded[init] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert loaded == {"snap-start": sorted(wanted), "on-demand": []}

@@ -40,9 +40,13 @@ def test_after_restore_the_random_sequence_differs_from_the_snapshot() -> None:
 
 
 def test_hooks_register_with_the_lambda_runtime_library_when_it_is_there(tmp_path: Path) -> None:
-    """On Lambda, `snapshot_restore_py` (part of the Python runtime) receives every hook."""
+    """On Lambda, `snapshot_restore_py` (part of the Python runtime) receives every hook: those of the
+    modules the handler imports, and those of the modules it imports lazily, which the runtime's
+    before-snapshot hooks import (the boto3 clients' reset comes with the search service)."""
     (tmp_path / "snapshot_restore_py.py").write_text(
-        "registered = []\ndef register_after_restore(func, *args, **kwargs):\n    registered.append(func)\n",
+        "registered = []\nbefore = []\n"
+        "def register_after_restore(func, *args, **kwargs):\n    registered.append(func)\n"
+        "def register_before_snapshot(func, *args, **kwargs):\n    before.append(func)\n",
         encoding="utf-8",
     )
     probe = (
@@ -50,6 +54,7 @@ def test_hooks_register_with_the_lambda_runtime_library_when_it_is_there(tmp_pat
         f"sys.path.insert(0, {str(tmp_path)!r})\n"
         "import functions.search.handler\n"
         "import snapshot_restore_py\n"
+        "for hook in reversed(snapshot_restore_py.before):\n    hook()\n"  # the runtime's order
         "print(sorted(f.__name__ for f in snapshot_restore_py.registered))\n"
     )
     out = subprocess.run(

@@ -1,0 +1,53 @@
+"""Admission control for the embedded runtime: at most `limit` API requests are served at once, the rest
+wait their turn in arrival order.
+
+On AWS every Lambda has its own CPU. Here every route and the workflow's step Lambdas share one process
+and its GIL: requests admitted all at once starve each other past their upstream timeouts (100 clients
+without a limit: 17 answers of 500/504 in `bench.load`; with 8, none). A waiting request costs only its
+socket. Health checks and the docs skip the queue, so a probe never waits behind a burst.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+DEFAULT_LIMIT = 8
+UNQUEUED_PATHS = frozenset({"/health", "/v1/health", "/docs", "/openapi.json", "/redoc"})
+
+
+def limit_from_env() -> int | None:
+    """`LOCAL_MAX_CONCURRENT_REQUESTS` (default 8); 0 or less admits everything at once."""
+    raw = os.environ.get("LOCAL_MAX_CONCURRENT_REQUESTS", "").strip()
+    try:
+        limit = int(raw) if raw else DEFAULT_LIMIT
+    except ValueError:
+        raise SystemExit(f"LOCAL_MAX_CONCURRENT_REQUESTS must be an integer, not {raw!r}") from None
+    return limit if limit > 0 else None
+
+
+class Admission:
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.app = app
+        self.limit = limit
+        self._slots: asyncio.Semaphore | None = None  # made inside the server's event loop
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in UNQUEUED_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.limit)
+        async with self._slots:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.in_flight -= 1
