@@ -56,8 +56,12 @@ def after_restore(hook: Callable[[], None]) -> Callable[[], None]:
     return hook
 
 
+# Every function's AWS clients are built by its first call (functions/common/aws.py), the SDK with them.
+AWS_SDK_MODULES = ("boto3", "botocore.config", "boto3.dynamodb.conditions")
+
+
 def prime_before_snapshot(*modules: str) -> None:
-    """Under SnapStart, import `modules` before the snapshot is taken.
+    """Under SnapStart, import `modules` (and the AWS SDK) before the snapshot is taken.
 
     Handler modules import the heavy libraries a route needs lazily, where it first uses them, so that a
     cold start without SnapStart does not pay for them at import (bench/cold_start.py). Under SnapStart
@@ -66,6 +70,7 @@ def prime_before_snapshot(*modules: str) -> None:
     Web Adapter (no `snapshot_restore_py`, and the adapter relays no before-snapshot hook) they are
     imported at once when Lambda says this init is SnapStart's (`AWS_LAMBDA_INITIALIZATION_TYPE`).
     Elsewhere (outside Lambda, an on-demand init without the runtime library) this does nothing."""
+    modules = (*AWS_SDK_MODULES, *modules)
     registrar = _runtime_registrar("register_before_snapshot")
     if registrar is None:
         if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":

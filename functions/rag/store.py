@@ -21,8 +21,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import botocore.session
-
 from functions.common.storage import BlobStore
 
 KB_PREFIX = "kb"
@@ -64,6 +62,8 @@ class LocalDirBlobStore:
 def aws_credentials_found() -> bool:
     """Whether boto3 would find credentials to reach the data bucket (without waiting on the instance
     metadata service of a machine that has none)."""
+    import botocore.session  # the SDK loads with the first AWS call (functions/common/aws.py)
+
     session = botocore.session.get_session()
     session.set_config_variable("metadata_service_num_attempts", 1)
     session.set_config_variable("metadata_service_timeout", 1)

@@ -23,8 +23,6 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from boto3.dynamodb.conditions import Key
-
 from functions.common.aws import dynamodb_resource
 from functions.common.settings import get_settings
 
@@ -110,6 +108,8 @@ class DynamoDbDeliveryLog:
         )
 
     def attempts(self, team_id: str, job_id: str) -> list[DeliveryAttempt]:
+        from boto3.dynamodb.conditions import Key  # boto3 loads with the first client, not the handler
+
         found: list[DeliveryAttempt] = []
         query: dict[str, Any] = {
             "KeyConditionExpression": Key("pk").eq(_pk(team_id, job_id)) & Key("sk").begins_with("ATTEMPT#"),

@@ -22,8 +22,12 @@ REPO = Path(__file__).resolve().parents[3]
 # all; functions.common.minilm: the MiniLM weights reader; feedparser (arXiv's Atom), tenacity (HTTP
 # retries) and bibtexparser (BibTeX outputs): what one kind of request needs; httpcore, h11, h2: the
 # guarded HTTP client's transport, built by a request's first fetch; our own services and the answer
-# pipeline: built by the first request that uses them (the dependency providers).
+# pipeline: built by the first request that uses them (the dependency providers); boto3 and botocore's
+# client machinery: loaded with the first AWS client (functions/common/aws.py).
 HEAVY = (
+    "boto3",
+    "botocore.config",
+    "botocore.session",
     "pypdf",
     "pypdfium2",
     "numpy",
