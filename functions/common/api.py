@@ -12,7 +12,9 @@ from typing import Annotated
 
 from aws_lambda_powertools import Logger
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from starlette.middleware.cors import CORSMiddleware
 
+from functions.common.settings import get_settings
 from functions.common.tenancy import team_for
 from functions.metering.middleware import UsageMiddleware
 
@@ -52,8 +54,20 @@ def create_app(
         logger.remove_keys(["request_id"])
         return response
 
-    # Outermost: counts the request per team, route and month once its response is sent (docs/usage.md).
+    # Counts the request per team, route and month once its response is sent (docs/usage.md).
     app.add_middleware(UsageMiddleware)
+    origins = get_settings().cors_origin_list
+    if origins:
+        # Outermost, so that error answers carry the headers too and a browser can read their bodies. No
+        # credentials mode: the console sends its token as an Authorization header, never a cookie.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "X-Api-Key", REQUEST_ID_HEADER],
+            expose_headers=[REQUEST_ID_HEADER, "Content-Disposition", "Retry-After"],
+            max_age=600,
+        )
     return app
 
 

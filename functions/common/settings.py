@@ -83,10 +83,19 @@ class Settings(BaseSettings):
     # Our own per-client rate limit on the public search API.
     client_rate_limit_per_minute: int = 100
 
+    # Browser origins allowed to read the APIs' answers (comma-separated, or "*"): on AWS the research
+    # console on CloudFront calls the API cross-origin (CDK sets it from the `corsOrigins` context). Empty:
+    # no CORS headers, as `make run` serves the console from the API's own origin.
+    cors_origins: str = ""
+
     @field_validator("llm_provider", "admin_auth", "team_source", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.lower() if isinstance(value, str) else value
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        return [item.strip() for item in self.cors_origins.split(",") if item.strip()]
 
     @property
     def private_host_allowlist(self) -> frozenset[str]:

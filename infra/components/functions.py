@@ -83,6 +83,8 @@ class Functions(Construct):
                 "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
                 "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+                # the research console calls the API from its CloudFront origin (functions/common/api.py)
+                "CORS_ORIGINS": ",".join(options.cors_origins),
                 **options.extra_environment,
             }
         )

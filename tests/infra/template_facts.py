@@ -82,3 +82,17 @@ def walk(value: Any) -> Iterator[Any]:
     elif isinstance(value, list):
         for item in value:
             yield from walk(item)
+
+
+def rendered(value: Any) -> str:
+    """A template string with `Fn::Join` flattened, `Ref X` as `${X}` and `GetAtt X.Y` as `${X.Y}`."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(rendered(part) for part in parts)
+    if isinstance(value, dict) and "Ref" in value:
+        return "${" + str(value["Ref"]) + "}"
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return "${" + ".".join(value["Fn::GetAtt"]) + "}"
+    raise AssertionError(f"unexpected template value {value!r}")

@@ -14,22 +14,10 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_s3 as s3
 
 from infra.components.console import CONFIG_OBJECT, Console
+from infra.config import API_FUNCTIONS
 from infra.stack import ResearchStack
 from tests.infra.conftest import Synthesized, synthesize
-
-
-def rendered(value: Any) -> str:
-    """A template string with `Fn::Join` flattened, `Ref X` as `${X}` and `GetAtt X.Y` as `${X.Y}`."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return str(separator).join(rendered(part) for part in parts)
-    if isinstance(value, dict) and "Ref" in value:
-        return "${" + str(value["Ref"]) + "}"
-    if isinstance(value, dict) and "Fn::GetAtt" in value:
-        return "${" + ".".join(value["Fn::GetAtt"]) + "}"
-    raise AssertionError(f"unexpected template value {value!r}")
+from tests.infra.template_facts import rendered
 
 
 def _console(synthesized: Synthesized) -> Console:
@@ -291,3 +279,25 @@ def test_without_the_console_no_build_is_needed_and_nothing_of_it_is_deployed(tm
     assert not bare.resources("AWS::CloudFront::Distribution")
     assert not bare.resources("Custom::CDKBucketDeployment")
     assert "ConsoleUrl" not in bare.template_json["Outputs"]
+
+
+def test_every_api_function_lets_the_allowed_origins_read_its_answers(synthesized: Synthesized) -> None:
+    """The console calls the API from its CloudFront origin: the functions' own answers (not only the
+    preflight and the gateway's error responses) carry CORS headers for `corsOrigins`."""
+    api_functions = [
+        function
+        for function in synthesized.resources("AWS::Lambda::Function").values()
+        if "Environment" in function["Properties"]
+        and "TEAM_SOURCE" in function["Properties"]["Environment"]["Variables"]
+    ]
+    assert len(api_functions) >= len(API_FUNCTIONS)
+    for function in api_functions:
+        assert function["Properties"]["Environment"]["Variables"]["CORS_ORIGINS"] == "*"
+
+    narrowed = synthesize(context={"corsOrigins": ["https://console.example.org"]})
+    origins = {
+        function["Properties"]["Environment"]["Variables"].get("CORS_ORIGINS")
+        for function in narrowed.resources("AWS::Lambda::Function").values()
+        if "TEAM_SOURCE" in function["Properties"].get("Environment", {}).get("Variables", {})
+    }
+    assert origins == {"https://console.example.org"}

@@ -11,6 +11,7 @@ from infra import bundling
 from infra.components.functions import ONLY
 from infra.config import API_FUNCTIONS, WEB_ADAPTER
 from tests.infra.conftest import Synthesized
+from tests.infra.template_facts import rendered
 
 DEV_ONLY = {"moto", "pytest", "aws-cdk-lib", "cdk-nag", "cfn-lint", "uvicorn", "mypy", "ruff", "jsii"}
 STREAMING = [spec for spec in API_FUNCTIONS if spec.streams]
@@ -60,18 +61,6 @@ def test_api_functions_fit_the_gateway_timeout_and_protect_upstreams(deployed: S
         assert properties.get("ReservedConcurrentExecutions") == spec.reserved_concurrency
 
 
-def _joined(value: Any) -> str:
-    """A template string, with `Fn::Join` parts flattened and pseudo parameters kept as `${Name}`."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return str(separator).join(_joined(part) for part in parts)
-    if isinstance(value, dict) and "Ref" in value:
-        return "${" + str(value["Ref"]) + "}"
-    raise AssertionError(f"unexpected template value {value!r}")
-
-
 def test_the_answer_function_runs_under_the_lambda_web_adapter(deployed: Synthesized) -> None:
     assert [spec.family for spec in STREAMING] == ["answer"]
     properties = _properties(deployed, "answer")
@@ -79,7 +68,7 @@ def test_the_answer_function_runs_under_the_lambda_web_adapter(deployed: Synthes
     assert properties["MemorySize"] == 2048 and properties["Timeout"] == 60
     assert properties["Runtime"] == "python3.13" and properties["Architectures"] == ["arm64"]
     (layer,) = properties["Layers"]
-    assert _joined(layer) == (
+    assert rendered(layer) == (
         "arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:LambdaAdapterLayerArm64:30"
     )
     variables = properties["Environment"]["Variables"]
