@@ -4,7 +4,8 @@ wait their turn in arrival order.
 On AWS every Lambda has its own CPU. Here every route and the workflow's step Lambdas share one process
 and its GIL: requests admitted all at once starve each other past their upstream timeouts (100 clients
 without a limit: 17 answers of 500/504 in `bench.load`; with 8, none). A waiting request costs only its
-socket. Health checks and the docs skip the queue, so a probe never waits behind a burst.
+socket. Health checks, the docs and the console's static files skip the queue, so a probe or a page load
+never waits behind a burst.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 DEFAULT_LIMIT = 8
 UNQUEUED_PATHS = frozenset({"/health", "/v1/health", "/docs", "/openapi.json", "/redoc"})
+UNQUEUED_PREFIXES = ("/console/",)
 
 
 def limit_from_env() -> int | None:
@@ -39,7 +41,8 @@ class Admission:
         self.peak_in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in UNQUEUED_PATHS:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in UNQUEUED_PATHS or path.startswith(UNQUEUED_PREFIXES):
             await self.app(scope, receive, send)
             return
         if self._slots is None:

@@ -22,7 +22,9 @@ def _app(release: asyncio.Event, started: list[str]) -> Starlette:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    return Starlette(routes=[Route("/slow/{name}", slow), Route("/v1/health", health)])
+    return Starlette(
+        routes=[Route("/slow/{name}", slow), Route("/v1/health", health), Route("/console/app.js", health)]
+    )
 
 
 async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
@@ -50,6 +52,8 @@ def test_requests_beyond_the_limit_wait_in_arrival_order_and_all_are_answered() 
 
             health = await asyncio.wait_for(client.get("/v1/health"), 2)  # a probe skips the queue
             assert health.status_code == 200
+            page = await asyncio.wait_for(client.get("/console/app.js"), 2)  # so do the console's files
+            assert page.status_code == 200
 
             release.set()
             answers = await asyncio.gather(*calls)
