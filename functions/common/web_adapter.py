@@ -15,7 +15,8 @@ a caller sent). The adapter also answers 403 itself to any invocation that targe
 
 from __future__ import annotations
 
-from fastapi import FastAPI, HTTPException, Request, Response
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from functions.common import snapstart
@@ -25,8 +26,6 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1"})
 # The adapter adds both to each invocation it relays (lambda_web_adapter `fetch_response`).
 INVOCATION_HEADERS = ("x-amzn-lambda-context", "x-amzn-request-context")
 
-_hooks = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-
 
 def is_adapter_hook_call(request: Request) -> bool:
     """The adapter's own lifecycle call: from loopback, not a relayed invocation."""
@@ -34,10 +33,11 @@ def is_adapter_hook_call(request: Request) -> bool:
     return host in LOOPBACK_HOSTS and not any(name in request.headers for name in INVOCATION_HEADERS)
 
 
-@_hooks.post(RESTORE_PATH, include_in_schema=False, status_code=204)
 def after_restore(request: Request) -> Response:
+    if request.method != "POST":
+        return JSONResponse({"detail": "Method Not Allowed"}, 405, headers={"Allow": "POST"})
     if not is_adapter_hook_call(request):
-        raise HTTPException(status_code=403, detail="Forbidden")
+        return JSONResponse({"detail": "Forbidden"}, 403)
     snapstart.run_after_restore()
     return Response(status_code=204)
 
@@ -48,7 +48,7 @@ def with_restore_hook(app: ASGIApp) -> ASGIApp:
 
     async def entry(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == RESTORE_PATH:
-            await _hooks(scope, receive, send)
+            await after_restore(Request(scope, receive))(scope, receive, send)
         else:
             await app(scope, receive, send)
 

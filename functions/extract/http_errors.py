@@ -25,6 +25,10 @@ from functions.common.errors import (
 )
 from functions.extract.errors import DocumentTooLarge, UnprocessableDocument
 
+# A framework-raised HTTP error's code (e.g. a body that cannot be parsed): the trust format's, upper-cased
+# in the agent format's; other statuses are "error" / "HTTP_ERROR".
+_TRUST_HTTP_CODES = {400: "invalid_request", 404: "not_found"}
+
 
 def _trust_error(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
     details: dict[str, Any] = {"field": field} if field else {}
@@ -72,21 +76,9 @@ def error_response(request: Request, exc: Exception) -> JSONResponse:
         return _agent_error(404, "SOURCE_UNAVAILABLE", f"Failed to fetch content from URL: {exc.message}")
     if isinstance(exc, StarletteHTTPException):  # e.g. a body that cannot be parsed at all (400)
         if trust:
-            code = (
-                "invalid_request"
-                if exc.status_code == 400
-                else "not_found"
-                if exc.status_code == 404
-                else "error"
-            )
+            code = _TRUST_HTTP_CODES.get(exc.status_code, "error")
             return _trust_error(exc.status_code, code, str(exc.detail))
-        code = (
-            "INVALID_REQUEST"
-            if exc.status_code == 400
-            else "NOT_FOUND"
-            if exc.status_code == 404
-            else "HTTP_ERROR"
-        )
+        code = _TRUST_HTTP_CODES.get(exc.status_code, "http_error").upper()
         return _agent_error(exc.status_code, code, str(exc.detail))
     outage = aws_outage(exc)
     if outage is not None:  # S3/DynamoDB throttling or out of reach: an upstream outage, not our fault

@@ -15,9 +15,13 @@ import os
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from functions.local_runtime.console import CONSOLE_PREFIX
+from functions.local_runtime.gateway import EXEMPT_PATHS
+
 DEFAULT_LIMIT = 8
-UNQUEUED_PATHS = frozenset({"/health", "/v1/health", "/docs", "/openapi.json", "/redoc"})
-UNQUEUED_PREFIXES = ("/console/",)
+# the gateway's own: the health routes it exempts from tokens, its docs, the console's static files
+UNQUEUED_PATHS = EXEMPT_PATHS | {"/docs", "/openapi.json", "/redoc"}
+UNQUEUED_PREFIXES = (CONSOLE_PREFIX + "/",)
 
 
 def limit_from_env() -> int | None:

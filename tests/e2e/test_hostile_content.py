@@ -23,6 +23,7 @@ from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
 from tests.e2e import scholarly_topic
 from tests.e2e.scholarly_topic import GOAL, environment, serve, topic_papers
+from tests.support.json_strings import json_strings
 from tests.support.scholarly_web import ScholarlyWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -80,16 +81,6 @@ def _run_job(web: ScholarlyWeb) -> tuple[dict[str, Any], dict[str, Any], dict[st
     return started.json(), status, results
 
 
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    return []
-
-
 def _behaviour(started: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
     queries = started["autonomous_analysis"]["execution_strategy"]["search_queries"]
     return {
@@ -120,7 +111,7 @@ def test_hostile_paper_content_neither_leaks_nor_steers_the_job(monkeypatch: pyt
     assert hostile_urls, "the hostile papers were not selected, so the test proves nothing"
     assert _behaviour(started, results) == _behaviour(clean_started, clean_results)
 
-    texts = _strings(status) + _strings(results)
+    texts = json_strings(status) + json_strings(results)
     for text in texts:
         for bad in FORBIDDEN:
             assert bad not in text, (bad, text)

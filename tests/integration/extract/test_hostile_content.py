@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from tests.support.json_strings import json_strings
 from tests.support.pdfgen import paper_pdf
 from tests.support.scholarly_web import ScholarlyWeb
 
@@ -33,18 +34,8 @@ FORBIDDEN = [
 ]
 
 
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    return []
-
-
 def _assert_clean(body: dict[str, Any]) -> list[str]:
-    texts = _strings(body)
+    texts = json_strings(body)
     for text in texts:
         for bad in FORBIDDEN:
             assert bad not in text, (bad, text)

@@ -36,8 +36,13 @@ class DeployedAws:
         return {str(key["id"]) for key in self.apigateway.get_api_keys()["items"]}
 
 
-def create_teams_table(name: str) -> Any:
+def teams_table_spec() -> resources.TableSpec:
     (spec,) = [table for table in resources.TABLES if table.setting == "teams_table"]
+    return spec
+
+
+def create_teams_table(name: str) -> Any:
+    spec = teams_table_spec()
     assert spec.sort_key is not None
     return boto3.resource("dynamodb", region_name=REGION).create_table(
         TableName=name,

@@ -9,7 +9,7 @@ from moto import mock_aws
 from functions.common.errors import Conflict, NotFound
 from functions.teams.models import ApiKeyRecord, Team, TokenRecord
 from functions.teams.store import DynamoDbTeamStore, TeamStore
-from tests.unit.teams.conftest import teams_table_spec
+from tests.unit.teams.deployed import teams_table_spec
 
 TEAM = Team(
     team_id="team-0123456789ab", name="Platform research", tier="standard", created_at="2026-11-20T12:00:00Z"
