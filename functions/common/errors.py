@@ -48,9 +48,11 @@ class UpstreamError(DomainError):
 
     code = "UPSTREAM_ERROR"
 
-    def __init__(self, message: str, status_code: int | None = None) -> None:
+    def __init__(self, message: str, status_code: int | None = None, *, not_run: bool = False) -> None:
         super().__init__(message)
         self.status_code = status_code
+        # nothing was asked of the upstream: every request waited past its deadline for its turn
+        self.not_run = not_run
 
 
 class FetchError(DomainError):

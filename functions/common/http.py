@@ -202,12 +202,14 @@ class HttpClient:
         retries: int = 2,
         max_redirects: int | None = None,
         content: bytes | None = None,
+        on_sent: Callable[[], Awaitable[None]] | None = None,
     ) -> FetchedResponse:
         """Send a request; transient failures of idempotent requests are retried with full jitter.
 
         Returns the final response whatever its status; raises FetchError subclasses for transport
         failures, refusals, oversized bodies and time-outs. `content` sends these exact bytes as the body
-        (e.g. a signed webhook payload); `json` serialises a value.
+        (e.g. a signed webhook payload); `json` serialises a value. `on_sent` is awaited each time a
+        request has been written to its connection (upstream politeness counts from then).
         """
         method = method.upper()
         attempts = retries + 1 if method in IDEMPOTENT_METHODS else 1
@@ -215,7 +217,7 @@ class HttpClient:
 
         async def once() -> FetchedResponse:
             response = await self._follow(
-                method, url, params, headers, json, timeout, max_bytes, max_redirects, content
+                method, url, params, headers, json, timeout, max_bytes, max_redirects, content, on_sent
             )
             if response.status_code in TRANSIENT_STATUSES and attempts > 1:
                 raise _TransientStatus(response)
@@ -310,8 +312,10 @@ class HttpClient:
         max_bytes: int | None,
         max_redirects: int | None,
         content: bytes | None = None,
+        on_sent: Callable[[], Awaitable[None]] | None = None,
     ) -> FetchedResponse:
         limit = self._settings.fetch_max_redirects if max_redirects is None else max_redirects
+        extensions = {"trace": _sent_hook(on_sent)} if on_sent is not None else None
         cap = max_bytes or self._settings.fetch_max_bytes
         per_request = httpx.Timeout(timeout or self._settings.fetch_timeout_seconds, connect=5.0)
         started = time.perf_counter()
@@ -327,6 +331,7 @@ class HttpClient:
                 json=json,
                 content=content,
                 timeout=per_request,
+                extensions=extensions,
             )
             response = await self._client.send(request, stream=True)
             try:
@@ -351,6 +356,16 @@ class HttpClient:
                 redirects=hops,
             )
         raise FetchError(f"too many redirects (more than {limit}) starting at {url}")
+
+
+def _sent_hook(on_sent: Callable[[], Awaitable[None]]) -> Callable[[str, Any], Awaitable[None]]:
+    """httpcore's trace extension: `on_sent` once the request (headers and body) is on the wire."""
+
+    async def trace(event: str, info: Any) -> None:
+        if event.endswith("send_request_body.complete"):
+            await on_sent()
+
+    return trace
 
 
 def _raise_fetch_error(method: str, url: str, exc: httpx.TransportError) -> NoReturn:

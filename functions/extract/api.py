@@ -23,7 +23,6 @@ from functions.extract.errors import DocumentTooLarge
 
 if TYPE_CHECKING:
     from functions.common.models import ExtractedPaper
-    from functions.common.rate_limit import RateLimiter
     from functions.common.storage import BlobStore, TtlCache
     from functions.extract.documents import DocumentRecord, DocumentRepository
     from functions.extract.service import ExtractionService
@@ -110,14 +109,6 @@ def _lookup_cache() -> TtlCache:
     return InMemoryTtlCache() if SearchSettings().state_backend == "memory" else DynamoDbTtlCache()
 
 
-@lru_cache(maxsize=1)
-def _lookup_limiter() -> RateLimiter:
-    from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter
-    from functions.search.config import SearchSettings
-
-    return InMemoryRateLimiter() if SearchSettings().state_backend == "memory" else DynamoDbRateLimiter()
-
-
 async def get_service() -> AsyncIterator[ExtractionService]:
     """One HTTP client per request (clients are bound to an event loop); storage adapters are shared."""
     from functions.common.http import HttpClient
@@ -132,9 +123,7 @@ async def get_service() -> AsyncIterator[ExtractionService]:
             blobs=_blobs(),
             documents=_documents(),
             settings=settings,
-            metadata=ConnectorMetadata.from_settings(
-                settings, http, cache=_lookup_cache(), limiter=_lookup_limiter()
-            ),
+            metadata=ConnectorMetadata.from_settings(settings, http, cache=_lookup_cache()),
         )
     finally:
         await http.aclose()

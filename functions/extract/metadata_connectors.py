@@ -15,7 +15,6 @@ from functions.common.circuit_breaker import BreakerRegistry
 from functions.common.http import HttpClient
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
-from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimiter
 from functions.common.settings import Settings
 from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache, TtlCache
 from functions.search.config import SearchSettings
@@ -62,19 +61,15 @@ class ConnectorMetadata:
         *,
         search_settings: SearchSettings | None = None,
         cache: TtlCache | None = None,
-        limiter: RateLimiter | None = None,
     ) -> ConnectorMetadata:
         cfg = search_settings or SearchSettings()
         memory = cfg.state_backend == "memory"
         if cache is None:
             cache = InMemoryTtlCache() if memory else DynamoDbTtlCache()
-        if limiter is None:
-            limiter = InMemoryRateLimiter() if memory else DynamoDbRateLimiter()
         context = ConnectorContext(
             settings=settings,
             search_settings=cfg,
             http=lambda: http,
-            limiter=limiter,
             breakers=_process_breakers(cfg),
         )
         connectors: dict[str, HttpConnector] = {}

@@ -25,6 +25,7 @@ from functions.common import resources
 from functions.common.aws import reset_clients
 from functions.common.settings import get_settings, reset_settings_cache
 from functions.local_runtime import durable, dynamodb_atomic, lambda_adapter, s3_atomic
+from functions.search.turns import reset_process_turns
 
 REGION = "us-east-1"
 _FAKE_CREDENTIALS = {
@@ -79,11 +80,16 @@ class EmbeddedAws:
         self.stop()
 
     def start(self) -> None:
-        local = {"POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true")}
+        local = {
+            "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
+            # one process: the turns at the upstream providers are exact (and cheap) in its memory
+            "SEARCH_TURNS_BACKEND": os.environ.get("SEARCH_TURNS_BACKEND", "memory"),
+        }
         self._set_env({**_FAKE_CREDENTIALS, **local, "AWS_ENDPOINT_URL": "", **self.extra_environment})
         os.environ.pop("AWS_ENDPOINT_URL", None)  # in-process mock: no endpoint
         reset_settings_cache()
         reset_clients()
+        reset_process_turns()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         lambda_adapter.install()

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from functions.research.planning import DEFAULT_MIN_SOURCES, DEFAULT_RELEVANCE_THRESHOLD
+from functions.research.planning import (
+    DEFAULT_MIN_SOURCES,
+    DEFAULT_RELEVANCE_THRESHOLD,
+    SEARCH_SECONDS_BY_DEPTH,
+)
 
 
 class WorkflowSettings(BaseSettings):
@@ -21,6 +26,14 @@ class WorkflowSettings(BaseSettings):
     # Extract Map's MaxConcurrency (passed to the state machine through MaxConcurrencyPath).
     extract_max_concurrency: int = 16
     search_max_concurrency: int = 20
+    # A job's search time by depth (JSON to override, e.g. {"rapid": 30}), spent over Search iterations
+    # of at most `search_iteration_seconds` each (inside the 45 s task limit); a refinement round gets
+    # `refine_search_share` of it. The planner plans as many queries per connector as fit in it when
+    # `search_sharing_jobs` jobs share each provider (docs/capacity.md).
+    search_seconds_by_depth: dict[str, float] = Field(default_factory=lambda: dict(SEARCH_SECONDS_BY_DEPTH))
+    search_iteration_seconds: float = Field(default=26.0, gt=0, le=35.0)
+    refine_search_share: float = Field(default=0.5, gt=0, le=1.0)
+    search_sharing_jobs: int = Field(default=4, ge=1)
     relevance_threshold: float = DEFAULT_RELEVANCE_THRESHOLD
     # How long a human checkpoint may wait for approve/abort before the job fails.
     checkpoint_window_seconds: int = 24 * 3600
@@ -35,6 +48,10 @@ class WorkflowSettings(BaseSettings):
     stale_job_seconds: int = 120
     # Artifact download links are presigned for this long.
     artifact_link_seconds: int = 3600
+
+    def search_seconds(self, depth: str, *, refinement: bool = False) -> float:
+        seconds = float(self.search_seconds_by_depth.get(depth, SEARCH_SECONDS_BY_DEPTH["rapid"]))
+        return seconds * self.refine_search_share if refinement else seconds
 
 
 @lru_cache(maxsize=1)

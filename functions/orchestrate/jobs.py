@@ -28,7 +28,15 @@ from functions.orchestrate.models import (
     utc_now,
 )
 from functions.orchestrate.store import JobStore, TaskTokens, WorkflowStarter
-from functions.research.planning import CONNECTORS, Renderer, build_plan, connector_syntax, describe
+from functions.research.planning import (
+    CONNECTORS,
+    Renderer,
+    SearchBudget,
+    build_plan,
+    connector_syntax,
+    default_search_budget,
+    describe,
+)
 
 COUNTERS = (
     "queries_total",
@@ -94,6 +102,8 @@ class JobService:
     render: Renderer = connector_syntax
     # Called only when a plan is built, so that reading a job never resolves the search configuration.
     connectors: Callable[[], tuple[str, ...]] = field(default=lambda: CONNECTORS)
+    # The upstreams' rates and today's allowances the plan must fit (read when a plan is built).
+    search_budget: Callable[[], SearchBudget] = field(default=default_search_budget)
     artifact_link: Callable[[str], str] = field(default=lambda key: key)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     # Metering (functions/metering/budget.py Budgets): the cost quote of a plan, the monthly budget check.
@@ -110,6 +120,7 @@ class JobService:
             min_sources=self.settings.min_sources_for_synthesis,
             connectors=self.connectors(),
             render=self.render,
+            budget=self.search_budget(),
         )
         analysis, execution_plan = describe(
             plan,
@@ -285,7 +296,7 @@ class JobService:
             "status": status.value,
             "current_phase": {
                 "phase_name": status.value,
-                "phase_description": PHASE_DESCRIPTIONS[status],
+                "phase_description": _phase_description(status, job),
                 "progress_percentage": progress_percentage(job),
                 "intelligent_actions_taken": actions,
             },
@@ -408,3 +419,11 @@ class JobService:
             self.tokens.fail(token, "CheckpointAborted", reason or "aborted by the reviewer")
         self.jobs.update(team_id, job_id, set_fields={"awaiting_checkpoint": False, "checkpoint_token": None})
         return {"job_id": job_id, "decision": verdict}
+
+
+def _phase_description(status: JobStatus, job: dict[str, Any]) -> str:
+    """The phase's description; a PARTIAL job's says what was lost, in words."""
+    reasons = [str(reason) for reason in job.get("partial_reasons") or []]
+    if status is JobStatus.PARTIAL and reasons:
+        return "Research completed, but " + "; ".join(reasons)
+    return PHASE_DESCRIPTIONS[status]

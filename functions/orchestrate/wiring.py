@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from functions.common.llm import provider_from_settings
+from functions.common.observability import get_logger
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import S3BlobStore
 from functions.common.traces import DynamoDbTraceStore
@@ -21,7 +22,7 @@ from functions.orchestrate.store import (
     StepFunctionsTaskTokens,
     presigned_artifact_url,
 )
-from functions.research.planning import CONNECTORS, connector_syntax
+from functions.research.planning import CONNECTORS, SearchBudget, connector_syntax
 from functions.search.config import SearchSettings
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 # The search connectors and service (and through them the HTTP client: httpcore, h11, h2) are imported
 # where a route or step first uses them, not with the job API's handler (bench/cold_start.py).
 
+logger = get_logger("orchestrate")
 _SECRET_PARAMS = frozenset({"api_key", "mailto", "key"})
 
 
@@ -75,6 +77,34 @@ def configured_connectors() -> tuple[str, ...]:
         return CONNECTORS
 
 
+def search_budget() -> SearchBudget:
+    """What the planner must fit: each connector's spacing (its interval and the politeness margin, or a
+    stricter limit the provider announced), OpenAlex's searches left today, the job's search time by
+    depth and how many jobs share a provider at once."""
+    from functions.research.planning import ConnectorBudget
+    from functions.search.turns import process_turns
+
+    cfg = SearchSettings()
+    workflow_settings = get_workflow_settings()
+    turns = process_turns(cfg)
+    budgets: dict[str, ConnectorBudget] = {}
+    for name in configured_connectors():
+        manners = cfg.manners(name)
+        left: int | None = None
+        per_day = cfg.openalex_searches_per_day if name == "openalex" else 0
+        if per_day:
+            try:
+                left = turns.allowance_left(name, "search", per_day)
+            except Exception:  # the turns table is unreachable: plan as if the day were fresh
+                logger.warning("daily allowance unreadable", connector=name, exc_info=True)
+        budgets[name] = ConnectorBudget(manners.spacing, left, per_day or None)
+    return SearchBudget(
+        budgets,
+        seconds_by_depth=dict(workflow_settings.search_seconds_by_depth),
+        sharing_jobs=workflow_settings.search_sharing_jobs,
+    )
+
+
 def job_service() -> JobService:
     settings = get_settings()
     workflow_settings = get_workflow_settings()
@@ -86,6 +116,7 @@ def job_service() -> JobService:
         settings=workflow_settings,
         render=upstream_query,
         connectors=configured_connectors,
+        search_budget=search_budget,
         artifact_link=lambda key: presigned_artifact_url(
             settings.artifacts_bucket, key, workflow_settings.artifact_link_seconds
         ),

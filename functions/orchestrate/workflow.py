@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from functions.common.errors import (
     DomainError,
@@ -39,10 +39,18 @@ from functions.orchestrate.models import (
     decision,
     utc_now,
 )
+from functions.orchestrate.search_round import (
+    BUDGET_REACHED,
+    SearchPort,
+    SearchRound,
+    SearchState,
+    not_run_counts,
+    uncovered_concepts,
+    upstream_failures,
+)
 from functions.orchestrate.store import EventPublisher, JobStore
 from functions.research import outputs
 from functions.research.planning import (
-    PlannedQuery,
     Renderer,
     ResearchPlan,
     connector_syntax,
@@ -75,10 +83,6 @@ logger = get_logger("orchestrate")
 
 class CheckpointExpired(DomainError):
     code = "CHECKPOINT_EXPIRED"
-
-
-class SearchPort(Protocol):
-    async def search(self, query: Any) -> Any: ...
 
 
 def artifact_prefix(team_id: str, job_id: str) -> str:
@@ -221,102 +225,52 @@ class Workflow:
             concepts=plan.key_phrases,
             connectors=list(self._connectors(plan)),
         )
+        if plan.budget_notes:
+            self.jobs.update(
+                team_id,
+                job_id,
+                append={
+                    "decisions": [
+                        decision(
+                            "PLANNED_TO_RATE_BUDGET",
+                            "The upstreams' rate limits and daily allowances bound what one job may ask",
+                            note,
+                        )
+                        for note in plan.budget_notes
+                    ]
+                },
+                once="plan:budget",
+            )
         scope = job.get("scope_parameters") or {}
         return {
             "job_id": job_id,
             "team_id": team_id,
-            "queries": [query.to_dict() for query in plan.queries],
+            "search": SearchState(pending=[query.to_dict() for query in plan.queries]).to_dict(),
             "focus_areas": plan.focus_areas,
             "max_concurrency": max(1, self.settings.extract_max_concurrency),
-            "search_concurrency": max(1, self.settings.search_max_concurrency),
             "checkpoint": bool(scope.get("human_checkpoints", False)),
-            "refine_results": [],
         }
 
-    # --- Search (one Map item) --------------------------------------------------------------------
+    # --- Search (iterations of one task, functions/orchestrate/search_round.py) -------------------
 
     def search(self, event: dict[str, Any]) -> dict[str, Any]:
-        from functions.search.models import PaperQuery
-
         job_id = str(event["job_id"])
         team_id = self._team(event)
-        query = PlannedQuery(**event["query"])
-        outcome_base: dict[str, Any] = {
-            "query_id": query.query_id,
-            "connector": query.connector,
-            "query": query.query,
-            "upstream_query": query.upstream_query,
-            "key": None,
-            "count": 0,
-            "failed_connectors": {},
-            "error": None,
-        }
-        if self._over_budget(team_id, job_id, "search", f"{query.connector}: {query.query}"):
-            return {**outcome_base, "error": BUDGET_REACHED, "budget_skipped": True}
-        request = PaperQuery(
-            query=query.query,
-            concepts=query.concepts or None,
-            year_start=query.year_start,
-            year_end=query.year_end,
-            max_results=query.max_results,
-            per_connector=min(100, query.max_results),
-            connectors=[query.connector],
-            team_id=team_id,  # the library connector answers from this team's documents only
+        state = SearchState.from_event(event.get("search") or {})
+        job = self._job(team_id, job_id)
+        depth = str((job.get("scope_parameters") or {}).get("discovery_depth") or "rapid")
+        seconds = self.settings.search_seconds(depth, refinement=state.phase == "refine")
+        search_round = SearchRound(
+            jobs=self.jobs,
+            data=self.data,
+            search_service=self.search_service,
+            over_budget=lambda team, job_, what: self._over_budget(team, job_, "search", what),
+            trace=lambda team, job_, **payload: self._trace(
+                team, job_, RETRIEVER, "search", "search_completed", **payload
+            ),
+            iteration_seconds=self.settings.search_iteration_seconds,
         )
-        try:
-            outcome = self.run(self.search_service().search(request))
-        except (UpstreamError, InvalidInput) as exc:
-            self.jobs.update(
-                team_id,
-                job_id,
-                add_counters={"queries_done": 1, "queries_failed": 1},
-                once=f"search:{query.query_id}",  # a retried step counts its query once
-                append={
-                    "audit": [
-                        audit_event("SEARCHING", "CONNECTOR_FAILED", f"{query.connector}: {exc.message}")
-                    ]
-                },
-            )
-            self._trace(
-                team_id,
-                job_id,
-                RETRIEVER,
-                "search",
-                "search_completed",
-                query_id=query.query_id,
-                connector=query.connector,
-                error=exc.message,
-            )
-            return {**outcome_base, "failed_connectors": {query.connector: exc.message}, "error": exc.message}
-        key = f"payloads/{team_id}/{job_id}/search/{query.query_id}.json"
-        put_json(self.data, key, [paper.model_dump(mode="json") for paper in outcome.papers])
-        failed = dict(outcome.failed_connectors)
-        appended: dict[str, list[Any]] = {}
-        if failed:
-            appended["audit"] = [
-                audit_event("SEARCHING", "CONNECTOR_FAILED", f"{name}: {reason}")
-                for name, reason in failed.items()
-            ]
-        self.jobs.update(
-            team_id,
-            job_id,
-            add_counters={"queries_done": 1, "hits_found": len(outcome.papers)},
-            append=appended,
-            once=f"search:{query.query_id}",
-        )
-        self._trace(
-            team_id,
-            job_id,
-            RETRIEVER,
-            "search",
-            "search_completed",
-            query_id=query.query_id,
-            connector=query.connector,
-            query_text=query.query,
-            result_count=len(outcome.papers),
-            failed_connectors=failed,
-        )
-        return {**outcome_base, "key": key, "count": len(outcome.papers), "failed_connectors": failed}
+        return dict(self.run(search_round.run(team_id, job_id, state, seconds)).to_dict())
 
     # --- Screen -----------------------------------------------------------------------------------
 
@@ -334,15 +288,17 @@ class Workflow:
         team_id = self._team(event)
         job = self._job(team_id, job_id)
         plan = ResearchPlan.from_dict(job["plan"])
-        searches = list(event.get("search_results") or []) + list(event.get("refine_results") or [])
-        refined_already = bool(event.get("refine_results")) or bool(job.get("refined"))
+        searches = list(event.get("search_results") or [])
+        refined_already = bool(job.get("refined"))
         self.jobs.update(team_id, job_id, status=JobStatus.VALIDATING)
         scorer = self.relevance_scorer()
         result = screen(
             self._hits(searches),
             plan,
             current_year=datetime.now(UTC).year,
-            allow_refinement=not refined_already and not job.get("budget_skipped_queries"),
+            allow_refinement=not refined_already
+            and not job.get("budget_skipped_queries")
+            and any(self._refine_turns(plan, searches).values()),
             scorer=scorer,
         )
         if result.needs_refinement:
@@ -351,6 +307,7 @@ class Workflow:
                 [c.paper.title for c in result.selected],
                 connectors=self._connectors(plan),
                 render=self.render,
+                turns=self._refine_turns(plan, searches),
             )
             variants = len({tuple(q.terms) for q in queries})
             self.jobs.update(
@@ -461,6 +418,20 @@ class Workflow:
     @staticmethod
     def _connectors(plan: ResearchPlan) -> tuple[str, ...]:
         return tuple(dict.fromkeys(q.connector for q in plan.queries))
+
+    @staticmethod
+    def _refine_turns(plan: ResearchPlan, searches: list[dict[str, Any]]) -> dict[str, int]:
+        """Refinement queries each connector may still be sent: none where the plan's own queries did not
+        all run (its rate budget is spent) or it failed; else about half what the plan sent it."""
+        not_run = not_run_counts(searches)
+        failed = upstream_failures(searches)
+        planned: dict[str, int] = {}
+        for query in plan.queries:
+            planned[query.connector] = planned.get(query.connector, 0) + 1
+        return {
+            name: 0 if name in not_run or name in failed else max(1, count // 2)
+            for name, count in planned.items()
+        }
 
     # --- Checkpoint (waitForTaskToken) ------------------------------------------------------------
 
@@ -708,24 +679,41 @@ class Workflow:
         job = self._job(team_id, job_id)
         synthesis = get_json(self.data, event["synthesis"]["synthesis_key"]) or {}
         screening, candidates = self._screened(job)
-        searches = list(event.get("search_results") or []) + list(event.get("refine_results") or [])
+        searches = list(event.get("search_results") or [])
         extractions = list(event.get("extractions") or [])
         by_source = {item["source_id"]: item for item in extractions if item.get("source_id")}
         selected = [candidates[i] for i in screening.get("selected", []) if i in candidates]
         failed_sources = [item for item in extractions if not item.get("success")]
-        failed_connectors = sorted({name for s in searches for name in (s.get("failed_connectors") or {})})
-        # PARTIAL: something failed that a retry might mend (a connector, a timeout, a server error).
-        # A source with no open full text (paywalled, gone) is reported per source, not as a failure.
+        upstream_failed = upstream_failures(searches)
+        failed_connectors = sorted(upstream_failed)
+        not_run = not_run_counts(searches)
+        # PARTIAL: coverage was really lost. An upstream answered errors, a concept of the goal found
+        # nothing from any connector, or a source failed in a way a retry might mend. Queries that waited
+        # past the job's search time for their turn are reported (not run), not counted as failures; a
+        # source with no open full text (paywalled, gone) is reported per source.
         interrupted = [item for item in failed_sources if not item.get("unavailable")]
+        uncovered = uncovered_concepts(job["plan"].get("key_phrases") or [], searches)
+        partial_reasons = [
+            *(f"{name} answered errors: {reason}" for name, reason in sorted(upstream_failed.items())),
+            *(f"no results for '{concept}' from any connector" for concept in uncovered),
+            *(
+                [
+                    f"{len(interrupted)} source(s) could not be extracted: {interrupted[0].get('failure_reason')}"
+                ]
+                if interrupted
+                else []
+            ),
+        ]
         if synthesis.get("refusal"):
             status = JobStatus.REFUSED
-        elif interrupted or failed_connectors:
+        elif partial_reasons:
             status = JobStatus.PARTIAL
         else:
             status = JobStatus.COMPLETED
         budget_decisions = _budget_decisions(job)
         if budget_decisions:  # work was skipped for the budget: never COMPLETED, nor a plain refusal
             status = JobStatus.PARTIAL
+            partial_reasons.append("stopped at its cost budget")
         bib, keys = outputs.bibtex_entries(selected)
         outputs.validate_bibtex(bib, len(selected))
         files = {
@@ -769,8 +757,17 @@ class Workflow:
                 "sources_selected": len(selected),
                 "extractions_successful": sum(1 for item in extractions if item.get("success")),
                 "extractions_failed": len(failed_sources),
-                "queries_executed": len(searches),
+                "queries_executed": len(searches) - sum(not_run.values()),
                 "failed_connectors": failed_connectors,
+                "queries_not_run": {
+                    name: f"{count} not run: {name}'s rate budget" for name, count in sorted(not_run.items())
+                },
+                "partial_reasons": partial_reasons if status is JobStatus.PARTIAL else [],
+                "search_stats": {
+                    "requests_planned": len(searches),
+                    "cache_hits": int(job.get("search_cache_hits", 0)),
+                    "coalesced": int(job.get("search_coalesced", 0)),
+                },
             },
             "sources": [
                 {
@@ -831,6 +828,7 @@ class Workflow:
                 "artifacts": artifact_keys,
                 "confidence_score": float(synthesis.get("confidence_score", 0.0)),
                 "refusal_reason": synthesis.get("refusal_reason"),
+                "partial_reasons": partial_reasons if status is JobStatus.PARTIAL else [],
                 "finished_at": utc_now(),
                 "updated_at": utc_now(),
             },
@@ -983,7 +981,6 @@ class Workflow:
             logger.warning("webhook not delivered", job_id=job_id, exc_info=True)
 
 
-BUDGET_REACHED = "BUDGET_REACHED"
 _BUDGET_SKIPS: dict[str, tuple[dict[str, int], str]] = {
     "search": ({"budget_skipped_queries": 1, "queries_done": 1}, "SEARCHING"),
     "extract": ({"budget_skipped_sources": 1, "extract_done": 1}, "EXTRACTING"),

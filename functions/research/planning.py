@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from itertools import combinations
@@ -29,8 +29,16 @@ IMPACT_POLICIES: dict[str, dict[str, Any]] = {
     "established": {"min_citations": 50, "min_quality_score": 0.5, "weights": (1.0, 1.8, 0.5, 1.2, 1.0)},
     "baseline": {"min_citations": 0, "min_quality_score": None, "weights": (1.0, 1.0, 1.0, 1.0, 1.0)},
 }
-# Distinct searches (each sent to every connector) by depth: the whole goal, each concept, then pairs.
+# The most distinct searches a connector is sent by depth (the whole goal, each concept, then pairs);
+# how many of them are planned is what the provider's rate allows in the job's search time.
 QUERIES_BY_DEPTH = {"rapid": 3, "focused": 4, "comprehensive": 6, "exhaustive": 8}
+# The time a job may spend on its searches, by depth (over one or more Search iterations).
+SEARCH_SECONDS_BY_DEPTH = {"rapid": 40.0, "focused": 60.0, "comprehensive": 120.0, "exhaustive": 180.0}
+# Engines whose query syntax can OR every concept in one fielded query (one request instead of one per
+# concept; its relevance ranking puts the papers that match most concepts first).
+BOOLEAN_CONNECTORS = frozenset({"arxiv"})
+# Below this share of a daily allowance left, a connector is sent only the whole goal.
+LOW_ALLOWANCE_SHARE = 0.1
 # Relevance is a calibrated probability (functions/research/relevance.py): 0.5 is its decision boundary.
 DEFAULT_RELEVANCE_THRESHOLD = 0.5
 # Sources backing a verified claim that a synthesis needs; one gives a capped, caveated synthesis.
@@ -45,6 +53,48 @@ _SEARCH_SECONDS, _EXTRACT_SECONDS, _OVERHEAD_SECONDS = 1.5, 6.0, 10.0
 
 
 @dataclass(frozen=True)
+class ConnectorBudget:
+    """What one provider allows: seconds between two requests as they leave, and a daily allowance of
+    searches where it has one (searches left today, of how many)."""
+
+    spacing_seconds: float
+    searches_left_today: int | None = None
+    searches_per_day: int | None = None
+
+
+@dataclass(frozen=True)
+class SearchBudget:
+    """The planner's inputs from the upstreams: each connector's rate and daily allowance, the job's
+    search time by depth, and how many jobs are expected to share a provider at any moment."""
+
+    connectors: Mapping[str, ConnectorBudget] = field(default_factory=dict)
+    seconds_by_depth: Mapping[str, float] = field(default_factory=lambda: dict(SEARCH_SECONDS_BY_DEPTH))
+    sharing_jobs: int = 4
+
+    def turns(self, connector: str, depth: str) -> int:
+        """Requests of one job to this connector that fit in the job's search time at its share of the
+        provider's rate (at least one: the most valuable query is always planned)."""
+        spacing = self.connectors.get(connector, ConnectorBudget(0.0)).spacing_seconds
+        if spacing <= 0:
+            return QUERIES_BY_DEPTH[depth] * 4
+        seconds = self.seconds_by_depth.get(depth, SEARCH_SECONDS_BY_DEPTH["rapid"])
+        return max(1, math.floor(seconds / (spacing * max(1, self.sharing_jobs))))
+
+    def allowance_low(self, connector: str) -> bool:
+        budget = self.connectors.get(connector)
+        if budget is None or budget.searches_left_today is None or not budget.searches_per_day:
+            return False
+        return budget.searches_left_today < LOW_ALLOWANCE_SHARE * budget.searches_per_day
+
+
+def default_search_budget() -> SearchBudget:
+    """The published default intervals (arXiv 3 s, Semantic Scholar 1 s, OpenAlex 0.1 s, Crossref 0.2 s);
+    the deployed wiring builds the budget from the search settings and today's allowances."""
+    spacing = {"arxiv": 3.05, "semantic_scholar": 1.05, "openalex": 0.15, "crossref": 0.25}
+    return SearchBudget({name: ConnectorBudget(value) for name, value in spacing.items()})
+
+
+@dataclass(frozen=True)
 class PlannedQuery:
     query_id: str
     connector: str
@@ -56,6 +106,8 @@ class PlannedQuery:
     max_results: int
     # Concept groups for engines with boolean syntax (arXiv): groups AND-ed, synonyms within OR-ed.
     concepts: list[list[str]] = field(default_factory=list)
+    # Its value within its connector's queries (0 first): the order turns at the provider are spent in.
+    priority: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,6 +146,8 @@ class ResearchPlan:
     target_sources: int
     focus_areas: list[str]
     facets: list[Facet] = field(default_factory=list)
+    # How the plan met the upstreams' budgets (a connector sent fewer queries, and why).
+    budget_notes: list[str] = field(default_factory=list)
 
     @property
     def relevance_aspects(self) -> list[str]:
@@ -122,6 +176,7 @@ class ResearchPlan:
             target_sources=int(data["target_sources"]),
             focus_areas=list(data["focus_areas"]),
             facets=facets or [Facet(phrase) for phrase in data["key_phrases"]],
+            budget_notes=list(data.get("budget_notes") or []),
         )
 
 
@@ -203,11 +258,29 @@ def query_units(facets: list[Facet], count: int) -> list[list[Facet]]:
     return units[: max(count, 1 + len(facets) if len(facets) > 1 else 1)]
 
 
+def any_concept_group(facets: list[Facet]) -> list[list[str]]:
+    """One concept group that ORs every concept (its phrase, synonyms, and the parts of an `of` phrase):
+    for a boolean engine that ranks by relevance, one query that finds what a query per concept would."""
+    alternatives: list[str] = []
+    for facet in facets:
+        parts = [part.strip() for part in facet.phrase.split(" of ") if part.strip()]
+        alternatives.extend(parts if len(parts) > 1 else facet.alternatives)
+    return [list(dict.fromkeys(alternatives))]
+
+
 def _planned(
-    query_id: str, connector: str, unit: list[Facet], policies: Policies, limit: int, render: Renderer
+    query_id: str,
+    connector: str,
+    unit: list[Facet],
+    policies: Policies,
+    limit: int,
+    render: Renderer,
+    *,
+    priority: int = 0,
+    any_concept: bool = False,
 ) -> PlannedQuery:
     text = natural_phrase(unit)
-    concepts = boolean_groups(unit)
+    concepts = any_concept_group(unit) if any_concept else boolean_groups(unit)
     return PlannedQuery(
         query_id=query_id,
         connector=connector,
@@ -218,7 +291,37 @@ def _planned(
         year_end=policies.year_end,
         max_results=limit,
         concepts=concepts,
+        priority=priority,
     )
+
+
+def connector_queries(
+    connector: str,
+    units: list[list[Facet]],
+    policies: Policies,
+    per_query: int,
+    render: Renderer,
+    *,
+    turns: int,
+    prefix: str = "q",
+) -> list[PlannedQuery]:
+    """This connector's queries, most valuable first, as many as its turns allow. A boolean engine gets
+    one query that ORs every concept of the goal (with room for more results) before anything else."""
+    planned: list[PlannedQuery] = []
+    if connector in BOOLEAN_CONNECTORS and len(units[0]) > 1:
+        wider = min(MAX_RESULTS_PER_QUERY * 2, per_query * len(units[0]))
+        planned.append(
+            _planned(f"{prefix}0-{connector}", connector, units[0], policies, wider, render, any_concept=True)
+        )
+        # the whole goal AND-ed is what the OR query ranks first: next come single concepts
+        units = units[1:]
+    for index, unit in enumerate(units):
+        if len(planned) >= turns:
+            break
+        planned.append(
+            _planned(f"{prefix}{index + 1}-{connector}", connector, unit, policies, per_query, render)
+        )
+    return [PlannedQuery(**{**query.to_dict(), "priority": rank}) for rank, query in enumerate(planned)]
 
 
 def policies_for(
@@ -255,19 +358,35 @@ def build_plan(
     min_sources: int = DEFAULT_MIN_SOURCES,
     connectors: tuple[str, ...] = CONNECTORS,
     render: Renderer = connector_syntax,
+    budget: SearchBudget | None = None,
 ) -> ResearchPlan:
     now = now or datetime.now(UTC)
+    budget = budget or default_search_budget()
     facets = facets_of(goal)
     topic = _topic(facets)
     comparison = bool(_COMPARISON.search(goal))
     policies = policies_for(scope, now, relevance_threshold, min_sources)
     per_query = max(MIN_RESULTS_PER_QUERY, min(MAX_RESULTS_PER_QUERY, scope.target_sources))
-    units = query_units(facets, QUERIES_BY_DEPTH[scope.discovery_depth])
-    queries = [
-        _planned(f"q{index + 1}-{connector}", connector, unit, policies, per_query, render)
-        for index, unit in enumerate(units)
-        for connector in connectors
-    ]
+    depth = scope.discovery_depth
+    units = query_units(facets, QUERIES_BY_DEPTH[depth])
+    queries: list[PlannedQuery] = []
+    notes: list[str] = []
+    for connector in connectors:
+        turns = budget.turns(connector, depth)
+        if budget.allowance_low(connector):
+            allowance = budget.connectors[connector]
+            notes.append(
+                f"{connector}: {allowance.searches_left_today} of its {allowance.searches_per_day} daily "
+                "searches left, so only the whole goal is searched there"
+            )
+            turns = 1
+        planned = connector_queries(connector, units, policies, per_query, render, turns=turns)
+        if len(planned) < len(units) and connector not in BOOLEAN_CONNECTORS:
+            notes.append(
+                f"{connector}: {len(planned)} of {len(units)} queries fit its rate in the "
+                f"{budget.seconds_by_depth.get(depth, 0):g} s search time of a {depth} job"
+            )
+        queries.extend(planned)
     window = f"{policies.year_start}-{policies.year_end}"
     sub_questions = [
         *facet_questions(goal, facets),
@@ -290,6 +409,7 @@ def build_plan(
         target_sources=scope.target_sources,
         focus_areas=focus_areas,
         facets=facets,
+        budget_notes=notes,
     )
 
 
@@ -306,9 +426,11 @@ def refined_queries(
     *,
     connectors: tuple[str, ...] = CONNECTORS,
     render: Renderer = connector_syntax,
+    turns: Mapping[str, int] | None = None,
 ) -> list[PlannedQuery]:
     """One round of refinement, broader than the plan: the head of each long concept alone, then all
-    the goal's concepts with the commonest new topic word of the accepted hits."""
+    the goal's concepts with the commonest new topic word of the accepted hits. `turns` caps what each
+    connector is sent (what its rate still allows the job; 0 leaves it out)."""
     vocabulary: dict[str, int] = {}
     known = {token for phrase in plan.key_phrases for token in phrase.split()}
     for title in accepted_titles:
@@ -322,12 +444,15 @@ def refined_queries(
     policies = plan.policies
     limit = max(q.max_results for q in plan.queries)
     sent = {(q.connector, q.query, str(q.concepts)) for q in plan.queries}
-    refined = [
-        _planned(f"r{index + 1}-{connector}", connector, unit, policies, limit, render)
-        for index, unit in enumerate(units[:MAX_REFINED_UNITS])
-        for connector in connectors
-    ]
-    return [q for q in refined if (q.connector, q.query, str(q.concepts)) not in sent]
+    refined: list[PlannedQuery] = []
+    for connector in connectors:
+        allowed = MAX_REFINED_UNITS if turns is None else turns.get(connector, 0)
+        fresh = [
+            _planned(f"r{index + 1}-{connector}", connector, unit, policies, limit, render, priority=index)
+            for index, unit in enumerate(units[:MAX_REFINED_UNITS])
+        ]
+        refined.extend([q for q in fresh if (q.connector, q.query, str(q.concepts)) not in sent][:allowed])
+    return refined
 
 
 def estimated_duration_minutes(plan: ResearchPlan, extract_concurrency: int, search_concurrency: int) -> int:

@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from functions.common.upstream_turns import ProviderManners
+
 
 class SearchSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SEARCH_", case_sensitive=False, extra="ignore")
@@ -26,6 +28,17 @@ class SearchSettings(BaseSettings):
     semantic_scholar_min_interval_seconds: float = 1.0
     openalex_min_interval_seconds: float = 0.1
     crossref_min_interval_seconds: float = 0.2
+    # Providers that allow one connection at a time (a turn is held for the whole exchange).
+    exclusive_providers: str = "arxiv"
+    # Added to every interval between two requests as they leave: the receiving side's clock and
+    # scheduling jitter must not see two requests closer than the interval.
+    politeness_margin_seconds: float = Field(default=0.05, ge=0.0, le=1.0)
+    # Where turns at the providers are kept: a DynamoDB item per provider, shared by every Lambda
+    # (deployed), or this process's memory (the single-process local runtime, unit tests).
+    turns_backend: Literal["dynamodb", "memory"] | None = None  # None: as `state_backend`
+    # Daily allowances: OpenAlex `search=` calls on the service's key (1,000 a day on a free key; lookups
+    # by id are free), Unpaywall calls. 0 = unlimited.
+    openalex_searches_per_day: int = Field(default=1000, ge=0)
     # Circuit breaker per provider.
     breaker_failure_threshold: int = 3
     breaker_cooldown_seconds: float = 30.0
@@ -39,6 +52,18 @@ class SearchSettings(BaseSettings):
     def min_interval(self, connector: str) -> float:
         value = getattr(self, f"{connector}_min_interval_seconds", 0.0)
         return float(value)
+
+    def manners(self, provider: str) -> ProviderManners:
+        exclusive = {name.strip() for name in self.exclusive_providers.split(",") if name.strip()}
+        return ProviderManners(
+            interval=self.min_interval(provider),
+            exclusive=provider in exclusive,
+            margin=self.politeness_margin_seconds,
+        )
+
+    @property
+    def effective_turns_backend(self) -> Literal["dynamodb", "memory"]:
+        return self.turns_backend or self.state_backend
 
     @property
     def connector_names(self) -> list[str]:

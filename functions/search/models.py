@@ -30,6 +30,12 @@ class PaperQuery(BaseModel):
     # reads it (a team sees only its own uploads; None = no library results). Upstream connectors ignore
     # it, so their cached answers stay shared.
     team_id: str | None = None
+    # Internal too: whose turn at a provider the request takes (turns are shared fairly per team, then
+    # per job), how valuable it is within its job (0 first), and the epoch time by which its turn must
+    # have come (a request still waiting then is "not run", not failed). Never part of the cache key.
+    job_id: str | None = None
+    priority: int = 0
+    deadline: float | None = None
 
 
 class FoundPaper(Paper):
@@ -46,7 +52,12 @@ class ConnectorResult(BaseModel):
     papers: list[FoundPaper] = Field(default_factory=list)
     total: int = 0  # matches the upstream reports (may exceed len(papers))
     error: str | None = None
+    # The request never left: its turn at the provider did not come before its deadline (our own
+    # scheduling, not the upstream's answer). `error` says so; it is not a failure of the upstream.
+    not_run: bool = False
     from_cache: bool = False
+    # Served by an identical request of another job that was in flight at the same time.
+    coalesced: bool = False
     elapsed_ms: float = 0.0
 
     @property
@@ -62,3 +73,7 @@ class SearchOutcome(BaseModel):
     query_time_ms: float
     from_cache: bool = False
     rrf_scores: dict[str, float] = Field(default_factory=dict)  # canonical_id -> RRF (k=60) score
+    # Of `failed_connectors`, those whose request was not run in time (rate budget), not failed upstream.
+    not_run: dict[str, str] = Field(default_factory=dict)
+    cache_hits: int = 0
+    coalesced: int = 0

@@ -6,13 +6,16 @@ Used by the search API routers and directly by the orchestrator's step handlers.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
+import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import ClassVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -70,6 +73,34 @@ def cache_key(connector: str, query: PaperQuery, limit: int) -> str:
     return f"search:{CACHE_VERSION}:{connector}:{digest}"
 
 
+class _InFlight:
+    """Requests in flight in this process, by cache key: an identical request (another job's, another
+    step's thread) waits for the first one's answer instead of spending a turn at the provider."""
+
+    _lock = threading.Lock()
+    _flights: ClassVar[dict[str, concurrent.futures.Future[ConnectorResult]]] = {}
+
+    @classmethod
+    def join(cls, key: str) -> tuple[concurrent.futures.Future[ConnectorResult], bool]:
+        """(the flight, whether the caller leads it and must finish it)."""
+        with cls._lock:
+            flight = cls._flights.get(key)
+            if flight is not None:
+                return flight, False
+            flight = concurrent.futures.Future()
+            cls._flights[key] = flight
+            return flight, True
+
+    @classmethod
+    def finish(
+        cls, key: str, flight: concurrent.futures.Future[ConnectorResult], result: ConnectorResult
+    ) -> None:
+        with cls._lock:
+            if cls._flights.get(key) is flight:
+                del cls._flights[key]
+        flight.set_result(result)
+
+
 @dataclass
 class SearchService:
     connectors: dict[str, Connector]
@@ -103,9 +134,7 @@ class SearchService:
             http: Callable[[], HttpClient] = lambda: shared  # noqa: E731
         else:
             http = LoopLocalHttp(lambda: HttpClient(settings, max_backoff_seconds=cfg.max_backoff_seconds))
-        context = ConnectorContext(
-            settings=settings, search_settings=cfg, http=http, limiter=limiter, breakers=breakers
-        )
+        context = ConnectorContext(settings=settings, search_settings=cfg, http=http, breakers=breakers)
         registry = registry if registry is not None else REGISTRY
         enabled = cfg.connector_names or list(registry)
         unknown = [name for name in enabled if name not in registry]
@@ -195,7 +224,10 @@ class SearchService:
             if not result.ok:
                 record_metric("search", "ConnectorFailures", 1, connector=result.connector)
         if self._unavailable(selected, results):
-            raise UpstreamError("; ".join(f"{name}: {reason}" for name, reason in failed.items()))
+            raise UpstreamError(
+                "; ".join(f"{name}: {reason}" for name, reason in failed.items()),
+                not_run=all(r.not_run for r in results if not r.ok),
+            )
         papers = self._rank(query, merge_results(results))
         return SearchOutcome(
             papers=list(papers[: query.max_results]),
@@ -209,6 +241,9 @@ class SearchService:
                 if r.ok and self.connectors[name].cacheable
             ),
             rrf_scores={p.canonical_id: rrf_score(p) for p in papers},
+            not_run={r.connector: r.error or "not run" for r in results if r.not_run},
+            cache_hits=sum(1 for r in results if r.from_cache),
+            coalesced=sum(1 for r in results if r.coalesced),
         )
 
     def _unavailable(self, selected: Sequence[str], results: Sequence[ConnectorResult]) -> bool:
@@ -242,27 +277,57 @@ class SearchService:
         return kept
 
     async def _run_connector(self, name: str, query: PaperQuery) -> ConnectorResult:
+        """A cacheable connector's answer comes from the shared cache, else from an identical request
+        in flight in this process (coalesced), else from the upstream; an identical request of another
+        process that completes while this one waits for its turn is taken from the cache then."""
         limit = query.per_connector
         if not self.connectors[name].cacheable:
             return await self._call(name, query, limit)
         key = cache_key(name, query, limit)
-        cached = await self._cache_get(key)
+        cached = await self._cached(key)
         if cached is not None:
-            try:
-                result = ConnectorResult.model_validate(cached)
-                result.from_cache = True
-                result.elapsed_ms = 0.0
-                return result
-            except ValueError:
-                logger.warning("ignoring unreadable cache entry", key=key)
-        result = await self._call(name, query, limit)
-        if result.ok:
-            await self._cache_put(key, result)
+            return cached
+        flight, leader = _InFlight.join(key)
+        if not leader:
+            result = (await asyncio.wrap_future(flight)).model_copy(deep=True)
+            result.coalesced = True
+            result.elapsed_ms = 0.0
+            return result
+        try:
+            result = await self._call(name, query, limit, lambda: self._cached(key))
+            if result.ok and not result.coalesced:
+                await self._cache_put(key, result)
+        except BaseException:
+            # cancelled: whoever waits on this flight is told the request did not run
+            _InFlight.finish(
+                key, flight, ConnectorResult(connector=name, error=f"{name}: not run", not_run=True)
+            )
+            raise
+        _InFlight.finish(key, flight, result)
         return result
 
-    async def _call(self, name: str, query: PaperQuery, limit: int) -> ConnectorResult:
+    async def _cached(self, key: str) -> ConnectorResult | None:
+        cached = await self._cache_get(key)
+        if cached is None:
+            return None
         try:
-            return await self.connectors[name].search(query, limit)
+            result = ConnectorResult.model_validate(cached)
+        except ValueError:
+            logger.warning("ignoring unreadable cache entry", key=key)
+            return None
+        result.from_cache = True
+        result.elapsed_ms = 0.0
+        return result
+
+    async def _call(
+        self,
+        name: str,
+        query: PaperQuery,
+        limit: int,
+        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+    ) -> ConnectorResult:
+        try:
+            return await self.connectors[name].search(query, limit, served_meanwhile)
         except Exception as exc:  # a connector bug must not take the other sources down
             logger.exception("connector raised", connector=name)
             return ConnectorResult(connector=name, error=f"{name} failed: {exc.__class__.__name__}")

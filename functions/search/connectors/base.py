@@ -12,23 +12,29 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
+import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from functions.common.circuit_breaker import BreakerRegistry, CircuitOpen
-from functions.common.errors import FetchError, FetchTimeout, RateLimited
-from functions.common.http import HttpClient, retry_after_seconds
+from functions.common.errors import FetchError, FetchTimeout
+from functions.common.http import TRANSIENT_STATUSES, FetchedResponse, HttpClient, retry_after_seconds
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
-from functions.common.rate_limit import InMemoryRateLimiter, RateLimit, RateLimiter
 from functions.common.settings import Settings, get_settings
+from functions.common.upstream_turns import Turn, TurnNotGranted, UpstreamTurns
 from functions.search.config import SearchSettings
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
+from functions.search.turns import process_turns
 
 logger = get_logger("search")
+# The longest pause a provider's Retry-After imposes on every waiter (a broken header must not stop it
+# for hours); past it the breaker, which the 429 also opens, keeps requests away.
+MAX_PAUSE_SECONDS = 60.0
 
 
 @dataclass
@@ -38,8 +44,43 @@ class ConnectorContext:
     settings: Settings = field(default_factory=get_settings)
     search_settings: SearchSettings = field(default_factory=SearchSettings)
     http: Callable[[], HttpClient] | None = None  # the caller's (event-loop bound) shared client
-    limiter: RateLimiter = field(default_factory=InMemoryRateLimiter)
+    turns: UpstreamTurns | None = None  # None: the process's turns for `search_settings`
     breakers: BreakerRegistry = field(default_factory=BreakerRegistry)
+
+    def __post_init__(self) -> None:
+        if self.turns is None:
+            self.turns = process_turns(self.search_settings)
+
+    @property
+    def upstream_turns(self) -> UpstreamTurns:
+        assert self.turns is not None
+        return self.turns
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Whose request waits for a provider's turn: the team and job it is shared fairly between, its
+    value within the job (0 first), and by when (epoch seconds) its turn must have come."""
+
+    team: str
+    job: str
+    priority: int = 0
+    turn_deadline: float | None = None
+    # Asked once the turn is granted, before sending: an identical request that completed while this
+    # one waited (the shared cache) is used instead, and the turn goes back unused.
+    served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None
+    # A search (not a lookup by id): it spends the provider's daily search allowance where it has one.
+    search: bool = False
+
+
+class AllowanceSpent(Exception):
+    """The provider's daily allowance of searches is spent: the request is not run."""
+
+
+class ServedMeanwhile(Exception):
+    def __init__(self, result: ConnectorResult) -> None:
+        super().__init__("served by an identical request")
+        self.result = result
 
 
 class Connector(Protocol):
@@ -51,7 +92,12 @@ class Connector(Protocol):
     # cache is shared by every team.
     cacheable: bool
 
-    async def search(self, query: PaperQuery, limit: int) -> ConnectorResult: ...
+    async def search(
+        self,
+        query: PaperQuery,
+        limit: int,
+        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+    ) -> ConnectorResult: ...
 
 
 @dataclass(frozen=True)
@@ -59,6 +105,26 @@ class UpstreamRequest:
     url: str
     params: Mapping[str, Any]
     headers: Mapping[str, str] = field(default_factory=dict)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def announced_interval(headers: Mapping[str, str]) -> float | None:
+    """Seconds per request from `x-rate-limit-limit` and `x-rate-limit-interval`, when both are usable."""
+    limit_text, window_text = headers.get("x-rate-limit-limit"), headers.get("x-rate-limit-interval")
+    if not limit_text or not window_text:
+        return None
+    window = _DURATION.match(window_text)
+    try:
+        limit = float(limit_text)
+    except ValueError:
+        return None
+    if window is None or not math.isfinite(limit) or limit <= 0:
+        return None
+    seconds = float(window.group(1)) * _UNIT_SECONDS[(window.group(2) or "s").lower()]
+    return seconds / limit if seconds > 0 else None
 
 
 def error_message(body: str | bytes, limit: int = 200) -> str:
@@ -207,27 +273,6 @@ class HttpConnector(ABC):
             raise RuntimeError("ConnectorContext.http is not set")
         return self.context.http()
 
-    async def _wait_for_slot(self, interval: float, budget: float) -> None:
-        """Book this provider's next slot in the shared bucket and sleep until it comes."""
-        if interval <= 0:
-            return
-        try:
-            wait = await asyncio.to_thread(
-                self.context.limiter.reserve,
-                f"upstream:{self.name}",
-                RateLimit.every(interval),
-                max(0.0, budget - 0.5),
-            )
-        except RateLimited:
-            raise
-        except Exception:
-            # The bucket table is unreachable: go on unthrottled (the breaker and retries still hold)
-            # rather than fail every search because of a bookkeeping table.
-            logger.warning("rate-limit bucket unavailable", connector=self.name, exc_info=True)
-            return
-        if wait > 0:
-            await asyncio.sleep(wait)
-
     def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
         """The request that fetches one work by identifier ("doi", "arxiv") or by title; None when
         this upstream cannot answer that kind of lookup."""
@@ -236,14 +281,23 @@ class HttpConnector(ABC):
     def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
         return LookupResult(connector=self.name, error=f"{self.name} has no lookup parser")
 
-    async def search(self, query: PaperQuery, limit: int) -> ConnectorResult:
+    async def search(
+        self,
+        query: PaperQuery,
+        limit: int,
+        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+    ) -> ConnectorResult:
         started = time.perf_counter()
-        result = await self._search(query, limit)
+        try:
+            result = await self._search(query, limit, served_meanwhile)
+        except ServedMeanwhile as served:
+            result = served.result
+            result.coalesced = True
         result.elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
         return result
 
     async def lookup(self, kind: LookupKind, value: str, budget: float) -> LookupResult:
-        """One work by identifier or title, with the same manners as a search (shared rate limit,
+        """One work by identifier or title, with the same manners as a search (turns at the provider,
         breaker, retries) inside `budget` seconds. Failures become `LookupResult.error`."""
         request = self.build_lookup_request(kind, value)
         if request is None:
@@ -252,77 +306,179 @@ class HttpConnector(ABC):
             lambda: request,
             budget,
             self.parse_lookup,
-            lambda message: LookupResult(connector=self.name, error=message),
+            lambda message, _not_run: LookupResult(connector=self.name, error=message),
             retries=min(1, self.context.search_settings.upstream_retries),
+            asker=Asker(team="lookups", job="lookups", priority=5),
         )
 
-    async def _search(self, query: PaperQuery, limit: int) -> ConnectorResult:
+    async def _search(
+        self,
+        query: PaperQuery,
+        limit: int,
+        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+    ) -> ConnectorResult:
         cfg = self.context.search_settings
+        budget = cfg.connector_timeout_seconds
+        if query.deadline is not None:
+            # a scheduled request waits for its turn up to its deadline; the exchange then has its budget
+            budget = max(0.1, query.deadline - time.time()) + cfg.connector_timeout_seconds
         return await self._exchange(
             lambda: self.build_request(query, limit),
-            cfg.connector_timeout_seconds,
+            budget,
             self.parse,
-            lambda message: ConnectorResult(connector=self.name, error=message),
+            lambda message, not_run: ConnectorResult(connector=self.name, error=message, not_run=not_run),
             retries=cfg.upstream_retries,
+            asker=Asker(
+                team=query.team_id or "public",
+                job=query.job_id or "interactive",
+                priority=query.priority,
+                turn_deadline=query.deadline,
+                served_meanwhile=served_meanwhile,
+                search=True,
+            ),
         )
+
+    def spend_search_allowance(self) -> bool:
+        """Take one search from the provider's daily allowance; False when it is spent. Providers
+        without a daily allowance always answer True."""
+        return True
+
+    def observe(self, response: FetchedResponse, turn: Turn) -> None:
+        """What a provider's response headers say about its limits: Crossref states its pool's in every
+        answer (`x-rate-limit-limit: 50`, `x-rate-limit-interval: 1s`); a stricter one than configured
+        is then kept for every later turn."""
+        interval = announced_interval(response.headers)
+        if interval is not None and interval > turn.manners.interval:
+            turn.announce(interval)
 
     async def _exchange(
         self,
         build: Callable[[], UpstreamRequest],
         budget: float,
         parse: Callable[[int, bytes], _AnswerT],
-        error: Callable[[str], _AnswerT],
+        error: Callable[[str, bool], _AnswerT],
         *,
         retries: int,
+        asker: Asker,
     ) -> _AnswerT:
-        cfg = self.context.search_settings
-        deadline = time.monotonic() + budget
+        """One request with upstream manners. Each attempt takes its own turn at the provider, so retries
+        are spaced like any request; a 429/503 `Retry-After` pauses the provider for every waiter. Only
+        the upstream's answers (5xx, 429, time-outs of the request itself, transport errors) count
+        against its circuit breaker; our own waiting never does."""
         breaker = self.context.breakers.get(self.name)
         try:
             breaker.before_call()
         except CircuitOpen as exc:
-            return error(str(exc))
+            return error(str(exc), False)
+        deadline = time.time() + budget
+        turn_deadline = min(asker.turn_deadline or deadline, deadline - 0.5)
         try:
             request = build()
-            client = self._client()  # built before the slot is taken: client set-up must not eat the spacing
-            async with asyncio.timeout(budget):
-                await self._wait_for_slot(cfg.min_interval(self.name), budget)
-                remaining = max(0.1, deadline - time.monotonic())
-                response = await client.get(
-                    request.url,
-                    params=request.params,
-                    headers=request.headers,
-                    timeout=remaining,
-                    total_timeout=remaining,
-                    retries=retries,
-                    max_bytes=20 * 1024 * 1024,
-                )
-        except RateLimited as exc:
-            breaker.release()
-            return error(
-                f"{self.name} request budget exhausted waiting for the provider rate limit "
-                f"(next slot in {exc.retry_after:.1f} s)"
-            )
-        except (TimeoutError, FetchTimeout):
-            breaker.record_failure()
-            return error(f"{self.name} timed out after {budget:g} s")
-        except FetchError as exc:
-            breaker.record_failure()
-            return error(f"{self.name} unreachable: {exc.message}")
+            client = self._client()  # built before the turn is taken: client set-up must not hold it
         except BaseException:
             breaker.release()
             raise
+        response: FetchedResponse | None = None
+        for attempt in range(retries + 1):
+            try:
+                response = await self._attempt(client, request, asker, turn_deadline, deadline)
+            except (TurnNotGranted, AllowanceSpent) as exc:
+                breaker.release()
+                return error(f"not run: {exc}", True)
+            except FetchTimeout:
+                breaker.record_failure()
+                return error(f"{self.name} timed out after {budget:g} s", False)
+            except FetchError as exc:
+                if attempt < retries and time.time() < turn_deadline:
+                    continue
+                breaker.record_failure()
+                return error(f"{self.name} unreachable: {exc.message}", False)
+            except BaseException:
+                breaker.release()
+                raise
+            if (
+                response.status_code in TRANSIENT_STATUSES
+                and attempt < retries
+                # a retry must be able to have its turn after the pause the upstream asked for
+                and time.time() + (retry_after_seconds(response.headers) or 0.0) < turn_deadline
+            ):
+                continue
+            break
+        assert response is not None
         if response.status_code == 429:
             hinted = retry_after_seconds(response.headers)
             breaker.record_failure(open_for=hinted)
             suffix = f" (retry after {hinted:g} s)" if hinted is not None else ""
-            return error(f"HTTP 429 from {self.name}: rate limited by upstream{suffix}")
+            return error(f"HTTP 429 from {self.name}: rate limited by upstream{suffix}", False)
         if response.status_code >= 500:
             breaker.record_failure()
-            return error(status_error(self.name, response.status_code, response.content).error or "")
+            return error(status_error(self.name, response.status_code, response.content).error or "", False)
         result = parse(response.status_code, response.content)
         if result.ok:
             breaker.record_success()
         else:
             breaker.release()
         return result
+
+    async def _attempt(
+        self,
+        client: HttpClient,
+        request: UpstreamRequest,
+        asker: Asker,
+        turn_deadline: float,
+        deadline: float,
+    ) -> FetchedResponse:
+        """Wait for the provider's turn, send, and hand the turn back (as soon as the request is written,
+        or after the whole exchange for a provider that allows one connection at a time)."""
+        turns = self.context.upstream_turns
+        turn = await asyncio.to_thread(
+            turns.acquire,
+            self.name,
+            team=asker.team,
+            job=asker.job,
+            priority=asker.priority,
+            deadline=turn_deadline,
+        )
+        exclusive = turn.manners.exclusive
+        if asker.served_meanwhile is not None:
+            try:
+                served = await asker.served_meanwhile()
+            except BaseException:
+                await asyncio.to_thread(turns.release, turn)
+                raise
+            if served is not None:
+                await asyncio.to_thread(turns.release, turn)  # never sent: the provider's spacing is kept
+                raise ServedMeanwhile(served)
+        if asker.search and not await asyncio.to_thread(self.spend_search_allowance):
+            await asyncio.to_thread(turns.release, turn)
+            raise AllowanceSpent(f"{self.name}'s daily search allowance is spent")
+
+        async def on_sent() -> None:
+            turn.sent()
+            if not exclusive:
+                await asyncio.to_thread(turns.release, turn)
+
+        try:
+            remaining = max(0.1, deadline - time.time())
+            async with asyncio.timeout(remaining):
+                response = await client.get(
+                    request.url,
+                    params=request.params,
+                    headers=request.headers,
+                    timeout=remaining,
+                    total_timeout=remaining,
+                    retries=0,
+                    max_bytes=20 * 1024 * 1024,
+                    on_sent=on_sent,
+                )
+            hinted = retry_after_seconds(response.headers)
+            if response.status_code in (429, 503) and hinted is not None:
+                turn.pause(min(hinted, MAX_PAUSE_SECONDS))
+            self.observe(response, turn)
+            return response
+        except TimeoutError as exc:
+            raise FetchTimeout(f"{self.name} timed out") from exc
+        finally:
+            if turn.sent_at is None:
+                turn.sent()  # a request that failed on the way may still have reached the provider
+            await asyncio.to_thread(turns.release, turn)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 from functions.extract.documents import DocumentRecord, DocumentRepository, DynamoDocumentRepository
 from functions.search.connectors.base import ConnectorContext
@@ -56,7 +57,12 @@ class LibraryConnector:
             self._repository = DynamoDocumentRepository()
         return self._repository
 
-    async def search(self, query: PaperQuery, limit: int) -> ConnectorResult:
+    async def search(
+        self,
+        query: PaperQuery,
+        limit: int,
+        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+    ) -> ConnectorResult:
         started = time.perf_counter()
         if not query.team_id:  # no team, no library: an empty answer, not a failure
             return ConnectorResult(connector=NAME, elapsed_ms=(time.perf_counter() - started) * 1000)

@@ -204,6 +204,12 @@ class OpenAlexConnector(HttpConnector):
     name = NAME
     prefix = "oa"
 
+    def spend_search_allowance(self) -> bool:
+        """`search=` calls are OpenAlex's scarce allowance (1,000 a day on a free key); lookups by id
+        are free and do not come here."""
+        per_day = self.context.search_settings.openalex_searches_per_day
+        return per_day == 0 or self.context.upstream_turns.spend_allowance(NAME, "search", per_day)
+
     def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
         settings = self.context.settings
         params: dict[str, Any] = {"search": query.query, "per_page": min(limit, 200), "page": 1}

@@ -80,7 +80,9 @@ def _job(flow: Workflow, job_id: str) -> dict[str, Any]:
 def test_a_refused_search_is_skipped_and_counted() -> None:
     flow, _, job_id = _flow(Gate({"search"}))
     query = _job(flow, job_id)["plan"]["queries"][0]
-    outcome = flow.search({"job_id": job_id, "team_id": TEAM, "query": query})
+    state = flow.search({"job_id": job_id, "team_id": TEAM, "search": {"pending": [query]}})
+    assert state["done"] and not state["pending"]
+    outcome = state["results"][0]
     assert outcome["error"] == "BUDGET_REACHED" and outcome["budget_skipped"] and outcome["key"] is None
     job = _job(flow, job_id)
     assert job["budget_skipped_queries"] == 1 and job["queries_done"] == 1

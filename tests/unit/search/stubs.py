@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import asyncio
 import json
 from dataclasses import dataclass, field
@@ -25,7 +27,12 @@ class StubConnector:
     raises: Exception | None = None
     calls: list[PaperQuery] = field(default_factory=list)
 
-    async def search(self, query: PaperQuery, limit: int) -> ConnectorResult:
+    async def search(
+        self,
+        query: PaperQuery,
+        limit: int,
+        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+    ) -> ConnectorResult:
         self.calls.append(query)
         await asyncio.sleep(self.delay)
         if self.raises is not None:

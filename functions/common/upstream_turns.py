@@ -1,0 +1,481 @@
+"""Turns at an upstream provider: politeness guaranteed at the wire, granted fairly across teams and jobs.
+
+The whole service is one client of each provider (arXiv: one request every 3 s, one connection at a
+time). A request to a provider first takes a *turn*:
+
+- A turn is granted only when the provider is free: no other holder, the provider's interval has passed
+  since the last request *left*, and no `Retry-After` pause is running. The holder records when its
+  request actually left (`Turn.sent`, called by the HTTP layer once the request is written), so the
+  next grant is measured from the wire, not from a booked slot: a request that leaves late pushes the
+  next one back instead of landing next to it. A small margin covers the receiving side's own jitter.
+- An *exclusive* provider (arXiv) keeps the turn for the whole exchange: never two connections open.
+  Others hand the turn back as soon as the request is written, so latency does not lower their rate.
+- Among the waiters the turn goes to the team served least recently, then, within that team, to the job
+  served least recently, then to the job's most valuable request (lowest `priority`). One team's burst
+  therefore cannot starve another team's single job, nor one job the others of its team.
+- Waiting is scheduling, not failure: a waiter whose deadline passes before its turn comes gets
+  `TurnNotGranted` (the caller reports the request as not run) and nothing else is recorded.
+
+The state of a provider is one record (`ProviderState`) read and written with a version check, so the
+same code serves one process (`InMemoryTurnStore`) and every Lambda of the service at once
+(`DynamoDbTurnStore`, an item of the rate-limit table). Waiters keep a heartbeat in the record; a waiter
+that died stops being considered after `STALE_WAITER_SECONDS`, a holder that died after its lease.
+
+Daily allowances (OpenAlex searches, Unpaywall calls) are counted in the same record per UTC day
+(`spend_allowance`, `allowance_left`), so the planner can see what is left before it plans.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Protocol
+
+from functions.common.observability import get_logger
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.service_resource import Table
+
+logger = get_logger("upstream-turns")
+Clock = Callable[[], float]
+
+STALE_WAITER_SECONDS = 10.0
+HEARTBEAT_SECONDS = 3.0
+MIN_POLL_SECONDS = 0.005
+
+
+class TurnNotGranted(Exception):
+    """The provider's turn did not come before the waiter's deadline (its rate budget is spent)."""
+
+    def __init__(self, provider: str, waited: float, ahead: int) -> None:
+        super().__init__(
+            f"{provider}'s rate budget: no turn within {waited:.1f} s ({ahead} request(s) ahead)"
+        )
+        self.provider = provider
+        self.waited = waited
+        self.ahead = ahead
+
+
+@dataclass(frozen=True)
+class ProviderManners:
+    """What a provider allows: at most one request per `interval` seconds (as they leave), exclusive =
+    one connection at a time, `margin` added to the interval for the receiving side's jitter."""
+
+    interval: float
+    exclusive: bool = False
+    margin: float = 0.05
+
+    @property
+    def spacing(self) -> float:
+        return self.interval + self.margin if self.interval > 0 else 0.0
+
+
+@dataclass
+class Waiter:
+    team: str
+    job: str
+    priority: int
+    since: float
+    heartbeat: float
+
+
+@dataclass
+class ProviderState:
+    holder: str | None = None
+    lease_until: float = 0.0
+    last_sent: float = 0.0
+    not_before: float = 0.0  # a Retry-After pause
+    # an interval the provider announced (Crossref's x-rate-limit-* headers); used when stricter
+    announced_interval: float = 0.0
+    waiting: dict[str, Waiter] = field(default_factory=dict)
+    team_served: dict[str, float] = field(default_factory=dict)
+    job_served: dict[str, float] = field(default_factory=dict)
+    day: str = ""
+    spent_today: dict[str, int] = field(default_factory=dict)  # allowance name -> units spent on `day`
+    granted: int = 0  # turns granted, ever (a counter for benchmarks and metrics)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> ProviderState:
+        if not text:
+            return cls()
+        data = json.loads(text)
+        waiting = {token: Waiter(**w) for token, w in data.pop("waiting", {}).items()}
+        known = {name for name in cls.__dataclass_fields__}
+        return cls(waiting=waiting, **{k: v for k, v in data.items() if k in known})
+
+
+class TurnStore(Protocol):
+    """One provider record: `read` gives (state, version); `write` replaces it when the version is still
+    the one read, and answers False when another writer came first."""
+
+    def read(self, provider: str) -> tuple[ProviderState, int]: ...
+
+    def write(self, provider: str, state: ProviderState, version: int) -> bool: ...
+
+    def wait(self, provider: str, version: int, timeout: float) -> None:
+        """Sleep up to `timeout`, or less when the record changed in a way that may move the queue."""
+        ...
+
+
+def _queue_shape(state: ProviderState) -> tuple[Any, ...]:
+    return (state.holder, state.last_sent, state.not_before, frozenset(state.waiting))
+
+
+class InMemoryTurnStore:
+    """One process's providers (unit tests; the single-process local runtime): waiters sleep on a
+    condition and wake when the queue moves, instead of polling."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[ProviderState, int]] = {}
+        self._lock = threading.Lock()
+        self._changed: dict[str, threading.Condition] = {}
+
+    def _condition(self, provider: str) -> threading.Condition:
+        condition = self._changed.get(provider)
+        if condition is None:
+            condition = self._changed.setdefault(provider, threading.Condition(self._lock))
+        return condition
+
+    def read(self, provider: str) -> tuple[ProviderState, int]:
+        with self._lock:
+            state, version = self._records.get(provider, (ProviderState(), 0))
+            return copy.deepcopy(state), version
+
+    def write(self, provider: str, state: ProviderState, version: int) -> bool:
+        with self._lock:
+            before, current = self._records.get(provider, (ProviderState(), 0))
+            if current != version:
+                return False
+            self._records[provider] = (copy.deepcopy(state), version + 1)
+            if _queue_shape(before) != _queue_shape(state):
+                self._condition(provider).notify_all()
+            return True
+
+    def wait(self, provider: str, version: int, timeout: float) -> None:
+        with self._lock:
+            condition = self._condition(provider)
+            current = self._records.get(provider, (ProviderState(), 0))[1]
+            if current == version:
+                condition.wait(timeout)
+
+
+class DynamoDbTurnStore:
+    """Provider records in the rate-limit table (`bucket_key` = `turns:<provider>`), shared by every
+    Lambda: a conditional put on the version read."""
+
+    def __init__(self, table: Table | None = None) -> None:
+        if table is None:
+            from functions.common.aws import dynamodb_resource
+            from functions.common.settings import get_settings
+
+            table = dynamodb_resource().Table(get_settings().rate_limit_table)
+        self._table = table
+
+    def read(self, provider: str) -> tuple[ProviderState, int]:
+        item = self._table.get_item(Key={"bucket_key": f"turns:{provider}"}, ConsistentRead=True).get("Item")
+        if not item:
+            return ProviderState(), 0
+        return ProviderState.from_json(str(item.get("state") or "")), int(
+            Decimal(str(item.get("version", 0)))
+        )
+
+    def write(self, provider: str, state: ProviderState, version: int) -> bool:
+        from botocore.exceptions import ClientError
+
+        if version == 0:
+            condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(bucket_key)"}
+        else:
+            condition = {
+                "ConditionExpression": "version = :read",
+                "ExpressionAttributeValues": {":read": version},
+            }
+        try:
+            self._table.put_item(
+                Item={
+                    "bucket_key": f"turns:{provider}",
+                    "state": state.to_json(),
+                    "version": version + 1,
+                    # kept a week past its last use: the day's allowance counters live here too
+                    "expires_at": int(time.time()) + 7 * 86400,
+                },
+                **condition,
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def wait(self, provider: str, version: int, timeout: float) -> None:
+        time.sleep(min(timeout, self.POLL_SECONDS))
+
+    POLL_SECONDS = 0.5
+
+
+@dataclass
+class Turn:
+    """A granted turn: call `sent()` as the request leaves; `release` (done by `UpstreamTurns.turn`)
+    records that time and frees the provider for the next waiter."""
+
+    provider: str
+    token: str
+    manners: ProviderManners
+    clock: Clock
+    granted_at: float
+    waited: float
+    sent_at: float | None = None
+    retry_after: float | None = None
+    announced_interval: float | None = None
+    released: bool = False
+
+    def sent(self) -> None:
+        """The request has been written to the connection (the HTTP layer's trace hook calls this)."""
+        if self.sent_at is None:
+            self.sent_at = self.clock()
+
+    def pause(self, seconds: float) -> None:
+        """The provider asked us to wait (429/503 with Retry-After): every waiter waits that long."""
+        self.retry_after = max(self.retry_after or 0.0, seconds)
+
+    def announce(self, interval: float) -> None:
+        """The provider stated its limit (one request per `interval` s) in its response headers."""
+        self.announced_interval = interval
+
+
+def utc_day(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d")
+
+
+class UpstreamTurns:
+    """Grants turns at each provider; the manners come from settings (`manners_for`)."""
+
+    def __init__(
+        self,
+        store: TurnStore,
+        manners_for: Callable[[str], ProviderManners],
+        *,
+        clock: Clock = time.time,
+        lease_seconds: float = 30.0,
+    ) -> None:
+        self._store = store
+        self._manners_for = manners_for
+        self._clock = clock
+        self._lease = lease_seconds
+
+    def manners(self, provider: str) -> ProviderManners:
+        return self._manners_for(provider)
+
+    # --- turns ------------------------------------------------------------------------------------
+
+    @contextmanager
+    def turn(
+        self, provider: str, *, team: str, job: str, priority: int = 0, deadline: float | None = None
+    ) -> Iterator[Turn]:
+        """Wait for this provider's turn (raises TurnNotGranted past `deadline`, a `clock()` time), hold
+        it while the body runs, release it when the body ends (at `sent()` already for a provider that is
+        not exclusive)."""
+        manners = self._manners_for(provider)
+        if manners.interval <= 0:
+            now = self._clock()
+            yield Turn(provider, "", manners, self._clock, now, 0.0)
+            return
+        turn = self.acquire(provider, team=team, job=job, priority=priority, deadline=deadline)
+        try:
+            yield turn
+        finally:
+            self.release(turn)
+
+    def acquire(
+        self, provider: str, *, team: str, job: str, priority: int = 0, deadline: float | None = None
+    ) -> Turn:
+        """Block until this provider's turn (raises TurnNotGranted past `deadline`); `release` it."""
+        manners = self._manners_for(provider)
+        if manners.interval <= 0:
+            return Turn(provider, "", manners, self._clock, self._clock(), 0.0)
+        return self._acquire(provider, manners, team, job, priority, deadline)
+
+    def _acquire(
+        self,
+        provider: str,
+        manners: ProviderManners,
+        team: str,
+        job: str,
+        priority: int,
+        deadline: float | None,
+    ) -> Turn:
+        token = uuid.uuid4().hex
+        started = self._clock()
+        registered_at = -math.inf
+        while True:
+            state, version = self._store.read(provider)
+            now = self._clock()
+            live = _live_waiters(state, now)
+            me = live.get(token)
+            if me is None or now - registered_at >= HEARTBEAT_SECONDS:
+                state.waiting[token] = Waiter(team, job, priority, me.since if me else now, now)
+                _forget_stale(state, now)
+                if self._store.write(provider, state, version):
+                    registered_at = now
+                continue
+            free_at = _free_at(state, manners, now)
+            chosen = _whose_turn(state, live)
+            if chosen == token and now >= free_at:
+                if self._store.write(provider, _granted(state, token, me, now, self._lease), version):
+                    return Turn(provider, token, manners, self._clock, now, now - started)
+                continue
+            if deadline is not None and now >= deadline:
+                self._withdraw(provider, token)
+                raise TurnNotGranted(provider, now - started, _ahead_of(state, live, token))
+            wake = registered_at + HEARTBEAT_SECONDS
+            if chosen == token:
+                wake = min(wake, free_at)
+            if deadline is not None:
+                wake = min(wake, deadline)
+            self._store.wait(provider, version, max(MIN_POLL_SECONDS, wake - now))
+
+    def release(self, turn: Turn) -> None:
+        """Hand the turn back: the provider is next free `interval` after the request left. Releasing
+        again only adds what was learnt since (a Retry-After pause, an announced limit)."""
+        if not turn.token:
+            return
+        again = turn.released
+        if again and not turn.retry_after and turn.announced_interval is None:
+            return
+        turn.released = True
+        for _ in range(50):
+            state, version = self._store.read(turn.provider)
+            now = self._clock()
+            if state.holder == turn.token:
+                state.holder = None
+                state.lease_until = 0.0
+            # measured from when the request left (a turn whose request never left sends nothing); the
+            # release follows the send, so `now` is never earlier than the request's departure
+            if turn.sent_at is not None and not again:
+                state.last_sent = max(state.last_sent, now if not turn.manners.exclusive else turn.sent_at)
+            if turn.retry_after:
+                state.not_before = max(state.not_before, now + turn.retry_after)
+            if turn.announced_interval is not None:
+                state.announced_interval = turn.announced_interval
+            if self._store.write(turn.provider, state, version):
+                return
+        logger.warning("turn release contended; its lease will free the provider", provider=turn.provider)
+
+    def _withdraw(self, provider: str, token: str) -> None:
+        for _ in range(50):
+            state, version = self._store.read(provider)
+            if token not in state.waiting:
+                return
+            del state.waiting[token]
+            if self._store.write(provider, state, version):
+                return
+
+    # --- what is known about a provider -----------------------------------------------------------
+
+    def queue_length(self, provider: str) -> int:
+        state, _ = self._store.read(provider)
+        return len(_live_waiters(state, self._clock()))
+
+    def granted(self, provider: str) -> int:
+        return self._store.read(provider)[0].granted
+
+    # --- daily allowances ---------------------------------------------------------------------------
+
+    def allowance_left(self, provider: str, allowance: str, per_day: int) -> int:
+        state, _ = self._store.read(provider)
+        today = utc_day(self._clock())
+        spent = state.spent_today.get(allowance, 0) if state.day == today else 0
+        return max(0, per_day - spent)
+
+    def spend_allowance(self, provider: str, allowance: str, per_day: int, units: int = 1) -> bool:
+        """Take `units` of today's allowance; False (nothing taken) when not that much is left."""
+        for _ in range(50):
+            state, version = self._store.read(provider)
+            today = utc_day(self._clock())
+            if state.day != today:
+                state.day, state.spent_today = today, {}
+            spent = state.spent_today.get(allowance, 0)
+            if spent + units > per_day:
+                return False
+            state.spent_today[allowance] = spent + units
+            if self._store.write(provider, state, version):
+                return True
+        return False
+
+
+def _live_waiters(state: ProviderState, now: float) -> dict[str, Waiter]:
+    return {t: w for t, w in state.waiting.items() if now - w.heartbeat <= STALE_WAITER_SECONDS}
+
+
+def _forget_stale(state: ProviderState, now: float) -> None:
+    for token in [t for t, w in state.waiting.items() if now - w.heartbeat > STALE_WAITER_SECONDS]:
+        del state.waiting[token]
+    # fairness memory is only needed for teams and jobs seen in the last hour
+    for served in (state.team_served, state.job_served):
+        for key in [k for k, at in served.items() if now - at > 3600]:
+            del served[key]
+
+
+def _free_at(state: ProviderState, manners: ProviderManners, now: float) -> float:
+    spacing = max(
+        manners.spacing, state.announced_interval + manners.margin if state.announced_interval else 0.0
+    )
+    held = state.holder is not None and state.lease_until > now
+    return max(
+        state.last_sent + spacing,
+        state.not_before,
+        state.lease_until if held else 0.0,
+        # while a turn is held and its request has not left, `last_sent` is not final
+        math.inf if held else 0.0,
+    )
+
+
+def _job_key(waiter: Waiter) -> str:
+    return f"{waiter.team}\x1f{waiter.job}"
+
+
+def _order(state: ProviderState, live: dict[str, Waiter]) -> list[str]:
+    """Waiters in the order they would be served: least recently served team, then job, then the job's
+    most valuable request, then first come."""
+
+    def rank(token: str) -> tuple[float, float, int, float]:
+        waiter = live[token]
+        return (
+            state.team_served.get(waiter.team, 0.0),
+            state.job_served.get(_job_key(waiter), 0.0),
+            waiter.priority,
+            waiter.since,
+        )
+
+    return sorted(live, key=rank)
+
+
+def _whose_turn(state: ProviderState, live: dict[str, Waiter]) -> str:
+    return _order(state, live)[0]
+
+
+def _ahead_of(state: ProviderState, live: dict[str, Waiter], token: str) -> int:
+    order = _order(state, live)
+    return order.index(token) if token in order else len(order)
+
+
+def _granted(state: ProviderState, token: str, waiter: Waiter, now: float, lease: float) -> ProviderState:
+    state.waiting.pop(token, None)
+    state.holder = token
+    state.lease_until = now + lease
+    state.team_served[waiter.team] = now
+    state.job_served[_job_key(waiter)] = now
+    state.granted += 1
+    _forget_stale(state, now)
+    return state

@@ -1,0 +1,282 @@
+"""One iteration of the Search state: a job's pending queries, scheduled against a deadline.
+
+A job's queries wait for turns at each provider (functions/common/upstream_turns.py), which the service
+shares fairly between teams and jobs. Each connector's queries run in the plan's order of value; the
+connectors run side by side. An iteration stops well inside the 45 s task limit: what has not had its
+turn by then stays pending, and the state machine runs another iteration after a short Wait, until the
+job's search time (by depth) is spent. What is still pending then was *not run*, for the provider's rate
+budget: reported with its count, never as a failed connector.
+
+The state machine carries this iteration's state (`SearchState`) from one iteration to the next: the
+queries still pending, the results so far (small: the hits themselves are in the data bucket).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from functions.common.errors import InvalidInput, UpstreamError
+from functions.common.storage import BlobStore, put_json
+from functions.orchestrate.models import audit_event
+from functions.orchestrate.store import JobStore
+from functions.research.planning import PlannedQuery
+
+BUDGET_REACHED = "BUDGET_REACHED"
+# An iteration's share of the 45 s task: the rest is for recording and a slow last exchange.
+DEFAULT_ITERATION_SECONDS = 26.0
+# The pause between two iterations (a Wait state): short, the queue is what paces the job.
+ITERATION_WAIT_SECONDS = 1
+
+
+class SearchPort(Protocol):
+    async def search(self, query: Any) -> Any: ...
+
+
+@dataclass
+class SearchState:
+    """What the state machine carries between Search iterations."""
+
+    pending: list[dict[str, Any]]
+    results: list[dict[str, Any]] = field(default_factory=list)
+    round: int = 0
+    started_at: float | None = None
+    phase: str = "plan"  # "plan" | "refine"
+    done: bool = False
+    wait_seconds: int = ITERATION_WAIT_SECONDS
+
+    @classmethod
+    def from_event(cls, data: dict[str, Any]) -> SearchState:
+        return cls(
+            pending=list(data.get("pending") or []),
+            results=list(data.get("results") or []),
+            round=int(data.get("round") or 0),
+            started_at=float(data["started_at"]) if data.get("started_at") is not None else None,
+            phase=str(data.get("phase") or "plan"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pending": self.pending,
+            "results": self.results,
+            "round": self.round,
+            "started_at": self.started_at,
+            "phase": self.phase,
+            "done": self.done,
+            "wait_seconds": self.wait_seconds,
+        }
+
+
+def not_run_counts(results: list[dict[str, Any]]) -> dict[str, int]:
+    return dict(Counter(str(r["connector"]) for r in results if r.get("not_run")))
+
+
+def upstream_failures(results: list[dict[str, Any]]) -> dict[str, str]:
+    """Connectors whose upstream answered errors (not our own scheduling, not the budget)."""
+    failed: dict[str, str] = {}
+    for result in results:
+        if result.get("not_run") or result.get("budget_skipped"):
+            continue
+        for name, reason in (result.get("failed_connectors") or {}).items():
+            failed.setdefault(str(name), str(reason))
+    return failed
+
+
+def uncovered_concepts(concepts: list[str], queries: list[dict[str, Any]]) -> list[str]:
+    """The goal's concepts that no query with results was about (coverage lost)."""
+    covered = {term for q in queries if int(q.get("count") or 0) > 0 for term in q.get("terms") or []}
+    return [concept for concept in concepts if concept not in covered]
+
+
+@dataclass
+class SearchRound:
+    jobs: JobStore
+    data: BlobStore
+    search_service: Callable[[], SearchPort]
+    # (team_id, job_id, what) -> None when the budget allows a search, else why not
+    over_budget: Callable[[str, str, str], str | None]
+    # (team_id, job_id, **payload) -> records one search_completed trace event
+    trace: Callable[..., None]
+    iteration_seconds: float = DEFAULT_ITERATION_SECONDS
+    clock: Callable[[], float] = time.time
+
+    async def run(self, team_id: str, job_id: str, state: SearchState, search_seconds: float) -> SearchState:
+        """Run what fits of `state.pending` in this iteration; `search_seconds` is the job's search time
+        for this phase, counted from its first iteration."""
+        now = self.clock()
+        started = state.started_at if state.started_at is not None else now
+        phase_end = started + search_seconds
+        deadline = min(now + self.iteration_seconds, phase_end)
+        by_connector: dict[str, list[PlannedQuery]] = {}
+        for item in state.pending:
+            query = PlannedQuery(**item)
+            by_connector.setdefault(query.connector, []).append(query)
+        outcomes = await asyncio.gather(
+            *(
+                self._connector_queries(team_id, job_id, sorted(queries, key=lambda q: q.priority), deadline)
+                for queries in by_connector.values()
+            )
+        )
+        results = list(state.results)
+        pending: list[dict[str, Any]] = []
+        for done, waiting in outcomes:
+            results.extend(done)
+            pending.extend(query.to_dict() for query in waiting)
+        finished = not pending or self.clock() >= phase_end - ITERATION_WAIT_SECONDS
+        if finished and pending:
+            results.extend(await asyncio.to_thread(self._not_run, team_id, job_id, pending))
+            pending = []
+        return SearchState(
+            pending=pending,
+            results=results,
+            round=state.round + 1,
+            started_at=started,
+            phase=state.phase,
+            done=finished,
+        )
+
+    async def _connector_queries(
+        self, team_id: str, job_id: str, queries: list[PlannedQuery], deadline: float
+    ) -> tuple[list[dict[str, Any]], list[PlannedQuery]]:
+        """One connector's queries in order of value; those whose turn did not come stay pending."""
+        done: list[dict[str, Any]] = []
+        for index, query in enumerate(queries):
+            if self.clock() >= deadline:
+                return done, queries[index:]
+            result = await self._one(team_id, job_id, query, deadline)
+            if result is None:
+                return done, queries[index:]
+            done.append(result)
+        return done, []
+
+    async def _one(
+        self, team_id: str, job_id: str, query: PlannedQuery, deadline: float
+    ) -> dict[str, Any] | None:
+        """One query's result, or None when its turn did not come before `deadline`."""
+        from functions.search.models import PaperQuery
+
+        base = _result_base(query)
+        reason = await asyncio.to_thread(
+            self.over_budget, team_id, job_id, f"{query.connector}: {query.query}"
+        )
+        if reason is not None:
+            return {**base, "error": BUDGET_REACHED, "budget_skipped": True}
+        request = PaperQuery(
+            query=query.query,
+            concepts=query.concepts or None,
+            year_start=query.year_start,
+            year_end=query.year_end,
+            max_results=query.max_results,
+            per_connector=min(100, query.max_results),
+            connectors=[query.connector],
+            team_id=team_id,  # the library connector answers from this team's documents only
+            job_id=job_id,
+            priority=query.priority,
+            deadline=deadline,
+        )
+        try:
+            outcome = await self.search_service().search(request)
+        except UpstreamError as exc:
+            if exc.not_run:
+                return None
+            return await asyncio.to_thread(self._failed, team_id, job_id, query, base, exc.message)
+        except InvalidInput as exc:
+            return await asyncio.to_thread(self._failed, team_id, job_id, query, base, exc.message)
+        if outcome.not_run:
+            return None
+        return await asyncio.to_thread(self._found, team_id, job_id, query, base, outcome)
+
+    def _failed(
+        self, team_id: str, job_id: str, query: PlannedQuery, base: dict[str, Any], message: str
+    ) -> dict[str, Any]:
+        self.jobs.update(
+            team_id,
+            job_id,
+            add_counters={"queries_done": 1, "queries_failed": 1},
+            once=f"search:{query.query_id}",  # a retried step counts its query once
+            append={"audit": [audit_event("SEARCHING", "CONNECTOR_FAILED", f"{query.connector}: {message}")]},
+        )
+        self.trace(team_id, job_id, query_id=query.query_id, connector=query.connector, error=message)
+        return {**base, "failed_connectors": {query.connector: message}, "error": message}
+
+    def _found(
+        self, team_id: str, job_id: str, query: PlannedQuery, base: dict[str, Any], outcome: Any
+    ) -> dict[str, Any]:
+        key = f"payloads/{team_id}/{job_id}/search/{query.query_id}.json"
+        put_json(self.data, key, [paper.model_dump(mode="json") for paper in outcome.papers])
+        failed = dict(outcome.failed_connectors)
+        appended: dict[str, list[Any]] = {}
+        if failed:
+            appended["audit"] = [
+                audit_event("SEARCHING", "CONNECTOR_FAILED", f"{name}: {reason}")
+                for name, reason in failed.items()
+            ]
+        self.jobs.update(
+            team_id,
+            job_id,
+            add_counters={
+                "queries_done": 1,
+                "hits_found": len(outcome.papers),
+                "search_cache_hits": int(outcome.cache_hits),
+                "search_coalesced": int(outcome.coalesced),
+            },
+            append=appended,
+            once=f"search:{query.query_id}",
+        )
+        self.trace(
+            team_id,
+            job_id,
+            query_id=query.query_id,
+            connector=query.connector,
+            query_text=query.query,
+            result_count=len(outcome.papers),
+            failed_connectors=failed,
+            from_cache=bool(outcome.from_cache),
+            coalesced=bool(outcome.coalesced),
+        )
+        return {**base, "key": key, "count": len(outcome.papers), "failed_connectors": failed}
+
+    def _not_run(self, team_id: str, job_id: str, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        counts = Counter(str(item["connector"]) for item in pending)
+        self.jobs.update(
+            team_id,
+            job_id,
+            add_counters={"queries_done": len(pending), "queries_not_run": len(pending)},
+            append={
+                "audit": [
+                    audit_event(
+                        "SEARCHING",
+                        "QUERIES_NOT_RUN",
+                        f"{connector}: {count} quer{'y' if count == 1 else 'ies'} not run "
+                        f"({connector}'s rate budget was spent within the job's search time)",
+                    )
+                    for connector, count in sorted(counts.items())
+                ]
+            },
+        )
+        return [
+            {
+                **_result_base(PlannedQuery(**item)),
+                "not_run": True,
+                "error": f"not run: {item['connector']}'s rate budget",
+            }
+            for item in pending
+        ]
+
+
+def _result_base(query: PlannedQuery) -> dict[str, Any]:
+    return {
+        "query_id": query.query_id,
+        "connector": query.connector,
+        "query": query.query,
+        "upstream_query": query.upstream_query,
+        "terms": list(query.terms),
+        "key": None,
+        "count": 0,
+        "failed_connectors": {},
+        "error": None,
+    }

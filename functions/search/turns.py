@@ -1,0 +1,39 @@
+"""The process's one `UpstreamTurns`: every connector of this process (search routes, the workflow's
+steps, metadata lookups) must queue in the same place, or two of them could each think a provider free.
+
+Deployed, the turns live in DynamoDB and any number of processes share them; with the memory backend
+(the single-process local runtime) they live here.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from functions.common.upstream_turns import DynamoDbTurnStore, InMemoryTurnStore, UpstreamTurns
+from functions.search.config import SearchSettings
+
+_lock = threading.Lock()
+_memory_store: InMemoryTurnStore | None = None
+
+
+def _memory() -> InMemoryTurnStore:
+    global _memory_store
+    with _lock:
+        if _memory_store is None:
+            _memory_store = InMemoryTurnStore()
+        return _memory_store
+
+
+def process_turns(search_settings: SearchSettings | None = None) -> UpstreamTurns:
+    """Turns for these settings (the manners follow the settings; the queue is the process's or the
+    table's)."""
+    cfg = search_settings or SearchSettings()
+    store = _memory() if cfg.effective_turns_backend == "memory" else DynamoDbTurnStore()
+    return UpstreamTurns(store, cfg.manners)
+
+
+def reset_process_turns() -> None:
+    """Forget this process's queues (tests that restart the runtime)."""
+    global _memory_store
+    with _lock:
+        _memory_store = None
