@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from functions.common.errors import InvalidInput, UpstreamError
+from functions.common.observability import get_logger
 from functions.common.storage import BlobStore, put_json
 from functions.orchestrate.models import audit_event
 from functions.orchestrate.store import JobStore
 from functions.research.planning import PlannedQuery
 
+logger = get_logger("orchestrate")
 BUDGET_REACHED = "BUDGET_REACHED"
 # An iteration's share of the 45 s task: the rest is for recording and a slow last exchange.
 DEFAULT_ITERATION_SECONDS = 26.0
@@ -188,7 +190,13 @@ class SearchRound:
             return await asyncio.to_thread(self._failed, team_id, job_id, query, base, exc.message)
         if outcome.not_run:
             return None
-        return await asyncio.to_thread(self._found, team_id, job_id, query, base, outcome)
+        try:
+            return await asyncio.to_thread(self._found, team_id, job_id, query, base, outcome)
+        except Exception:
+            # storing one query's hits failed (a bucket or table hiccup): that query is lost, not the job
+            logger.exception("search results not stored", job_id=job_id, query_id=query.query_id)
+            message = f"{query.connector}: the results could not be stored"
+            return await asyncio.to_thread(self._failed, team_id, job_id, query, base, message)
 
     def _failed(
         self, team_id: str, job_id: str, query: PlannedQuery, base: dict[str, Any], message: str

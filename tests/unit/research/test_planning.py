@@ -4,7 +4,15 @@ import pytest
 
 from functions.orchestrate.models import ScopeParameters
 from functions.research.facets import decompose
-from functions.research.planning import ResearchPlan, build_plan, describe, key_phrases, refined_queries
+from functions.research.planning import (
+    ConnectorBudget,
+    ResearchPlan,
+    SearchBudget,
+    build_plan,
+    describe,
+    key_phrases,
+    refined_queries,
+)
 from functions.search.connectors.arxiv import build_search_query
 from functions.search.models import PaperQuery
 from tests.unit.orchestrate.fixtures import GOAL, NOW, plan
@@ -142,8 +150,9 @@ def test_queries_per_concept_in_each_engines_syntax() -> None:
     for query in research.queries:  # short natural phrases, never a long keyword list
         assert len(query.query.split()) <= 8
         assert "help" not in query.query.split() and "how" not in query.query.split()
+    # arXiv ranks by relevance: one query ORs every concept, and the papers matching most come first
     whole = build_search_query(PaperQuery(query=arxiv[0].query, concepts=arxiv[0].concepts))
-    assert whole == 'all:"graph neural networks" AND all:"attention mechanisms" AND all:"drug discovery"'
+    assert whole == '(all:"graph neural networks" OR all:"attention mechanisms" OR all:"drug discovery")'
     of_concept = build_plan("factuality of large language models (LLM)", ScopeParameters(), now=NOW).queries[
         0
     ]
@@ -155,7 +164,11 @@ def test_queries_per_concept_in_each_engines_syntax() -> None:
     )
     first = synonyms.queries[0]
     assert build_search_query(PaperQuery(query=first.query, concepts=first.concepts)) == (
-        '(all:"retrieval augmented generation" OR all:rag) AND all:"question answering"'
+        '(all:"retrieval augmented generation" OR all:rag OR all:"question answering")'
+    )
+    second = synonyms.queries[1]
+    assert build_search_query(PaperQuery(query=second.query, concepts=second.concepts)) == (
+        '(all:"retrieval augmented generation" OR all:rag)'
     )
 
 
@@ -180,3 +193,56 @@ def test_min_sources_extension_reaches_the_policies() -> None:
     assert plan("rapid", min_sources=3).policies.min_sources == 3
     with pytest.raises(ValueError):
         ScopeParameters.model_validate({"min_sources": 0})
+
+
+def _budget(sharing_jobs: int, openalex_left: int | None = None) -> SearchBudget:
+    return SearchBudget(
+        {
+            "arxiv": ConnectorBudget(3.05),
+            "semantic_scholar": ConnectorBudget(1.05),
+            "openalex": ConnectorBudget(0.15, openalex_left, 1000 if openalex_left is not None else None),
+            "crossref": ConnectorBudget(0.25),
+        },
+        sharing_jobs=sharing_jobs,
+    )
+
+
+def test_each_connector_is_planned_what_its_rate_allows_in_the_jobs_search_time() -> None:
+    scope = ScopeParameters.model_validate({"discovery_depth": "rapid"})
+    crowded = build_plan(GRAPH_GOAL, scope, now=NOW, budget=_budget(sharing_jobs=12))
+    counts: dict[str, int] = {}
+    for query in crowded.queries:
+        counts[query.connector] = counts.get(query.connector, 0) + 1
+    # 40 s at a twelfth of arXiv's one request per 3 s: one fielded query that ORs every concept
+    assert counts["arxiv"] == 1
+    (arxiv,) = [q for q in crowded.queries if q.connector == "arxiv"]
+    assert len(arxiv.concepts) == 1  # one group: its alternatives are OR-ed
+    assert {"graph neural networks", "attention mechanisms", "drug discovery"} <= set(arxiv.concepts[0])
+    assert counts["semantic_scholar"] == 3  # 40 s / (1.05 s x 12 jobs)
+    assert counts["openalex"] == counts["crossref"] == 4  # the whole goal and its three concepts
+    assert any("semantic_scholar: 3 of 4 queries fit" in note for note in crowded.budget_notes)
+    alone = build_plan(GRAPH_GOAL, scope, now=NOW, budget=_budget(sharing_jobs=1))
+    assert len(alone.queries) > len(crowded.queries)
+    for connector in ("arxiv", "semantic_scholar"):  # each connector's most valuable query first
+        priorities = [q.priority for q in crowded.queries if q.connector == connector]
+        assert priorities == sorted(priorities) and priorities[0] == 0
+
+
+def test_a_daily_allowance_running_low_shifts_the_plan_and_says_so() -> None:
+    scope = ScopeParameters.model_validate({"discovery_depth": "rapid"})
+    low = build_plan(GRAPH_GOAL, scope, now=NOW, budget=_budget(sharing_jobs=4, openalex_left=40))
+    openalex = [q for q in low.queries if q.connector == "openalex"]
+    assert len(openalex) == 1 and len(openalex[0].terms) == 3  # the whole goal only
+    assert any("openalex: 40 of its 1000 daily searches left" in note for note in low.budget_notes)
+    fresh = build_plan(GRAPH_GOAL, scope, now=NOW, budget=_budget(sharing_jobs=4, openalex_left=990))
+    assert len([q for q in fresh.queries if q.connector == "openalex"]) == 4
+
+
+def test_refinement_sends_nothing_to_a_connector_whose_turns_are_spent() -> None:
+    research = build_plan(GRAPH_GOAL, ScopeParameters(), now=NOW)
+    refined = refined_queries(research, [], turns={"arxiv": 0, "semantic_scholar": 1, "openalex": 2})
+    by_connector: dict[str, int] = {}
+    for query in refined:
+        by_connector[query.connector] = by_connector.get(query.connector, 0) + 1
+    assert "arxiv" not in by_connector and "crossref" not in by_connector
+    assert by_connector["semantic_scholar"] == 1 and by_connector["openalex"] == 2
