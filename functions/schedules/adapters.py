@@ -39,6 +39,7 @@ class EventBridgeScheduleStore:
     group_name: str
     target_arn: str  # the research state machine
     role_arn: str  # may only states:StartExecution on that machine
+    flexible_window_minutes: int = 0  # spread fires over this many minutes after their time
 
     def create(self, schedule: StoredSchedule) -> None:
         extra = {"Description": schedule.description} if schedule.description else {}
@@ -49,7 +50,11 @@ class EventBridgeScheduleStore:
             ScheduleExpressionTimezone=schedule.timezone,
             **extra,
             State="ENABLED" if schedule.enabled else "DISABLED",
-            FlexibleTimeWindow={"Mode": "OFF"},
+            FlexibleTimeWindow=(
+                {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": self.flexible_window_minutes}
+                if self.flexible_window_minutes
+                else {"Mode": "OFF"}
+            ),
             Target={
                 "Arn": self.target_arn,
                 "RoleArn": self.role_arn,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Locally (moto) any role ARN is accepted; on AWS the stack sets the role that may only start the machine.
@@ -13,3 +14,6 @@ class SchedulerSettings(BaseSettings):
 
     schedule_group_name: str = "default"
     scheduler_role_arn: str = LOCAL_SCHEDULER_ROLE
+    # Scheduler starts each fire at a random moment within this window after its time, so that many
+    # schedules at the top of the hour do not reach the upstreams' queues at once (0: exactly on time).
+    schedule_flexible_window_minutes: int = Field(default=15, ge=0, le=1440)

@@ -30,6 +30,7 @@ def schedule_store() -> EventBridgeScheduleStore:
         group_name=settings.schedule_group_name,
         target_arn=state_machine_arn,
         role_arn=settings.scheduler_role_arn,
+        flexible_window_minutes=settings.schedule_flexible_window_minutes,
     )
 
 
