@@ -161,7 +161,9 @@ def workflow() -> Workflow:
         new_job_record=service.new_record,
         render=upstream_query,
         llm=lambda: metered_llm(provider_from_settings()),
-        relevance_scorer=lambda: RelevanceScorer(default_embedder()),
+        relevance_scorer=lambda: RelevanceScorer(
+            default_embedder(), embed_seconds=get_workflow_settings().screen_embedding_seconds
+        ),
         artifact_uri=lambda key: f"s3://{settings.artifacts_bucket}/{key}",
         traces=DynamoDbTraceStore,
         living_review=living_review,

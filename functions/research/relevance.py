@@ -19,6 +19,7 @@ the embedder, the lexical-only model (fitted the same way) is used, and the expl
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -117,8 +118,14 @@ class Features:
 
 
 class RelevanceScorer:
-    def __init__(self, embedder: Embedder | None) -> None:
+    """`embed_seconds` bounds the time spent embedding documents (most lexically promising first): on a
+    loaded machine the rest are scored lexically, so a step never runs into its task limit."""
+
+    EMBED_BATCH = 16
+
+    def __init__(self, embedder: Embedder | None, embed_seconds: float | None = None) -> None:
         self.embedder = embedder
+        self.embed_seconds = embed_seconds
 
     @property
     def method(self) -> str:
@@ -140,8 +147,13 @@ class RelevanceScorer:
             overlap = pairs[:, :, 0].max(axis=1)
             embedded = sorted(range(len(documents)), key=lambda row: (-overlap[row], row))[:max_embedded]
             semantic = np.full((len(documents), len(aspects)), np.nan, dtype=np.float32)
-            vectors = self.embedder.embed([documents[row] for row in embedded])
-            semantic[embedded] = vectors @ self.embedder.embed(aspects).T
+            wanted = self.embedder.embed(aspects).T
+            started = time.monotonic()
+            for start in range(0, len(embedded), self.EMBED_BATCH):
+                if self.embed_seconds is not None and time.monotonic() - started > self.embed_seconds:
+                    break
+                rows = embedded[start : start + self.EMBED_BATCH]
+                semantic[rows] = self.embedder.embed([documents[row] for row in rows]) @ wanted
         return Features(semantic, pairs[:, :, 0], pairs[:, :, 1])
 
     def score(
