@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import math
@@ -177,6 +178,16 @@ def team_counts(total: int) -> dict[str, int]:
     return {TEAMS[0][0]: total - sum(counts.values()), **counts}
 
 
+def interleaved(plan_by_team: Mapping[str, list[Goal]]) -> list[tuple[str, Goal]]:
+    """The teams' jobs in proportional turns (A B A A C A ...), so no team's burst all comes last."""
+    turns = [
+        ((k + 0.5) / len(goals), name, goal)
+        for name, goals in plan_by_team.items()
+        for k, goal in enumerate(goals)
+    ]
+    return [(name, goal) for _, name, goal in sorted(turns, key=lambda turn: (turn[0], turn[1]))]
+
+
 def team_goals(goals: list[Goal], team_index: int, count: int) -> list[Goal]:
     """Team t's jobs ask the goals from its own offset on, so its first job is always the same goal."""
     offset = team_index * len(goals) // len(TEAMS)
@@ -211,10 +222,12 @@ async def _submit(client: httpx.AsyncClient, team: Team, goal: Goal, job: Job) -
             headers=team.headers,
         )
     except httpx.HTTPError as exc:
-        job.status, job.error = "NOT_SUBMITTED", f"{type(exc).__name__}: {exc}"
+        job.status, job.error = "NOT_SUBMITTED", f"{type(exc).__name__} {exc}".strip()
+        job.causes = [f"POST /api/agent/execute: {type(exc).__name__} (client time-out 120 s)"]
         return
     if answer.status_code != 202:
         job.status, job.error = "REJECTED", f"/execute answered {answer.status_code}: {answer.text[:200]}"
+        job.causes = [f"POST /api/agent/execute answered {answer.status_code}"]
         return
     job.job_id, job.status = str(answer.json()["job_id"]), "SUBMITTED"
 
@@ -250,9 +263,8 @@ async def _read_results(client: httpx.AsyncClient, team: Team, job: Job, status:
     if job.status != "COMPLETED":
         job.causes = job_causes(status, results)
     if job.status == "FAILED":
-        job.causes.insert(
-            0, f"FAILED, last seen running in {job.phase.split()[0] if job.phase else 'no phase'}"
-        )
+        seen = f"last seen running in {job.phase.split()[0]}" if job.phase else "before its first status poll"
+        job.causes.insert(0, f"FAILED {seen}")
     stats = _search_stats(results)
     if stats is not None:
         job.cache_hits, job.coalesced = _count(stats.get("cache_hits")), _count(stats.get("coalesced"))
@@ -478,11 +490,12 @@ async def bench(
             if run.jobs[0].seconds is not None:
                 solo[name] = run.jobs[0].seconds
         for count in counts:
-            plan = [
-                (name, goal)
-                for index, (name, number) in enumerate(team_counts(count).items())
-                for goal in team_goals(goals, index, number)
-            ]
+            plan = interleaved(
+                {
+                    name: team_goals(goals, index, number)
+                    for index, (name, number) in enumerate(team_counts(count).items())
+                }
+            )
             await one_run(f"{count} at once", plan, solo)
     finally:
         site.stop()
@@ -517,6 +530,8 @@ def main() -> None:
     if not counts or min(counts) < 1:
         parser.error("--jobs takes positive counts")
     logging.getLogger("pypdf").setLevel(logging.ERROR)
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)  # each run's table as it ends, also into a file
     conditions = describe_conditions(no_politeness=args.no_politeness, latency=not args.no_latency)
     print(
         f"bench.concurrency: {DEPTH} jobs, window {WINDOW_YEARS} years, runs {counts} (+ solo per team), "
