@@ -9,7 +9,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test lint typecheck node-tools console chromium synth deploy deploy-local bench bench-load bench-answer bench-workflow bench-search bench-rag bench-quality bench-cold-start bench-answer-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model llm-model clean
+.PHONY: install run test lint typecheck node-tools console chromium synth deploy deploy-local bench bench-load bench-answer bench-workflow bench-search bench-rag bench-quality bench-concurrency bench-cold-start bench-answer-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model llm-model clean
 
 RAG_INDEX ?= .rag-index
 # `make run` keeps its data (documents, jobs, schedules, teams, traces...) here across restarts;
@@ -91,6 +91,12 @@ bench: bench-search bench-rag bench-workflow bench-answer bench-quality
 # Research quality on goals written before tuning, dev and held-out halves (needs ../shared/corpus).
 bench-quality: install
 	$(PY) -m bench.quality
+
+# 1, 10 and 50 concurrent rapid jobs from three teams on the local runtime, the corpus web with latency and
+# the real provider intervals: statuses and their causes, p50/p95, requests per job, gaps the web saw.
+CONCURRENT_JOBS ?= 1,10,50
+bench-concurrency: install
+	$(PY) -m bench.concurrency --jobs $(CONCURRENT_JOBS)
 
 # The answer engine (/v1/query) on the same goals and web, presets fast and comprehensive (needs ../shared/corpus).
 bench-answer-quality: install

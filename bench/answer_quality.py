@@ -1,6 +1,7 @@
 """Benchmark: the answer engine (the synchronous /v1/query pipeline) on the research-quality goals.
 
     .venv/bin/python -m bench.answer_quality [--split dev|heldout|all] [--preset fast|comprehensive] [--verbose]
+                                             [--no-politeness] [--no-latency]
 
 The 21 goals of `bench.quality` (fixed before any tuning, dev and held-out halves) are asked of the
 answer engine over the same offline scholarly web (`bench.corpus_web`: the 20 real corpus papers with
@@ -9,7 +10,9 @@ does). The engine is the API's own composition root (`functions.answer.wiring.bu
 embedded AWS account, asked as `/v1/query` asks it (`routes.trust.answer_request` over a validated
 `QueryRequest`), with no LLM configured (the extractive writer, lexical and numeric verification).
 Presets: `fast` (abstracts only, reasoning_effort low) and `comprehensive` (full text of the top papers,
-reasoning_effort medium); each preset runs with a fresh service and search cache.
+reasoning_effort medium); each preset runs with a fresh service and search cache. Conditions, printed in
+the header: the project's real default provider intervals (`--no-politeness` zeroes them) and a simulated
+network, 0.3-1.5 s per API call and 1-4 s per PDF (`--no-latency` answers at once).
 
 Scored per goal and preset:
   - outcome: an answerable goal succeeds when the answer is not refused and at least one expected corpus
@@ -37,7 +40,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bench.corpus_web import CorpusMissing, CorpusWeb, WebPaper, literature
+from bench.corpus_web import CorpusMissing, CorpusWeb, WebPaper, describe_conditions, literature
 from bench.quality import GOALS, WINDOW_YEARS, Goal, Matcher, _upstream_queries, quote_found
 
 if TYPE_CHECKING:
@@ -393,7 +396,9 @@ async def run_preset(
     return outcomes
 
 
-def run(goals: list[Goal], presets: list[str], *, verbose: bool) -> list[Outcome]:
+def run(
+    goals: list[Goal], presets: list[str], *, verbose: bool, no_politeness: bool, latency: bool
+) -> list[Outcome]:
     from functions.local_runtime.aws import EmbeddedAws
 
     papers = literature(redate_years=WINDOW_YEARS)
@@ -403,8 +408,9 @@ def run(goals: list[Goal], presets: list[str], *, verbose: bool) -> list[Outcome
         f"into the last {WINDOW_YEARS}; presets {', '.join(f'{p} (effort {PRESET_EFFORTS[p]})' for p in presets)}; "
         f"no LLM; cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} (latency depends on it)"
     )
+    print(f"conditions: {describe_conditions(no_politeness=no_politeness, latency=latency)}")
     matcher = Matcher(papers)
-    site = CorpusWeb(papers)
+    site = CorpusWeb(papers, latency=latency)
     site.start()
     outcomes: list[Outcome] = []
     try:
@@ -412,7 +418,7 @@ def run(goals: list[Goal], presets: list[str], *, verbose: bool) -> list[Outcome
             print(f"\n--- preset {preset} ---")
             print(_header())
             # A fresh account per preset: no search cache carried from the other preset's answers.
-            with EmbeddedAws(extra_environment=site.environment()):
+            with EmbeddedAws(extra_environment=site.environment(no_politeness=no_politeness)):
                 outcomes += asyncio.run(run_preset(goals, preset, matcher, site, verbose))
     finally:
         site.stop()
@@ -522,6 +528,14 @@ def main() -> None:
         "--verbose", action="store_true", help="per-goal plan, searches, sources, fates, gate"
     )
     parser.add_argument("--goal", action="append", default=[], help="run only this goal id (repeatable)")
+    parser.add_argument(
+        "--no-politeness",
+        action="store_true",
+        help="switch the project's provider intervals off (SEARCH_*_MIN_INTERVAL_SECONDS=0)",
+    )
+    parser.add_argument(
+        "--no-latency", action="store_true", help="the web answers at once (no simulated network latency)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -529,7 +543,13 @@ def main() -> None:
     goals = [g for g in GOALS if args.split in ("all", g.split) and (not args.goal or g.goal_id in args.goal)]
     started = time.perf_counter()
     try:
-        outcomes = run(goals, presets, verbose=args.verbose)
+        outcomes = run(
+            goals,
+            presets,
+            verbose=args.verbose,
+            no_politeness=args.no_politeness,
+            latency=not args.no_latency,
+        )
     except CorpusMissing as exc:
         sys.exit(f"bench.answer_quality: {exc}")
     for preset in presets:
@@ -538,6 +558,7 @@ def main() -> None:
                 [o for o in outcomes if o.preset == preset and o.goal.split == split], f"{preset} / {split}"
             )
     print(f"\ntotal wall {time.perf_counter() - started:.0f} s")
+    print(f"conditions: {describe_conditions(no_politeness=args.no_politeness, latency=not args.no_latency)}")
 
 
 if __name__ == "__main__":

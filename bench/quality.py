@@ -1,13 +1,15 @@
 """Benchmark: research quality of real jobs on goals and papers nobody tuned for.
 
     .venv/bin/python -m bench.quality [--split dev|heldout|all] [--verbose] [--real-years]
+                                      [--no-politeness] [--no-latency]
 
 Every goal runs a REAL job (POST /api/agent/execute -> the Step Functions workflow on the embedded
 runtime -> GET /api/agent/results) against `bench.corpus_web`: the four search APIs with their real
 query semantics over the 20 real corpus papers (real PDFs) plus ~1000 real distractors parsed from
 the recorded API responses (no PDFs). Scored per goal:
-  - outcome: an answerable goal succeeds when the job ends COMPLETED/PARTIAL with at least half of its
-    expected papers among the SELECTED sources; an unanswerable goal succeeds when the job is REFUSED;
+  - outcome: an answerable goal succeeds when the job ends COMPLETED (PARTIAL is not a success: it is
+    counted apart, with the causes the job's record gives) with at least half of its expected papers
+    among the SELECTED sources; an unanswerable goal succeeds when the job is REFUSED;
   - recall: expected corpus papers among the selected sources (matched by DOI, arXiv id or title);
   - quotes verified: every evidence quote cited by a kept claim, looked up verbatim (after NFKC,
     hyphenation and whitespace normalisation) on the cited page of the real PDF, with text extracted
@@ -16,7 +18,9 @@ the recorded API responses (no PDFs). Scored per goal:
 Depth `rapid` (10 sources): no goal has more than three relevant papers on this web, so a larger
 target only adds distractor extractions (each a quick 404) and runtime, not signal. Window: the
 contract's maximum, 10 years; the web re-dates every record into those years (see corpus_web).
-Provider rate-limit spacing is switched off (a politeness policy of the real upstreams).
+Conditions, printed in the header: the project's real default provider intervals (arXiv 3 s, ...;
+`--no-politeness` zeroes them) and a simulated network, 0.3-1.5 s per API call and 1-4 s per PDF
+(`--no-latency` answers at once).
 """
 
 from __future__ import annotations
@@ -34,7 +38,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bench.corpus_web import CorpusMissing, CorpusWeb, WebPaper, literature, normalise_title
+from bench.corpus_web import (
+    CorpusMissing,
+    CorpusWeb,
+    WebPaper,
+    describe_conditions,
+    literature,
+    normalise_title,
+)
+from bench.partial_causes import job_causes
 from tests.support.scholarly_web import ScholarlyWeb
 
 # ------------------------------------------------------------------------------------------------------
@@ -222,7 +234,7 @@ GOALS: tuple[Goal, ...] = (
 DEPTH = "rapid"
 WINDOW_YEARS = 10  # the contract's maximum (functions/orchestrate/models.py TemporalBoundary)
 JOB_TIMEOUT_SECONDS = 300.0
-SUCCESS_STATUSES = ("COMPLETED", "PARTIAL")
+SUCCESS_STATUSES = ("COMPLETED",)
 
 
 # --- quote verification against the real PDFs ----------------------------------------------------------
@@ -300,6 +312,7 @@ class Outcome:
     decisions: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
     kept_claims: int = 0
+    causes: list[str] = field(default_factory=list)  # why not COMPLETED, as the job's record says
     error: str | None = None
 
     @property
@@ -375,6 +388,8 @@ def run_goal(client: Any, goal: Goal, matcher: Matcher, site: CorpusWeb) -> Outc
     outcome.queries = _upstream_queries(site)
     results = client.get(f"/api/agent/results/{outcome.job_id}").json()
     outcome.status = results["status"]
+    if outcome.status != "COMPLETED":
+        outcome.causes = job_causes(status, results)
     outcome.refusal_reason = results.get("refusal_reason")
     outcome.failure_reason = results.get("failure_reason") or status.get("failure_reason")
     outcome.decisions = [
@@ -409,7 +424,9 @@ def run_goal(client: Any, goal: Goal, matcher: Matcher, site: CorpusWeb) -> Outc
     return outcome
 
 
-def run(goals: list[Goal], *, redate_years: int | None, verbose: bool) -> list[Outcome]:
+def run(
+    goals: list[Goal], *, redate_years: int | None, verbose: bool, no_politeness: bool, latency: bool
+) -> list[Outcome]:
     from fastapi.testclient import TestClient
 
     from functions.common.resources import STEP_FUNCTIONS
@@ -424,8 +441,9 @@ def run(goals: list[Goal], *, redate_years: int | None, verbose: bool) -> list[O
         f"recorded API responses; years {'re-dated into the last ' + str(redate_years) if redate_years else 'real'}; "
         f"depth {DEPTH}, window {WINDOW_YEARS} years; cores {os.cpu_count()}"
     )
+    print(f"conditions: {describe_conditions(no_politeness=no_politeness, latency=latency)}")
     matcher = Matcher(papers)
-    site = CorpusWeb(papers)
+    site = CorpusWeb(papers, latency=latency)
     site.start()
     outcomes: list[Outcome] = []
     try:
@@ -434,7 +452,8 @@ def run(goals: list[Goal], *, redate_years: int | None, verbose: bool) -> list[O
         from functions.orchestrate.app import app
 
         reset_workflow_settings_cache()
-        with EmbeddedAws(extra_environment=site.environment()), TestClient(app) as client:
+        environment = site.environment(no_politeness=no_politeness)
+        with EmbeddedAws(extra_environment=environment), TestClient(app) as client:
             for goal in goals:
                 try:
                     outcome = run_goal(client, goal, matcher, site)
@@ -442,6 +461,8 @@ def run(goals: list[Goal], *, redate_years: int | None, verbose: bool) -> list[O
                     outcome = Outcome(goal, status="BENCH_ERROR", error=f"{type(exc).__name__}: {exc}")
                 outcomes.append(outcome)
                 print(_line(outcome), flush=True)
+                if outcome.status == "PARTIAL":
+                    print(f"       PARTIAL: {'; '.join(outcome.causes) or 'no cause given'}", flush=True)
                 if verbose:
                     _details(outcome)
         reset_workflow_settings_cache()
@@ -497,14 +518,25 @@ def summary(outcomes: list[Outcome], label: str) -> None:
     cited = sum(o.quotes_cited for o in outcomes)
     on_page = sum(o.quotes_on_page for o in outcomes)
     statuses = dict(Counter(o.status for o in outcomes))
+    completed = sum(1 for o in answerable if o.status == "COMPLETED")
+    partial = [o for o in outcomes if o.status == "PARTIAL"]
     print(
         f"\n{label}: {len(outcomes)} goals ({len(answerable)} answerable, {len(unanswerable)} unanswerable)"
     )
     print(
         f"  jobs completed or correctly refused: {ok_answerable + refused}/{len(outcomes)} "
-        f"(answerable completed with >= half expected selected: {ok_answerable}/{len(answerable)}; "
+        f"(answerable COMPLETED with >= half expected selected: {ok_answerable}/{len(answerable)}; "
         f"unanswerable refused: {refused}/{len(unanswerable)})"
     )
+    print(
+        f"  answerable goals COMPLETED {completed}/{len(answerable)}, PARTIAL "
+        f"{sum(1 for o in answerable if o.status == 'PARTIAL')}/{len(answerable)} (PARTIAL is not a success)"
+    )
+    if partial:
+        causes = Counter(cause for o in partial for cause in o.causes or ["no cause given"])
+        print(f"  PARTIAL causes (jobs naming each, of {len(partial)} PARTIAL):")
+        for cause, count in causes.most_common():
+            print(f"    {count:>3} x {cause}")
     print(f"  mean recall of expected papers among selected sources: {recall:.2f}")
     share = f"{100 * on_page / cited:.0f}%" if cited else "n/a (no cited quotes)"
     print(f"  quotes verified on the cited page of the real PDF: {on_page}/{cited} = {share}")
@@ -523,13 +555,27 @@ def main() -> None:
         action="store_true",
         help="serve the papers' real years (most fall outside any window)",
     )
+    parser.add_argument(
+        "--no-politeness",
+        action="store_true",
+        help="switch the project's provider intervals off (SEARCH_*_MIN_INTERVAL_SECONDS=0)",
+    )
+    parser.add_argument(
+        "--no-latency", action="store_true", help="the web answers at once (no simulated network latency)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     goals = [g for g in GOALS if args.split in ("all", g.split) and (not args.goal or g.goal_id in args.goal)]
     started = time.perf_counter()
     try:
-        outcomes = run(goals, redate_years=None if args.real_years else WINDOW_YEARS, verbose=args.verbose)
+        outcomes = run(
+            goals,
+            redate_years=None if args.real_years else WINDOW_YEARS,
+            verbose=args.verbose,
+            no_politeness=args.no_politeness,
+            latency=not args.no_latency,
+        )
     except CorpusMissing as exc:
         sys.exit(f"bench.quality: {exc}")
     for split in ("dev", "heldout"):
@@ -537,6 +583,7 @@ def main() -> None:
     if args.split == "all":
         summary(outcomes, "all")
     print(f"\ntotal wall {time.perf_counter() - started:.0f} s")
+    print(f"conditions: {describe_conditions(no_politeness=args.no_politeness, latency=not args.no_latency)}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,10 @@ Search semantics (`search`, served by `web`):
     abstract when the record has one); top `rows`; only DOI-registered works.
 Year filters in each API's own syntax, `max_results` / `limit` / `per_page` / `rows` and offsets honoured.
 
+Realism: `CorpusWeb(latency=True)` answers after 0.3-1.5 s per API call and 1-4 s per PDF (seeded), and
+`environment()` keeps the project's real provider intervals unless `no_politeness=True`; the web records
+when each provider's requests arrived and how many were open at once.
+
 Years: the contract caps `publication_window_years` at 10 and the corpus spans 1950-2026, so by default
 every record's year (relevant papers and distractors alike) is re-dated into the last ten years by one
 order-preserving linear map (`literature.redate`); `redate_years=None` serves the real years.
@@ -33,7 +37,7 @@ from bench.corpus_web.distractors import load_distractors
 from bench.corpus_web.literature import literature, redate
 from bench.corpus_web.paper import WebPaper
 from bench.corpus_web.text import normalise_title
-from bench.corpus_web.web import CorpusWeb
+from bench.corpus_web.web import CorpusWeb, describe_conditions, project_intervals
 
 __all__ = [
     "CORPUS_PAPERS",
@@ -42,9 +46,11 @@ __all__ = [
     "CorpusWeb",
     "WebPaper",
     "corpus_dir",
+    "describe_conditions",
     "literature",
     "load_corpus_papers",
     "load_distractors",
     "normalise_title",
+    "project_intervals",
     "redate",
 ]

@@ -20,6 +20,46 @@ from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
 
 ARXIV_PDF_PREFIX = "/arxiv-pdf"
 DOI_PREFIX = "/doi"
+# A realistic network, drawn uniformly per request: the search and lookup APIs, and the PDF hosts.
+API_LATENCY_SECONDS = (0.3, 1.5)
+PDF_LATENCY_SECONDS = (1.0, 4.0)
+# The project's provider spacing settings (functions/search/config.py), zeroed by `no_politeness`.
+POLITENESS_SETTINGS = (
+    "SEARCH_ARXIV_MIN_INTERVAL_SECONDS",
+    "SEARCH_SEMANTIC_SCHOLAR_MIN_INTERVAL_SECONDS",
+    "SEARCH_OPENALEX_MIN_INTERVAL_SECONDS",
+    "SEARCH_CROSSREF_MIN_INTERVAL_SECONDS",
+)
+
+SPACED_PROVIDERS = ("arxiv", "semantic_scholar", "openalex", "crossref")
+
+
+def project_intervals() -> dict[str, float]:
+    """The project's provider intervals as its settings read them here (its defaults, unless the
+    environment overrides them); providers whose setting is gone are left out."""
+    from functions.search.config import SearchSettings
+
+    settings = SearchSettings()
+    intervals = {name: getattr(settings, f"{name}_min_interval_seconds", None) for name in SPACED_PROVIDERS}
+    return {name: float(value) for name, value in intervals.items() if isinstance(value, (int, float))}
+
+
+def describe_conditions(*, no_politeness: bool, latency: bool) -> str:
+    """What every figure of a bench run was measured under: provider spacing and network latency."""
+    if no_politeness:
+        spacing = "provider intervals OFF (--no-politeness: every SEARCH_*_MIN_INTERVAL_SECONDS = 0)"
+    else:
+        listed = ", ".join(f"{name} {seconds:g} s" for name, seconds in project_intervals().items())
+        spacing = f"the project's real provider intervals ({listed or 'its defaults'})"
+    if latency:
+        network = (
+            f"simulated latency {API_LATENCY_SECONDS[0]:g}-{API_LATENCY_SECONDS[1]:g} s per API call, "
+            f"{PDF_LATENCY_SECONDS[0]:g}-{PDF_LATENCY_SECONDS[1]:g} s per PDF"
+        )
+    else:
+        network = "no simulated latency (--no-latency)"
+    return f"{spacing}; {network}"
+
 
 # --- request parameters in each API's syntax ------------------------------------------------------------
 
@@ -94,13 +134,20 @@ def _sample(paper: WebPaper, pdf_url: str | None = None) -> SamplePaper:
 
 
 class CorpusWeb:
-    """The search APIs and PDF hosts over `papers`; `start()` returns the running ScholarlyWeb."""
+    """The search APIs and PDF hosts over `papers`; `start()` returns the running ScholarlyWeb.
 
-    def __init__(self, papers: list[WebPaper]) -> None:
+    `latency=True` delays every answer as a real network would (`API_LATENCY_SECONDS` per API call,
+    `PDF_LATENCY_SECONDS` per PDF, drawn from a generator seeded with `seed`). The web files each request
+    under its provider (arxiv, semantic_scholar, openalex, crossref, and the PDF hosts `arxiv_pdf` and
+    `pdf`), so a bench can read the gaps and concurrency each provider saw (`ScholarlyWeb.smallest_gap`,
+    `ScholarlyWeb.max_open`)."""
+
+    def __init__(self, papers: list[WebPaper], *, latency: bool = False, seed: int = 0) -> None:
         self.search = Engines(papers)
         self.by_doi = {p.doi.lower(): p for p in papers if p.doi}
         self.by_arxiv = {p.arxiv_id: p for p in papers if p.arxiv_id}
-        self.web = ScholarlyWeb()
+        self.latency = latency
+        self.web = ScholarlyWeb(seed=seed)
         self.hits: dict[tuple[str, str], int] = {}  # (api, query text) -> total matches, for reports
 
     # -- lifecycle
@@ -114,21 +161,27 @@ class CorpusWeb:
         web.set_handler(web.CROSSREF_PATH + "/", self._crossref_work, prefix=True)
         web.set_handler(ARXIV_PDF_PREFIX + "/", self._pdf, prefix=True)
         web.set_handler(DOI_PREFIX + "/", self._pdf, prefix=True)
+        web.set_provider(ARXIV_PDF_PREFIX + "/", "arxiv_pdf")
+        web.set_provider(DOI_PREFIX + "/", "pdf")
+        if self.latency:
+            for api in (web.ARXIV_PATH, web.SEMANTIC_SCHOLAR_BASE, web.OPENALEX_BASE, web.CROSSREF_BASE):
+                web.set_latency(api, API_LATENCY_SECONDS)
+            web.set_latency(ARXIV_PDF_PREFIX + "/", PDF_LATENCY_SECONDS)
+            web.set_latency(DOI_PREFIX + "/", PDF_LATENCY_SECONDS)
         return web
 
     def stop(self) -> None:
         self.web.stop()
 
-    def environment(self, **extra: str) -> dict[str, str]:
-        """Settings that point every upstream at this web, provider spacing off, no LLM."""
+    def environment(self, *, no_politeness: bool = False, **extra: str) -> dict[str, str]:
+        """Settings that point every upstream at this web, no LLM. The project's own provider spacing
+        (its default intervals) stays unless `no_politeness` switches it off."""
+        spacing = dict.fromkeys(POLITENESS_SETTINGS, "0") if no_politeness else {}
         return {
             **self.web.env(),
             "ARXIV_PDF_BASE_URL": self.web.url(ARXIV_PDF_PREFIX),
             "DOI_RESOLVER_URL": self.web.url(DOI_PREFIX),
-            "SEARCH_ARXIV_MIN_INTERVAL_SECONDS": "0",
-            "SEARCH_SEMANTIC_SCHOLAR_MIN_INTERVAL_SECONDS": "0",
-            "SEARCH_OPENALEX_MIN_INTERVAL_SECONDS": "0",
-            "SEARCH_CROSSREF_MIN_INTERVAL_SECONDS": "0",
+            **spacing,
             "LLM_PROVIDER": "none",
             **extra,
         }

@@ -6,11 +6,17 @@ so concurrent requests really overlap.
 
     with ScholarlyWeb() as web:
         web.set_response(web.ARXIV_PATH, atom_xml, content_type="application/atom+xml")
-        web.set_latency(web.OPENALEX_PATH, 0.3)
+        web.set_latency(web.OPENALEX_PATH, 0.3)             # or a range drawn per request: (0.3, 1.5)
         web.fail(web.CROSSREF_PATH, "503")                 # or "down", "429" (+ retry_after), "500"
         monkeypatch.setenv(...) for key, value in web.env().items()   # or web.apply_env(monkeypatch)
         ...
         assert web.count(web.ARXIV_PATH) == 1
+        assert web.smallest_gap("arxiv") >= 3.0 and web.max_open("arxiv") == 1
+
+Every request is filed under a provider (`PROVIDERS`, by path prefix; `set_provider` adds more, e.g. PDF
+hosts) with its arrival time (monotonic, taken as the request is read), and the web counts the requests
+of each provider open at once (from arrival until its answer is ready to send), so politeness can be
+checked from the receiving side.
 
 Upstream mount points (the `*_API_URL` values of `env()`):
     ARXIV_API_URL            = {base}/arxiv/api/query
@@ -24,11 +30,14 @@ Responses match on the exact path (query string ignored) unless a handler is giv
 from __future__ import annotations
 
 import json
+import math
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -63,7 +72,8 @@ class RecordedRequest:
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
-    at: float
+    at: float  # time.monotonic() as the request was read
+    provider: str = "other"
 
     def param(self, name: str) -> str | None:
         values = self.query.get(name)
@@ -74,10 +84,22 @@ Handler = Callable[[RecordedRequest], Reply]
 
 
 @dataclass
+class _Span:
+    """One request from its arrival to the moment its answer was ready (inf while it is being served)."""
+
+    started: float
+    ended: float = math.inf
+    provider: str = "other"
+
+
+@dataclass
 class _Failure:
     mode: str  # "down" | "429" | "500" | "502" | "503" | "504"
     retry_after: float | None
     remaining: int | None  # None = until cleared
+
+
+Latency = float | tuple[float, float]  # seconds, or a range to draw from uniformly per request
 
 
 class ScholarlyWeb:
@@ -89,12 +111,23 @@ class ScholarlyWeb:
     CROSSREF_BASE = "/crossref"
     CROSSREF_PATH = "/crossref/works"
     UNPAYWALL_BASE = "/unpaywall/v2"
+    # path prefix -> the provider its requests are filed under
+    PROVIDERS = {
+        ARXIV_PATH: "arxiv",
+        SEMANTIC_SCHOLAR_BASE: "semantic_scholar",
+        OPENALEX_BASE: "openalex",
+        CROSSREF_BASE: "crossref",
+        UNPAYWALL_BASE: "unpaywall",
+    }
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, seed: int = 0) -> None:
         self._routes: dict[str, Reply | Handler] = {}
         self._prefix_handlers: dict[str, Handler] = {}
-        self._latency: dict[str, float] = {}
+        self._latency: dict[str, Latency] = {}
         self._failures: dict[str, _Failure] = {}
+        self._providers: dict[str, str] = dict(self.PROVIDERS)
+        self._random = random.Random(seed)  # latency draws
+        self._spans: list[_Span] = []
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
         web = self
@@ -189,9 +222,16 @@ class ScholarlyWeb:
             else:
                 self._routes[path_or_prefix] = handler
 
-    def set_latency(self, path_prefix: str, seconds: float) -> None:
+    def set_latency(self, path_prefix: str, seconds: Latency) -> None:
+        """Delay every answer under `path_prefix`: a fixed time, or a (low, high) range drawn uniformly
+        per request from the web's seeded generator."""
         with self._lock:
             self._latency[path_prefix] = seconds
+
+    def set_provider(self, path_prefix: str, provider: str) -> None:
+        """File the requests under `path_prefix` as `provider`'s (for `arrivals`, `smallest_gap`, ...)."""
+        with self._lock:
+            self._providers[path_prefix] = provider
 
     def fail(
         self,
@@ -217,6 +257,7 @@ class ScholarlyWeb:
     def reset_requests(self) -> None:
         with self._lock:
             self.requests.clear()
+            self._spans.clear()
 
     def count(self, path_prefix: str = "/") -> int:
         with self._lock:
@@ -226,27 +267,96 @@ class ScholarlyWeb:
         with self._lock:
             return [r for r in self.requests if r.path.startswith(path_prefix)]
 
+    # ---- what each provider received ---------------------------------------------------------------
+
+    def providers(self) -> list[str]:
+        """The providers that received requests since the last reset, in order of first request."""
+        with self._lock:
+            return list(dict.fromkeys(r.provider for r in self.requests))
+
+    def arrivals(self, provider: str) -> list[float]:
+        """Arrival times (monotonic) of `provider`'s requests, in order."""
+        with self._lock:
+            return sorted(r.at for r in self.requests if r.provider == provider)
+
+    def gaps(self, provider: str) -> list[float]:
+        """The time between each two consecutive requests to `provider`, as they arrived here."""
+        times = self.arrivals(provider)
+        return [later - earlier for earlier, later in pairwise(times)]
+
+    def smallest_gap(self, provider: str) -> float | None:
+        """The shortest time between two requests to `provider` (None: fewer than two requests)."""
+        gaps = self.gaps(provider)
+        return min(gaps) if gaps else None
+
+    def max_open(self, provider: str) -> int:
+        """The most requests to `provider` that were open at once (from arrival to answer)."""
+        with self._lock:
+            spans = [(s.started, s.ended) for s in self._spans if s.provider == provider]
+        # an answer at the very instant another request arrives does not overlap it: ends sort first
+        events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+        most = current = 0
+        for _, step in events:
+            current += step
+            most = max(most, current)
+        return most
+
     # ---- serving ----------------------------------------------------------------------------------
 
     def _longest(self, table: dict[str, Any], path: str) -> Any:
         matches = [key for key in table if path.startswith(key)]
         return table[max(matches, key=len)] if matches else None
 
+    def _draw(self, latency: Latency | None) -> float:
+        """Seconds to wait for one request (called under the lock: the generator is shared)."""
+        if latency is None:
+            return 0.0
+        if isinstance(latency, tuple):
+            low, high = latency
+            return self._random.uniform(low, high)
+        return latency
+
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        span = _Span(started=time.monotonic())
         parts = urlsplit(handler.path)
+        with self._lock:
+            span.provider = self._longest(self._providers, parts.path) or "other"
+            self._spans.append(span)
+        try:
+            reply = self._reply(handler, parts.path, parts.query, span)
+        finally:
+            # taken before the answer is written: a client cannot have read it, and sent its next
+            # request, any earlier, so a next request that arrived before `ended` really overlapped
+            span.ended = time.monotonic()
+        if reply is None:  # "down": the connection was closed without an answer
+            return
+        try:
+            handler.send_response(reply.status)
+            handler.send_header("Content-Type", reply.content_type)
+            handler.send_header("Content-Length", str(len(reply.body)))
+            for name, text in reply.headers.items():
+                handler.send_header(name, text)
+            handler.end_headers()
+            if handler.command != "HEAD":
+                handler.wfile.write(reply.body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (its time-out)
+            handler.close_connection = True
+
+    def _reply(self, handler: BaseHTTPRequestHandler, path: str, query: str, span: _Span) -> Reply | None:
         length = int(handler.headers.get("content-length") or 0)
         if length:
             handler.rfile.read(length)
         request = RecordedRequest(
             method=handler.command,
-            path=parts.path,
-            query=parse_qs(parts.query, keep_blank_values=True),
+            path=path,
+            query=parse_qs(query, keep_blank_values=True),
             headers={k.lower(): v for k, v in handler.headers.items()},
-            at=time.monotonic(),
+            at=span.started,
+            provider=span.provider,
         )
         with self._lock:
             self.requests.append(request)
-            latency = self._longest(self._latency, request.path) or 0.0
+            latency = self._draw(self._longest(self._latency, request.path))
             failure: _Failure | None = self._longest(self._failures, request.path)
             if failure is not None and failure.remaining is not None:
                 failure.remaining -= 1
@@ -261,25 +371,16 @@ class ScholarlyWeb:
             if failure.mode == "down":
                 handler.close_connection = True
                 handler.connection.close()
-                return
+                return None
             headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
-            reply = Reply.of(
+            return Reply.of(
                 {"message": f"injected failure {failure.mode}"}, int(failure.mode), headers=headers
             )
-        elif route is None:
-            reply = Reply.of({"message": f"no route for {request.path}"}, 404)
-        elif isinstance(route, Reply):
-            reply = route
-        else:
-            reply = route(request)
-        handler.send_response(reply.status)
-        handler.send_header("Content-Type", reply.content_type)
-        handler.send_header("Content-Length", str(len(reply.body)))
-        for name, text in reply.headers.items():
-            handler.send_header(name, text)
-        handler.end_headers()
-        if handler.command != "HEAD":
-            handler.wfile.write(reply.body)
+        if route is None:
+            return Reply.of({"message": f"no route for {request.path}"}, 404)
+        if isinstance(route, Reply):
+            return route
+        return route(request)
 
 
 def serving(web: ScholarlyWeb) -> Iterator[ScholarlyWeb]:
