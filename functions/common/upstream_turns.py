@@ -27,6 +27,7 @@ Daily allowances (OpenAlex searches, Unpaywall calls) are counted in the same re
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import math
@@ -128,6 +129,10 @@ class TurnStore(Protocol):
         """Sleep up to `timeout`, or less when the record changed in a way that may move the queue."""
         ...
 
+    async def wait_async(self, provider: str, version: int, timeout: float) -> None:
+        """`wait` on the caller's event loop."""
+        ...
+
 
 def _queue_shape(state: ProviderState) -> tuple[Any, ...]:
     return (state.holder, state.last_sent, state.not_before, frozenset(state.waiting))
@@ -141,6 +146,7 @@ class InMemoryTurnStore:
         self._records: dict[str, tuple[ProviderState, int]] = {}
         self._lock = threading.Lock()
         self._changed: dict[str, threading.Condition] = {}
+        self._async_waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, Callable[[], None]]]] = {}
 
     def _condition(self, provider: str) -> threading.Condition:
         condition = self._changed.get(provider)
@@ -161,6 +167,8 @@ class InMemoryTurnStore:
             self._records[provider] = (copy.deepcopy(state), version + 1)
             if _queue_shape(before) != _queue_shape(state):
                 self._condition(provider).notify_all()
+                for loop, wake in self._async_waiters.pop(provider, []):
+                    loop.call_soon_threadsafe(wake)
             return True
 
     def wait(self, provider: str, version: int, timeout: float) -> None:
@@ -169,6 +177,28 @@ class InMemoryTurnStore:
             current = self._records.get(provider, (ProviderState(), 0))[1]
             if current == version:
                 condition.wait(timeout)
+
+    async def wait_async(self, provider: str, version: int, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+
+        def wake() -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        with self._lock:
+            if self._records.get(provider, (ProviderState(), 0))[1] != version:
+                return
+            self._async_waiters.setdefault(provider, []).append((loop, wake))
+        try:
+            await asyncio.wait_for(woken, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            with self._lock:
+                waiters = self._async_waiters.get(provider, [])
+                if (loop, wake) in waiters:
+                    waiters.remove((loop, wake))
 
 
 class DynamoDbTurnStore:
@@ -220,6 +250,9 @@ class DynamoDbTurnStore:
 
     def wait(self, provider: str, version: int, timeout: float) -> None:
         time.sleep(min(timeout, self.POLL_SECONDS))
+
+    async def wait_async(self, provider: str, version: int, timeout: float) -> None:
+        await asyncio.sleep(min(timeout, self.POLL_SECONDS))
 
     POLL_SECONDS = 0.5
 
@@ -315,35 +348,26 @@ class UpstreamTurns:
         priority: int,
         deadline: float | None,
     ) -> Turn:
-        token = uuid.uuid4().hex
-        started = self._clock()
-        registered_at = -math.inf
+        attempt = _Attempt(self, provider, manners, team, job, priority, deadline)
         while True:
-            state, version = self._store.read(provider)
-            now = self._clock()
-            live = _live_waiters(state, now)
-            me = live.get(token)
-            if me is None or now - registered_at >= HEARTBEAT_SECONDS:
-                state.waiting[token] = Waiter(team, job, priority, me.since if me else now, now)
-                _forget_stale(state, now)
-                if self._store.write(provider, state, version):
-                    registered_at = now
-                continue
-            free_at = _free_at(state, manners, now)
-            chosen = _whose_turn(state, live)
-            if chosen == token and now >= free_at:
-                if self._store.write(provider, _granted(state, token, me, now, self._lease), version):
-                    return Turn(provider, token, manners, self._clock, now, now - started)
-                continue
-            if deadline is not None and now >= deadline:
-                self._withdraw(provider, token)
-                raise TurnNotGranted(provider, now - started, _ahead_of(state, live, token))
-            wake = registered_at + HEARTBEAT_SECONDS
-            if chosen == token:
-                wake = min(wake, free_at)
-            if deadline is not None:
-                wake = min(wake, deadline)
-            self._store.wait(provider, version, max(MIN_POLL_SECONDS, wake - now))
+            turn, version, pause = attempt.step()
+            if turn is not None:
+                return turn
+            self._store.wait(provider, version, pause)
+
+    async def acquire_async(
+        self, provider: str, *, team: str, job: str, priority: int = 0, deadline: float | None = None
+    ) -> Turn:
+        """`acquire` for a coroutine: it waits on the event loop, holding no thread."""
+        manners = self._manners_for(provider)
+        if manners.interval <= 0:
+            return Turn(provider, "", manners, self._clock, self._clock(), 0.0)
+        attempt = _Attempt(self, provider, manners, team, job, priority, deadline)
+        while True:
+            turn, version, pause = attempt.step()
+            if turn is not None:
+                return turn
+            await self._store.wait_async(provider, version, pause)
 
     def release(self, turn: Turn) -> None:
         """Hand the turn back: the provider is next free `interval` after the request left. Releasing
@@ -412,6 +436,63 @@ class UpstreamTurns:
             if self._store.write(provider, state, version):
                 return True
         return False
+
+
+class _Attempt:
+    """One waiter's way to its turn, one look at the provider's record at a time."""
+
+    def __init__(
+        self,
+        turns: UpstreamTurns,
+        provider: str,
+        manners: ProviderManners,
+        team: str,
+        job: str,
+        priority: int,
+        deadline: float | None,
+    ) -> None:
+        self.turns, self.provider, self.manners = turns, provider, manners
+        self.team, self.job, self.priority, self.deadline = team, job, priority, deadline
+        self.token = uuid.uuid4().hex
+        self.started = turns._clock()
+        self.registered_at = -math.inf
+
+    def step(self) -> tuple[Turn | None, int, float]:
+        """(the granted turn, or None with the version read and how long to wait before looking again);
+        raises TurnNotGranted once the deadline has passed."""
+        store, clock = self.turns._store, self.turns._clock
+        state, version = store.read(self.provider)
+        now = clock()
+        live = _live_waiters(state, now)
+        me = live.get(self.token)
+        if me is None or now - self.registered_at >= HEARTBEAT_SECONDS:
+            state.waiting[self.token] = Waiter(
+                self.team, self.job, self.priority, me.since if me else now, now
+            )
+            _forget_stale(state, now)
+            if store.write(self.provider, state, version):
+                self.registered_at = now
+            return None, -1, 0.0
+        free_at = _free_at(state, self.manners, now)
+        chosen = _whose_turn(state, live)
+        if chosen == self.token and now >= free_at:
+            granted = _granted(state, self.token, me, now, self.turns._lease)
+            if store.write(self.provider, granted, version):
+                return (
+                    Turn(self.provider, self.token, self.manners, clock, now, now - self.started),
+                    version,
+                    0.0,
+                )
+            return None, -1, 0.0
+        if self.deadline is not None and now >= self.deadline:
+            self.turns._withdraw(self.provider, self.token)
+            raise TurnNotGranted(self.provider, now - self.started, _ahead_of(state, live, self.token))
+        wake = self.registered_at + HEARTBEAT_SECONDS
+        if chosen == self.token:
+            wake = min(wake, free_at)
+        if self.deadline is not None:
+            wake = min(wake, self.deadline)
+        return None, version, max(MIN_POLL_SECONDS, wake - now)
 
 
 def _live_waiters(state: ProviderState, now: float) -> dict[str, Waiter]:

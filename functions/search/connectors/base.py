@@ -431,32 +431,27 @@ class HttpConnector(ABC):
         """Wait for the provider's turn, send, and hand the turn back (as soon as the request is written,
         or after the whole exchange for a provider that allows one connection at a time)."""
         turns = self.context.upstream_turns
-        turn = await asyncio.to_thread(
-            turns.acquire,
-            self.name,
-            team=asker.team,
-            job=asker.job,
-            priority=asker.priority,
-            deadline=turn_deadline,
+        turn = await turns.acquire_async(
+            self.name, team=asker.team, job=asker.job, priority=asker.priority, deadline=turn_deadline
         )
         exclusive = turn.manners.exclusive
         if asker.served_meanwhile is not None:
             try:
                 served = await asker.served_meanwhile()
             except BaseException:
-                await asyncio.to_thread(turns.release, turn)
+                turns.release(turn)
                 raise
             if served is not None:
-                await asyncio.to_thread(turns.release, turn)  # never sent: the provider's spacing is kept
+                turns.release(turn)  # never sent: the provider's spacing is kept
                 raise ServedMeanwhile(served)
         if asker.search and not await asyncio.to_thread(self.spend_search_allowance):
-            await asyncio.to_thread(turns.release, turn)
+            turns.release(turn)
             raise AllowanceSpent(f"{self.name}'s daily search allowance is spent")
 
         async def on_sent() -> None:
             turn.sent()
             if not exclusive:
-                await asyncio.to_thread(turns.release, turn)
+                turns.release(turn)
 
         try:
             remaining = max(0.1, deadline - time.time())
@@ -481,4 +476,4 @@ class HttpConnector(ABC):
         finally:
             if turn.sent_at is None:
                 turn.sent()  # a request that failed on the way may still have reached the provider
-            await asyncio.to_thread(turns.release, turn)
+            turns.release(turn)

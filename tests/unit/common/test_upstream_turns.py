@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +27,9 @@ def _turns(store: TurnStore, exclusive: bool = False, interval: float = INTERVAL
     return UpstreamTurns(store, lambda _: ProviderManners(interval=interval, exclusive=exclusive, margin=0.0))
 
 
-def _take(turns: UpstreamTurns, team: str, job: str, log: list[tuple[str, float, float]], hold: float) -> None:
+def _take(
+    turns: UpstreamTurns, team: str, job: str, log: list[tuple[str, float, float]], hold: float
+) -> None:
     with turns.turn("p", team=team, job=job) as turn:
         time.sleep(0.01)  # the request leaves a little after the grant, by a varying amount
         turn.sent()
@@ -62,7 +65,7 @@ def test_requests_leave_at_least_an_interval_apart_however_late_each_one_leaves(
     _run([threading.Thread(target=_take, args=(turns, "t", f"j{i}", log, 0.0)) for i in range(8)])
     sent = sorted(at for _, at, _ in log)
     assert len(sent) == 8
-    assert min(b - a for a, b in zip(sent, sent[1:], strict=False)) >= INTERVAL
+    assert min(b - a for a, b in itertools.pairwise(sent)) >= INTERVAL
 
 
 def test_an_exclusive_provider_never_has_two_requests_open() -> None:
@@ -70,7 +73,7 @@ def test_an_exclusive_provider_never_has_two_requests_open() -> None:
     log: list[tuple[str, float, float]] = []
     _run([threading.Thread(target=_take, args=(turns, "t", f"j{i}", log, 0.1)) for i in range(5)])
     spans = sorted((sent, done) for _, sent, done in log)
-    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))
+    assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans))
 
 
 def test_one_teams_burst_does_not_starve_another_teams_single_request() -> None:
@@ -124,7 +127,7 @@ def test_turns_kept_in_dynamodb_hold_the_spacing_across_instances(dynamodb_store
     _run(threads)
     sent = sorted(at for _, at, _ in log)
     assert len(sent) == 6
-    assert min(b - a for a, b in zip(sent, sent[1:], strict=False)) >= INTERVAL
+    assert min(b - a for a, b in itertools.pairwise(sent)) >= INTERVAL
 
 
 def test_daily_allowance_is_counted_and_refused_when_spent() -> None:

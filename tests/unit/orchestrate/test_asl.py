@@ -43,7 +43,9 @@ def test_searches_loop_in_iterations_and_refinement_reenters_the_loop() -> None:
     assert states["SearchWait"] == {"Type": "Wait", "SecondsPath": "$.search.wait_seconds", "Next": "Search"}
     refine = states["RefineSearch"]
     assert refine["Type"] == "Pass" and refine["Next"] == "Search" and refine["ResultPath"] == "$.search"
-    assert refine["Parameters"]["phase"] == "refine" and refine["Parameters"]["results.$"] == "$.search.results"
+    assert (
+        refine["Parameters"]["phase"] == "refine" and refine["Parameters"]["results.$"] == "$.search.results"
+    )
     for name in ("Screen", "Finalize"):
         assert states[name]["Parameters"]["Payload"]["search_results.$"] == "$.search.results"
 

@@ -37,14 +37,20 @@ class ScriptedSearch:
         if kind == "not_run":
             raise UpstreamError(f"{connector}: not run: rate budget", not_run=True)
         return SearchOutcome(
-            papers=[paper(1)], total_found=1, connectors_used=[connector], failed_connectors={}, query_time_ms=1
+            papers=[paper(1)],
+            total_found=1,
+            connectors_used=[connector],
+            failed_connectors={},
+            query_time_ms=1,
         )
 
 
 def _flow(search: ScriptedSearch, **settings: Any) -> tuple[Workflow, str, dict[str, Any]]:
     jobs, artifacts = InMemoryJobStore(), InMemoryBlobStore()
     workflow_settings = WorkflowSettings(**settings)
-    service = JobService(jobs=jobs, starter=RecordingStarter(), artifacts=artifacts, settings=workflow_settings)
+    service = JobService(
+        jobs=jobs, starter=RecordingStarter(), artifacts=artifacts, settings=workflow_settings
+    )
     job_id = service.submit(TEAM, ExecuteRequest(research_goal=GOAL))[0]["job_id"]
     flow = Workflow(
         jobs=jobs,
