@@ -51,6 +51,7 @@ from functions.orchestrate.search_round import (
 from functions.orchestrate.store import EventPublisher, JobStore
 from functions.research import outputs
 from functions.research.planning import (
+    BOOLEAN_CONNECTORS,
     Renderer,
     ResearchPlan,
     connector_syntax,
@@ -421,16 +422,14 @@ class Workflow:
 
     @staticmethod
     def _refine_turns(plan: ResearchPlan, searches: list[dict[str, Any]]) -> dict[str, int]:
-        """Refinement queries each connector may still be sent: none where the plan's own queries did not
-        all run (its rate budget is spent) or it failed; else about half what the plan sent it."""
+        """Refinement queries each connector may still be sent: one, except where the plan's own queries
+        did not all run (its rate budget is spent), where it failed, and on a boolean engine (arXiv), whose
+        one query already ORed every concept and whose turns are the scarcest."""
         not_run = not_run_counts(searches)
         failed = upstream_failures(searches)
-        planned: dict[str, int] = {}
-        for query in plan.queries:
-            planned[query.connector] = planned.get(query.connector, 0) + 1
         return {
-            name: 0 if name in not_run or name in failed else max(1, count // 2)
-            for name, count in planned.items()
+            name: 0 if name in not_run or name in failed or name in BOOLEAN_CONNECTORS else 1
+            for name in dict.fromkeys(q.connector for q in plan.queries)
         }
 
     # --- Checkpoint (waitForTaskToken) ------------------------------------------------------------

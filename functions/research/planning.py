@@ -34,9 +34,24 @@ IMPACT_POLICIES: dict[str, dict[str, Any]] = {
 QUERIES_BY_DEPTH = {"rapid": 3, "focused": 4, "comprehensive": 6, "exhaustive": 8}
 # The time a job may spend on its searches, by depth (over one or more Search iterations).
 SEARCH_SECONDS_BY_DEPTH = {"rapid": 40.0, "focused": 60.0, "comprehensive": 120.0, "exhaustive": 180.0}
-# Engines whose query syntax can OR every concept in one fielded query (one request instead of one per
-# concept; its relevance ranking puts the papers that match most concepts first).
-BOOLEAN_CONNECTORS = frozenset({"arxiv"})
+# How each engine matches a query, which decides what one request of it can find:
+#   "boolean": fielded boolean syntax ranked by relevance (arXiv): one query ORs every concept, and the
+#       papers that match most concepts rank first;
+#   "ranked_any": any word may match, ranked by how many do (Crossref's bibliographic query): the whole
+#       goal in one query does what a query per concept would;
+#   "all_words": every word must match (Semantic Scholar's and OpenAlex's relevance search, for short
+#       queries): a long goal finds little, so each concept is searched alone, the whole goal only
+#       when it is short.
+ENGINE_MATCHING: dict[str, str] = {"arxiv": "boolean", "crossref": "ranked_any"}
+BOOLEAN_CONNECTORS = frozenset(name for name, kind in ENGINE_MATCHING.items() if kind == "boolean")
+# The most queries one job sends an engine, by depth: one request already covers every concept where the
+# engine ORs them; an all-words engine needs one per concept.
+QUERIES_PER_ENGINE = {
+    "boolean": {"rapid": 1, "focused": 2, "comprehensive": 3, "exhaustive": 4},
+    "ranked_any": {"rapid": 1, "focused": 2, "comprehensive": 3, "exhaustive": 4},
+    "all_words": {"rapid": 3, "focused": 4, "comprehensive": 6, "exhaustive": 8},
+}
+SHORT_GOAL_WORDS = 4  # an all-words engine is sent the whole goal too when it is this short
 # Below this share of a daily allowance left, a connector is sent only the whole goal.
 LOW_ALLOWANCE_SHARE = 0.1
 # Relevance is a calibrated probability (functions/research/relevance.py): 0.5 is its decision boundary.
@@ -295,6 +310,20 @@ def _planned(
     )
 
 
+def engine_units(connector: str, units: list[list[Facet]]) -> list[tuple[list[Facet], bool]]:
+    """What to send this engine, most valuable first, as (concepts, OR them in one query)."""
+    whole, rest = units[0], units[1:]
+    matching = ENGINE_MATCHING.get(connector, "all_words")
+    if len(whole) == 1:
+        return [(unit, False) for unit in units]
+    if matching == "boolean":
+        return [(whole, True), *((unit, False) for unit in rest)]
+    if matching == "ranked_any":
+        return [(unit, False) for unit in units]
+    short = len(natural_phrase(whole).split()) <= SHORT_GOAL_WORDS
+    return [(whole, False)] * short + [(unit, False) for unit in rest] + [(whole, False)] * (not short)
+
+
 def connector_queries(
     connector: str,
     units: list[list[Facet]],
@@ -303,25 +332,30 @@ def connector_queries(
     render: Renderer,
     *,
     turns: int,
+    depth: str = "rapid",
     prefix: str = "q",
 ) -> list[PlannedQuery]:
-    """This connector's queries, most valuable first, as many as its turns allow. A boolean engine gets
-    one query that ORs every concept of the goal (with room for more results) before anything else."""
+    """This connector's queries, most valuable first: as many as its turns allow and its way of matching
+    needs. A query that covers every concept at once asks for more results."""
+    matching = ENGINE_MATCHING.get(connector, "all_words")
+    wanted = min(turns, QUERIES_PER_ENGINE[matching].get(depth, QUERIES_PER_ENGINE[matching]["rapid"]))
     planned: list[PlannedQuery] = []
-    if connector in BOOLEAN_CONNECTORS and len(units[0]) > 1:
-        wider = min(MAX_RESULTS_PER_QUERY * 2, per_query * len(units[0]))
+    for rank, (unit, any_concept) in enumerate(engine_units(connector, units)[: max(1, wanted)]):
+        covers_all = len(unit) > 1 and (any_concept or matching == "ranked_any")
+        limit = min(MAX_RESULTS_PER_QUERY, per_query * len(unit)) if covers_all else per_query
         planned.append(
-            _planned(f"{prefix}0-{connector}", connector, units[0], policies, wider, render, any_concept=True)
+            _planned(
+                f"{prefix}{rank + 1}-{connector}",
+                connector,
+                unit,
+                policies,
+                limit,
+                render,
+                priority=rank,
+                any_concept=any_concept,
+            )
         )
-        # the whole goal AND-ed is what the OR query ranks first: next come single concepts
-        units = units[1:]
-    for index, unit in enumerate(units):
-        if len(planned) >= turns:
-            break
-        planned.append(
-            _planned(f"{prefix}{index + 1}-{connector}", connector, unit, policies, per_query, render)
-        )
-    return [PlannedQuery(**{**query.to_dict(), "priority": rank}) for rank, query in enumerate(planned)]
+    return planned
 
 
 def policies_for(
@@ -377,13 +411,15 @@ def build_plan(
             allowance = budget.connectors[connector]
             notes.append(
                 f"{connector}: {allowance.searches_left_today} of its {allowance.searches_per_day} daily "
-                "searches left, so only the whole goal is searched there"
+                "searches left, so it is sent only its most valuable query"
             )
             turns = 1
-        planned = connector_queries(connector, units, policies, per_query, render, turns=turns)
-        if len(planned) < len(units) and connector not in BOOLEAN_CONNECTORS:
+        planned = connector_queries(connector, units, policies, per_query, render, turns=turns, depth=depth)
+        matching = ENGINE_MATCHING.get(connector, "all_words")
+        needed = min(len(units), QUERIES_PER_ENGINE[matching][depth])
+        if len(planned) < needed:
             notes.append(
-                f"{connector}: {len(planned)} of {len(units)} queries fit its rate in the "
+                f"{connector}: {len(planned)} of {needed} queries fit its rate in the "
                 f"{budget.seconds_by_depth.get(depth, 0):g} s search time of a {depth} job"
             )
         queries.extend(planned)
