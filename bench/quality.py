@@ -461,8 +461,9 @@ def run(
                     outcome = Outcome(goal, status="BENCH_ERROR", error=f"{type(exc).__name__}: {exc}")
                 outcomes.append(outcome)
                 print(_line(outcome), flush=True)
-                if outcome.status == "PARTIAL":
-                    print(f"       PARTIAL: {'; '.join(outcome.causes) or 'no cause given'}", flush=True)
+                if outcome.status in ("PARTIAL", "FAILED"):
+                    causes = "; ".join(outcome.causes) or "no cause given"
+                    print(f"       {outcome.status}: {causes}", flush=True)
                 if verbose:
                     _details(outcome)
         reset_workflow_settings_cache()
