@@ -112,7 +112,11 @@ class _Worker:
                     continue
                 chunk = os.read(process.stdout.fileno(), _READ_CHUNK)
                 if not chunk:
-                    raise self._stopped(process.wait())
+                    try:
+                        returncode = process.wait(timeout=max(0.0, parse_ends - time.monotonic()))
+                    except subprocess.TimeoutExpired:
+                        raise self._timed_out(True) from None
+                    raise self._stopped(returncode)
                 pending += chunk
                 if len(pending) > MAX_RESULT_BYTES:
                     raise PdfLimitExceeded(
@@ -139,13 +143,18 @@ class _Worker:
             f"page {self.pages_done + 1} takes longer than the {self.limits.page_seconds:g} s allowed per page"
         )
 
-    def _stopped(self, returncode: int) -> PdfLimitExceeded:
+    def _stopped(self, returncode: int) -> Exception:
+        """The worker ended without an answer: at the memory limit (Python's MemoryError, or a signal: a
+        parser that cannot allocate in the capped address space aborts); any other exit is our failure."""
         memory = f"{self.limits.memory_bytes / MIB:g} MiB"
         if returncode == OUT_OF_MEMORY_EXIT:
             return PdfLimitExceeded(f"parsing it needs more than the {memory} of memory allowed")
-        # A parser that cannot allocate inside the capped address space aborts rather than failing.
-        return PdfLimitExceeded(
-            f"the parser stopped on it (exit status {returncode}), most likely at the {memory} memory limit"
+        if returncode < 0:
+            return PdfLimitExceeded(
+                f"the parser stopped on it (signal {-returncode}), most likely at the {memory} memory limit"
+            )
+        return RuntimeError(
+            f"the PDF parse worker failed (exit status {returncode}; its error is in the log)"
         )
 
 

@@ -63,6 +63,8 @@ def main() -> int:
         emit(unreadable=exc.reason)
     except MemoryError:
         return OUT_OF_MEMORY_EXIT  # the parent names the memory limit
+    except RecursionError:
+        emit(unreadable="its objects are nested too deeply to be read")
     return 0
 
 
