@@ -6,9 +6,11 @@ from datetime import UTC, datetime
 
 from functions.common.models import ExtractedPaper
 from functions.extract.analysis import analyse
+from functions.extract.errors import UnprocessableDocument
 from functions.extract.identifiers import DocumentIdentifiers
 from functions.extract.metadata import ResolvedMetadata
-from functions.extract.pdf import ParsedPdf, PdfParseError, parse_pdf
+from functions.extract.pdf import ParsedPdf, PdfLimitExceeded, PdfParseError
+from functions.extract.pdf_sandbox import parse_pdf_isolated
 
 NO_TEXT_LAYER = "no text layer: the PDF contains only images (a scan); OCR is not supported"
 GARBLED = "text layer is garbled: glyphs are not mapped to characters"
@@ -25,11 +27,18 @@ def failed(source_url: str, canonical_id: str, reason: str, **extra: object) -> 
     )
 
 
-def parse_or_failure(data: bytes, source_url: str, canonical_id: str) -> ParsedPdf | ExtractedPaper:
+def parse_or_failure(
+    data: bytes, source_url: str, canonical_id: str, *, field: str = "source_url"
+) -> ParsedPdf | ExtractedPaper:
+    """The parse (in a bounded worker), or the failed paper of an unreadable PDF. A PDF over the parsing
+    limits (a decompression bomb, a page that never ends) is refused: UnprocessableDocument naming
+    `field`, the request's own error, not a paper that failed."""
     try:
-        return parse_pdf(data)
+        return parse_pdf_isolated(data)
     except PdfParseError as exc:
         return failed(source_url, canonical_id, f"PDF parsing failed - {exc.reason}")
+    except PdfLimitExceeded as exc:
+        raise UnprocessableDocument(f"the PDF exceeds the parsing limits: {exc.reason}", field=field) from exc
 
 
 def from_parsed(

@@ -60,8 +60,10 @@ def error_response(request: Request, exc: Exception) -> JSONResponse:
         return _agent_error(401, "UNAUTHORIZED", exc.message)
     if isinstance(exc, DocumentTooLarge):
         return _trust_error(413, exc.code, exc.message, exc.field)
-    if isinstance(exc, UnprocessableDocument):
-        return _trust_error(422, exc.code, exc.message, exc.field)
+    if isinstance(exc, UnprocessableDocument):  # e.g. a PDF over the parsing limits, by upload or by URL
+        if trust:
+            return _trust_error(422, exc.code, exc.message, exc.field)
+        return _agent_error(422, exc.code.upper(), exc.message, exc.field)
     if isinstance(exc, InvalidInput):
         if trust:
             return _trust_error(400, "invalid_request", exc.message, exc.field)

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from functions.common.untrusted import clean_untrusted
-from functions.extract.identifiers import embedded_hints
 
 if TYPE_CHECKING:
     import pypdfium2 as pdfium  # type: ignore[import-untyped]
 
 # pypdfium2 (its native library through ctypes) is imported by the first parse, not with this module: the
-# handlers that import it for its types need not load it (bench/cold_start.py).
+# handlers that import it for its types need not load it (bench/cold_start.py). The parse worker
+# (`functions.extract.pdf_worker`) imports this module at every start, so it stays light (no pydantic).
 
 DEFAULT_MAX_PAGES = 300
 DEFAULT_TIME_BUDGET_SECONDS = 12.0
@@ -41,12 +41,22 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u
 
 # PDFium is not thread-safe: two documents worked on from two threads at once can crash the process
 # (seen as a segfault in FPDF_LoadPage while the extract step parsed on its thread pool). Every PDFium
-# session, from open to close, holds this lock; pypdf needs none.
+# session, from open to close, holds this lock; pypdf needs none. The service parses each PDF in a worker
+# process of its own (`pdf_sandbox`), so this lock never makes one request wait for another's parse.
 _PDFIUM_LOCK = threading.Lock()
 
 
 class PdfParseError(Exception):
     """The document cannot be read at all; `reason` is user-facing."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class PdfLimitExceeded(Exception):
+    """The document needs more than a parse may take (decompressed bytes, time, memory): it is refused,
+    not read in part. `reason` is user-facing and names the limit."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -153,33 +163,69 @@ def parse_pdf(
     *,
     max_pages: int = DEFAULT_MAX_PAGES,
     time_budget_seconds: float = DEFAULT_TIME_BUDGET_SECONDS,
+    max_stream_bytes: int | None = None,
+    on_page: Callable[[int], None] | None = None,
 ) -> ParsedPdf:
-    """Extract normalised text per page; raises PdfParseError only when no parser can open the file."""
-    if not is_pdf(data):
-        raise PdfParseError("not a PDF file (no %PDF header)")
-    try:
-        parsed = _parse_with_pdfium(data, max_pages, time_budget_seconds)
-    except PdfParseError as exc:
-        if "password" in exc.reason:
-            raise
-        parsed = _parse_with_pypdf(data, max_pages, time_budget_seconds, exc.reason)
-    if not parsed.text_pages and parsed.parser != "pypdf":
-        # pdfium found no text at all; pypdf occasionally reads text layers pdfium does not.
-        try:
-            fallback = _parse_with_pypdf(data, max_pages, time_budget_seconds, "")
-        except PdfParseError:
-            fallback = parsed
-        parsed = fallback if fallback.text_pages else parsed
+    """Extract normalised text per page; raises PdfParseError only when no parser can open the file.
+
+    In-process and unbounded but for pypdf's own limits (`max_stream_bytes`, else pypdf's defaults): a
+    PDF from outside is parsed through `functions.extract.pdf_sandbox`, which bounds everything.
+    `on_page(number)` is called as each page is done."""
+    from functions.extract.identifiers import embedded_hints
+
+    parsed = read_pdf(
+        data,
+        max_pages=max_pages,
+        time_budget_seconds=time_budget_seconds,
+        max_stream_bytes=max_stream_bytes,
+        on_page=on_page,
+    )
     parsed.metadata.update(embedded_hints(data))
     return parsed
 
 
-def _parse_with_pdfium(data: bytes, max_pages: int, budget: float) -> ParsedPdf:
+def read_pdf(
+    data: bytes,
+    *,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    time_budget_seconds: float = DEFAULT_TIME_BUDGET_SECONDS,
+    max_stream_bytes: int | None = None,
+    on_page: Callable[[int], None] | None = None,
+) -> ParsedPdf:
+    """`parse_pdf` without the hints read from the raw file (what the parse worker does)."""
+    if not is_pdf(data):
+        raise PdfParseError("not a PDF file (no %PDF header)")
+    report = on_page or _ignore_page
+    try:
+        parsed = _parse_with_pdfium(data, max_pages, time_budget_seconds, report)
+    except PdfParseError as exc:
+        if "password" in exc.reason:
+            raise
+        parsed = _parse_with_pypdf(data, max_pages, time_budget_seconds, exc.reason, max_stream_bytes, report)
+    if not parsed.text_pages and parsed.parser != "pypdf":
+        # pdfium found no text at all; pypdf occasionally reads text layers pdfium does not.
+        try:
+            fallback = _parse_with_pypdf(data, max_pages, time_budget_seconds, "", max_stream_bytes, report)
+        except PdfParseError:
+            fallback = parsed
+        parsed = fallback if fallback.text_pages else parsed
+    return parsed
+
+
+def _ignore_page(number: int) -> None:
+    return None
+
+
+def _parse_with_pdfium(
+    data: bytes, max_pages: int, budget: float, on_page: Callable[[int], None]
+) -> ParsedPdf:
     with _PDFIUM_LOCK:
-        return _parse_with_pdfium_locked(data, max_pages, budget)
+        return _parse_with_pdfium_locked(data, max_pages, budget, on_page)
 
 
-def _parse_with_pdfium_locked(data: bytes, max_pages: int, budget: float) -> ParsedPdf:
+def _parse_with_pdfium_locked(
+    data: bytes, max_pages: int, budget: float, on_page: Callable[[int], None]
+) -> ParsedPdf:
     import pypdfium2 as pdfium
 
     started = time.perf_counter()
@@ -202,7 +248,7 @@ def _parse_with_pdfium_locked(data: bytes, max_pages: int, budget: float) -> Par
                     sized[index].extend(_sized_lines(textpage, page.get_height()))
                 return raw
 
-        pages, truncated = _read_pages(total, read_page, max_pages, budget, started)
+        pages, truncated = _read_pages(total, read_page, max_pages, budget, started, on_page)
         return ParsedPdf(pages, total, metadata, sized[0], "pypdfium2", truncated, sized[1])
     finally:
         document.close()
@@ -263,9 +309,27 @@ def _sized_lines(textpage: pdfium.PdfTextPage, page_height: float) -> list[Sized
     return lines
 
 
-def _parse_with_pypdf(data: bytes, max_pages: int, budget: float, earlier_reason: str) -> ParsedPdf:
+def _parse_with_pypdf(
+    data: bytes,
+    max_pages: int,
+    budget: float,
+    earlier_reason: str,
+    max_stream_bytes: int | None,
+    on_page: Callable[[int], None],
+) -> ParsedPdf:
+    from pypdf import apply_configuration
+
+    from functions.extract.stream_budget import pypdf_limits
+
+    with apply_configuration(pypdf_limits(max_stream_bytes)):
+        return _parse_with_pypdf_configured(data, max_pages, budget, earlier_reason, on_page)
+
+
+def _parse_with_pypdf_configured(
+    data: bytes, max_pages: int, budget: float, earlier_reason: str, on_page: Callable[[int], None]
+) -> ParsedPdf:
     from pypdf import PdfReader
-    from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
+    from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError, PyPdfError
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # per-font warnings are noise here
 
@@ -275,6 +339,8 @@ def _parse_with_pypdf(data: bytes, max_pages: int, budget: float, earlier_reason
         if reader.is_encrypted and not reader.decrypt(""):
             raise PdfParseError("encrypted PDF: a password is required to open it")
         total = len(reader.pages)
+    except LimitReachedError as exc:
+        raise PdfLimitExceeded(f"a stream is over pypdf's decoding limit ({exc})") from exc
     except (FileNotDecryptedError, DependencyError) as exc:
         raise PdfParseError(f"encrypted PDF could not be opened: {exc}") from exc
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
@@ -288,9 +354,12 @@ def _parse_with_pypdf(data: bytes, max_pages: int, budget: float, earlier_reason
         metadata = {}
 
     def read_page(index: int) -> str:
-        return reader.pages[index].extract_text() or ""
+        try:
+            return reader.pages[index].extract_text() or ""
+        except LimitReachedError as exc:
+            raise PdfLimitExceeded(f"page {index + 1} is over pypdf's decoding limit ({exc})") from exc
 
-    pages, truncated = _read_pages(total, read_page, max_pages, budget, started, join_hyphens=True)
+    pages, truncated = _read_pages(total, read_page, max_pages, budget, started, on_page, join_hyphens=True)
     return ParsedPdf(pages, total, metadata, [], "pypdf", truncated)
 
 
@@ -300,6 +369,7 @@ def _read_pages(
     max_pages: int,
     budget: float,
     started: float,
+    on_page: Callable[[int], None],
     *,
     join_hyphens: bool = False,
 ) -> tuple[list[PageText], bool]:
@@ -310,9 +380,13 @@ def _read_pages(
             return pages, True
         try:
             raw = read_page(index)
+        except PdfLimitExceeded:
+            raise
         except Exception:  # one damaged page must not sink the document
             pages.append(PageText(index + 1, "", ["error"]))
+            on_page(index + 1)
             continue
         text = normalise_text(raw, join_hyphens=join_hyphens)
         pages.append(PageText(index + 1, text, quality_flags(text)))
+        on_page(index + 1)
     return pages, False

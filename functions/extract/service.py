@@ -22,6 +22,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal
 
 from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
@@ -223,12 +224,13 @@ class ExtractionService:
         extra_citations: list[str] = []
         if fetched.kind == "pdf":
             sha256 = hashlib.sha256(fetched.content).hexdigest()
-            if record is None:  # an upload's PDF is already stored, under its team
-                await self._store_pdf(sha256, fetched.content)
             self.stats.parses += 1
+            # Raises UnprocessableDocument for a PDF over the parsing limits: nothing of it is stored.
             outcome = await asyncio.to_thread(
                 parse_or_failure, fetched.content, source_url, target.canonical_id
             )
+            if record is None:  # an upload's PDF is already stored, under its team
+                await self._store_pdf(sha256, fetched.content)
             if isinstance(outcome, ExtractedPaper):
                 outcome.pdf_sha256 = sha256
                 await self._store_paper(outcome, keys)
@@ -528,7 +530,9 @@ class ExtractionService:
         target = library_target(document_id)
         source_url = LIBRARY_SCHEME + document_id
         self.stats.parses += 1
-        outcome = await asyncio.to_thread(parse_or_failure, data, source_url, target.canonical_id)
+        outcome = await asyncio.to_thread(
+            partial(parse_or_failure, data, source_url, target.canonical_id, field="file")
+        )
         if isinstance(outcome, ExtractedPaper):
             raise UnprocessableDocument(outcome.failure_reason or "the PDF cannot be parsed", field="file")
         if not outcome.text_pages:

@@ -8,7 +8,9 @@ references) with simple word wrapping.
 from __future__ import annotations
 
 import textwrap
+import zlib
 from dataclasses import dataclass
+from functools import cache
 
 PAGE_WIDTH, PAGE_HEIGHT = 612, 792
 
@@ -31,8 +33,10 @@ def build_pdf(
     title: str | None = None,
     raw_streams: dict[int, bytes] | None = None,
     author: str | None = None,
+    deflated_streams: dict[int, bytes] | None = None,
 ) -> bytes:
-    """One PDF with one content stream per page; `raw_streams` replaces a page's stream (damaged pages);
+    """One PDF with one content stream per page; `raw_streams` replaces a page's stream (damaged pages),
+    `deflated_streams` with one already deflated (written with /Filter /FlateDecode);
     `title`/`author` fill the document information dictionary."""
     objects: list[bytes] = []
     page_ids: list[int] = []
@@ -41,7 +45,10 @@ def build_pdf(
         page_id = first_page_id + 2 * index
         page_ids.append(page_id)
         stream = (raw_streams or {}).get(index)
-        if stream is None:
+        deflated = (deflated_streams or {}).get(index)
+        if deflated is not None:
+            stream = deflated
+        elif stream is None:
             parts = [
                 f"BT /F1 {r.size:g} Tf 1 0 0 1 {r.x:g} {r.y:g} Tm ({_escape(r.text)}) Tj ET" for r in runs
             ]
@@ -50,7 +57,8 @@ def build_pdf(
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {PAGE_WIDTH} {PAGE_HEIGHT}] "
             f"/Resources << /Font << /F1 3 0 R >> >> /Contents {page_id + 1} 0 R >>".encode()
         )
-        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+        flate = b" /Filter /FlateDecode" if deflated is not None else b""
+        objects.append(b"<< /Length %d%s >>\nstream\n" % (len(stream), flate) + stream + b"\nendstream")
     kids = " ".join(f"{pid} 0 R" for pid in page_ids)
     header = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -280,3 +288,32 @@ def paper_with_authors(
 ) -> bytes:
     """`sample_paper_pdf` with its author line replaced by `runs` (and an optional /Author entry)."""
     return build_pdf(sample_paper_pages(title=title, authors="", author_block=runs), author=metadata_author)
+
+
+BOMB_LINE = b"BT /F1 9 Tf 72 700 Td (All work and no play makes a dull parser.) Tj ET\n"
+
+
+@cache
+def deflated_repeats(line: bytes, inflated_bytes: int) -> bytes:
+    """`line` repeated to `inflated_bytes`, deflated at level 9 a megabyte at a time (never held whole)."""
+    block = line * (1024 * 1024 // len(line))
+    compressor = zlib.compressobj(9)
+    parts: list[bytes] = []
+    written = 0
+    while written < inflated_bytes:
+        piece = block[: inflated_bytes - written]
+        parts.append(compressor.compress(piece))
+        written += len(piece)
+    parts.append(compressor.flush())
+    return b"".join(parts)
+
+
+def bomb_pdf(inflated_bytes: int = 200 * 1024 * 1024, *, pages: int = 1) -> bytes:
+    """A small PDF whose page content streams each inflate (FlateDecode) to `inflated_bytes` of real
+    text operators: a decompression bomb of a few hundred kilobytes."""
+    stream = deflated_repeats(BOMB_LINE, inflated_bytes)
+    return build_pdf(
+        [[] for _ in range(pages)],
+        title="Quarterly figures",
+        deflated_streams=dict.fromkeys(range(pages), stream),
+    )

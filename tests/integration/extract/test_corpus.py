@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from functions.common.models import ExtractedPaper
 from functions.extract.extraction import from_parsed, parse_or_failure
+from functions.extract.pdf import ParsedPdf, PdfParseError, parse_pdf
+from functions.extract.pdf_sandbox import parse_pdf_isolated
 
 pytestmark = pytest.mark.corpus
 
@@ -42,3 +46,18 @@ def test_difficult_papers_answer_quickly_and_cleanly(corpus_dir: Path) -> None:
         reasons[path.parent.name] = paper.failure_reason
     assert "no text layer" in (reasons["scanned_cermine_simple_ccitt"] or "")
     assert "password" in (reasons["encrypted_crazyones_aes256"] or "")
+
+
+def _parse(parse: Callable[[bytes], ParsedPdf], data: bytes) -> dict[str, Any] | str:
+    try:
+        return parse(data).to_json()
+    except PdfParseError as exc:
+        return f"unreadable: {exc.reason}"
+
+
+def test_every_paper_parses_within_the_limits_exactly_as_in_process(corpus_dir: Path) -> None:
+    paths = sorted((corpus_dir / "papers").glob("*/*/paper.pdf"))
+    assert len(paths) >= 20
+    for path in paths:
+        data = path.read_bytes()
+        assert _parse(parse_pdf_isolated, data) == _parse(parse_pdf, data), path.parent.name
