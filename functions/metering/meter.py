@@ -29,7 +29,7 @@ class Reservation:
     """Budget held for the unit while it runs (functions/metering/budget.py), settled when it is recorded."""
 
     usd: float
-    month: str
+    month: str | None  # None: reserved on the job's ledger only (the job holds part of the month)
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Meter:
             else:
                 self.sources_failed += 1
 
-    def reserve(self, usd: float, month: str) -> None:
+    def reserve(self, usd: float, month: str | None) -> None:
         with self._lock:
             self.reservations.append(Reservation(usd, month))
 

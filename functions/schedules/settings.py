@@ -1,7 +1,9 @@
-"""Where schedules live: the Scheduler group and the role its schedules assume to start the state machine."""
+"""Where schedules live (the Scheduler group and the role its schedules assume to start the state machine)
+and the limits of a team's schedules (docs/infra.md, "Scheduled research")."""
 
 from __future__ import annotations
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Locally (moto) any role ARN is accepted; on AWS the stack sets the role that may only start the machine.
@@ -13,3 +15,7 @@ class SchedulerSettings(BaseSettings):
 
     schedule_group_name: str = "default"
     scheduler_role_arn: str = LOCAL_SCHEDULER_ROLE
+    # Every fire is a research job charged to the team: a team keeps at most this many schedules...
+    schedules_max_per_team: int = Field(default=20, ge=1)
+    # ...and none fires more often than this (rate() and cron() alike; at() fires once).
+    schedules_min_interval_minutes: int = Field(default=15, ge=1)
