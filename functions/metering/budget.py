@@ -216,7 +216,8 @@ class Budgets:
     def affordable_extractions(self, team_id: str, job_id: str, wanted: int) -> int:
         """How many of `wanted` extractions the job may start: each Map iteration costs at least what a
         refused one does, so the Map gets no more iterations than the job's cap (`max_cost_usd`, its
-        hold) can pay for even if every one is refused, after the synthesis and finalisation."""
+        hold) can pay for even if every one is refused, after the screening asking (what it has cost so
+        far, at least its estimate), the synthesis and the finalisation."""
         ledger = self.store.job(team_id, job_id)
         if ledger is None:
             return wanted
@@ -225,7 +226,9 @@ class Budgets:
         if not caps:
             return wanted
         ratio = self.costs.measured_ratio(ledger.counters)
-        room = min(caps) - ledger.committed_usd - ratio * self.costs.closing_cost("extract")
+        meter = current_meter()  # the screening asks, before its own cost is recorded
+        screening = self.costs.running_step_cost("screen", meter.elapsed_seconds() if meter else 0.0)
+        room = min(caps) - ledger.committed_usd - screening - ratio * self.costs.closing_cost("extract")
         each = ratio * self.costs.skipped_cost("extract")
         return max(0, min(wanted, int(room // each))) if each > 0 else wanted
 

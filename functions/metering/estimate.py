@@ -116,6 +116,14 @@ class CostModel:
             llm_tokens_out=tokens.tokens_out,
         )
 
+    def running_step_cost(self, step: str, seconds: float) -> float:
+        """What a step costs that has run `seconds` so far: at least its high estimate."""
+        quantities = self.step_quantities(step, high=True)
+        quantities.lambda_gb_seconds = max(
+            quantities.lambda_gb_seconds, billed_gb_seconds(seconds, step_memory_mb(step))
+        )
+        return quantities.cost(self.prices).total_usd
+
     def step_cost(self, step: str, *, high: bool, sources: int = 0) -> float:
         return self.step_quantities(step, high=high, sources=sources).cost(self.prices).total_usd
 

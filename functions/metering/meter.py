@@ -10,6 +10,7 @@ outside any meter is not counted.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
@@ -41,7 +42,12 @@ class Meter:
     sources_parsed: int = 0
     sources_failed: int = 0
     reservations: list[Reservation] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def elapsed_seconds(self) -> float:
+        """How long the unit has been running (a step's Lambda time so far)."""
+        return time.monotonic() - self.started
 
     def count_call(self, service: str, operation: str) -> None:
         with self._lock:

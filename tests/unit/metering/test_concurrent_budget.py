@@ -244,9 +244,11 @@ class SimulatedJob:
     def run(self) -> None:
         self.step("plan")
         self.map("search", "search", 5)
-        self.step("screen")
         selected = 10 if self.admitted.get("search") else 0  # nothing searched: nothing found
-        self.map("extract", "extract", self.budgets.affordable_extractions(TEAM, self.job_id, selected))
+        with metering(Meter()):  # the screening asks before its own cost is recorded
+            affordable = self.budgets.affordable_extractions(TEAM, self.job_id, selected)
+        self.step("screen")
+        self.map("extract", "extract", affordable)
         self.step("synthesize", unit="synthesize")
         self.step("finalize")
 
