@@ -1,14 +1,19 @@
 """Budgets: a job's `max_cost_usd` and a team's monthly budget, before and while a job runs.
 
-- Before: `Budgets.check_submit` refuses a job whose quote's low figure exceeds what is left of the
-  team's monthly budget (BudgetExceeded: 402 in the agent API, see docs/usage.md).
+- Before: `Budgets.hold` takes the job's share of the team's month at submission (or when a schedule
+  fires): its quote's high figure, or what is left when less, in one conditional write on the month's
+  totals, so simultaneous submissions cannot pass the same remainder. A job whose quote's low figure
+  does not fit is refused (BudgetExceeded: 402 in the agent API, see docs/usage.md).
 - While: the Plan step writes the job's budget and the team's monthly budget to the job's ledger
   (`open_job`); before each search, extraction and synthesis the workflow asks `admit`, which reserves
-  the unit's high estimate on the job's ledger and the month's totals in one conditional write. It
-  refuses when the reservation, plus what the job must still spend to finish (screening, finalisation),
-  would take either past its budget. When the step is recorded the reservation is replaced by the
-  measured cost, so concurrent steps (a Map's iterations) never together pass a budget, and a job
-  passes it by no more than an estimate's error.
+  the unit's high estimate on the job's ledger (and, for a job without a hold, on the month's totals)
+  in one conditional write. It refuses when the reservation, plus what the job must still spend to
+  finish (screening, finalisation), would take the job past its cap (`max_cost_usd`, its hold) or the
+  month past its budget. When the step is recorded the reservation is replaced by the measured cost, so
+  concurrent steps (a Map's iterations) never together pass a cap, and a job passes it by no more than
+  an estimate's error.
+- After: the job's final step (Finalize or MarkFailed), a workflow that could not start or an
+  execution that ended without either `release` the hold: the month keeps what the job spent.
 """
 
 from __future__ import annotations
@@ -18,12 +23,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from functions.common.errors import DomainError
+from functions.common.errors import DomainError, InvalidInput
 from functions.metering.estimate import CostModel, Unit
 from functions.metering.meter import current_meter
 from functions.metering.store import TOTALS, UsageStore
 
 TeamBudget = Callable[[str], float | None]  # a team's monthly budget in USD; None when it has none
+
+HOLD_ATTEMPTS = 6  # optimistic tries of a hold under contention, the last for the low figure alone
+ROUNDING_USD = 1e-9  # amounts are stored to 12 decimals: a hold that fits exactly is not refused
 
 
 def utc_now() -> datetime:
@@ -78,7 +86,19 @@ class Refusal:
 class BudgetGate(Protocol):
     """What the workflow asks before each unit of work (Budgets.admit)."""
 
-    def admit(self, team_id: str, job_id: str, unit: Unit, *, sources: int = 0) -> Refusal | None: ...
+    def admit(
+        self,
+        team_id: str,
+        job_id: str,
+        unit: Unit,
+        *,
+        sources: int = 0,
+        pending: int = 0,
+    ) -> Refusal | None: ...
+
+    def affordable_extractions(self, team_id: str, job_id: str, wanted: int) -> int: ...
+
+    def hold(self, team_id: str, job_id: str, quote: Mapping[str, Any]) -> float | None: ...
 
 
 @dataclass
@@ -87,6 +107,9 @@ class Budgets:
     costs: CostModel
     team_budget: TeamBudget
     clock: Callable[[], datetime] = utc_now
+    # Holds are settled by the recording of the job's last step: without metering nothing would settle
+    # them, so submissions are then only checked against what is committed.
+    holds: bool = True
 
     def quote(self, plan: Mapping[str, Any]) -> dict[str, Any]:
         """The plan's cost estimate (`cost_estimate` of POST /api/agent/execute)."""
@@ -112,23 +135,68 @@ class Budgets:
             "remaining_usd": None if budget is None else round(max(0.0, budget - committed), 6),
         }
 
-    def check_submit(self, team_id: str, quote: Mapping[str, Any]) -> None:
-        """Raise BudgetExceeded when the quote's low figure does not fit the team's remaining budget."""
+    def hold(self, team_id: str, job_id: str, quote: Mapping[str, Any]) -> float | None:
+        """Hold the job's share of the team's month: the quote's high figure, or what is left when that
+        is less; None without a monthly budget. BudgetExceeded when not even the low figure fits.
+
+        Optimistic: read what is committed, then ADD the share on condition that the month's committed
+        amount has not grown past the budget less the share in between (else read again). The last try
+        asks for the low figure alone."""
         budget = self.team_budget(team_id)
         if budget is None:
-            return
+            return None
         month = month_of(self.clock())
+        low = max(0.0, float(quote.get("low_usd", 0.0)))
+        high = max(low, float(quote.get("high_usd", low)))
         remaining = max(0.0, budget - self.month_committed(team_id, month))
-        low = float(quote.get("low_usd", 0.0))
-        if low > remaining:
-            raise BudgetExceeded(
-                f"the job's estimated cost ({usd(low)} at least) exceeds the {usd(remaining)} left of the "
-                f"team's monthly budget of {usd(budget)} for {month}",
-                month=month,
+        if not self.holds and low <= remaining + ROUNDING_USD:
+            return None
+        for attempt in range(HOLD_ATTEMPTS if self.holds else 0):
+            if low > remaining + ROUNDING_USD:
+                break
+            share = low if attempt == HOLD_ATTEMPTS - 1 else max(low, min(high, remaining))
+            outcome = self.store.hold(
+                team_id,
+                job_id,
+                month,
+                share,
+                month_limit=budget - share + ROUNDING_USD,
                 monthly_budget_usd=budget,
-                remaining_budget_usd=remaining,
-                cost_estimate=quote,
             )
+            if outcome == "held":
+                return share
+            if outcome == "already_held":  # a retried submission or Plan step: held once
+                ledger = self.store.job(team_id, job_id)
+                return ledger.held_usd if ledger is not None else None
+            remaining = max(0.0, budget - self.month_committed(team_id, month))
+        raise BudgetExceeded(
+            f"the job's estimated cost ({usd(low)} at least) exceeds the {usd(remaining)} left of the "
+            f"team's monthly budget of {usd(budget)} for {month}",
+            month=month,
+            monthly_budget_usd=budget,
+            remaining_budget_usd=remaining,
+            cost_estimate=quote,
+        )
+
+    def check_job_cap(self, quote: Mapping[str, Any], max_cost_usd: float | None) -> None:
+        """InvalidInput when `max_cost_usd` is below what the job costs even if every unit is refused:
+        no check before a step could then keep the job within one step of it."""
+        if max_cost_usd is None:
+            return
+        basis = quote.get("basis") or {}
+        least = self.costs.least_job_cost(int(basis.get("queries", 0)))
+        if max_cost_usd < least:
+            raise InvalidInput(
+                f"max_cost_usd {usd(max_cost_usd)} is less than the {usd(least)} this job costs even if "
+                "its budget refuses every search, extraction and synthesis (planning, screening and "
+                "finalising always run)",
+                field="scope_parameters.max_cost_usd",
+            )
+
+    def release(self, team_id: str, job_id: str) -> float:
+        """Settle the job's hold: the month keeps what the job spent; returns what was given back."""
+        settled = self.store.settle(team_id, job_id)
+        return settled[1] if settled is not None else 0.0
 
     # --- a running job ----------------------------------------------------------------------------
 
@@ -145,27 +213,80 @@ class Budgets:
             monthly_budget_usd=self.team_budget(team_id),
         )
 
-    def admit(self, team_id: str, job_id: str, unit: Unit, *, sources: int = 0) -> Refusal | None:
-        """None when the unit may start (its estimate is then reserved), else why not."""
+    def affordable_extractions(self, team_id: str, job_id: str, wanted: int) -> int:
+        """How many of `wanted` extractions the job may start: each Map iteration costs at least what a
+        refused one does, so the Map gets no more iterations than the job's cap (`max_cost_usd`, its
+        hold) can pay for even if every one is refused, after the screening asking (what it has cost so
+        far, at least its estimate), the synthesis and the finalisation."""
         ledger = self.store.job(team_id, job_id)
-        if ledger is None or (ledger.max_cost_usd is None and ledger.monthly_budget_usd is None):
+        if ledger is None:
+            return wanted
+        held = ledger.held_usd if not ledger.settled else None
+        caps = [cap for cap in (ledger.max_cost_usd, held) if cap is not None]
+        if not caps:
+            return wanted
+        ratio = self.costs.measured_ratio(ledger.counters)
+        meter = current_meter()  # the screening asks, before its own cost is recorded
+        screening = self.costs.running_step_cost("screen", meter.elapsed_seconds() if meter else 0.0)
+        room = min(caps) - ledger.committed_usd - screening - ratio * self.costs.closing_cost("extract")
+        each = ratio * self.costs.skipped_cost("extract")
+        return max(0, min(wanted, int(room // each))) if each > 0 else wanted
+
+    def admit(
+        self,
+        team_id: str,
+        job_id: str,
+        unit: Unit,
+        *,
+        sources: int = 0,
+        pending: int = 0,
+    ) -> Refusal | None:
+        """None when the unit may start (its estimate is then reserved), else why not.
+
+        `pending`: the units of the same Map still to come after this one. Each runs even when refused
+        (to say so), so what they cost then is part of what the job must still spend. Estimates are
+        scaled by how far the job's recorded steps passed theirs (`CostModel.measured_ratio`).
+
+        A job that holds part of the month (`hold`) is capped by that hold and reserves on its ledger
+        only: the month already counts the hold. Other jobs reserve on the month's totals as well."""
+        ledger = self.store.job(team_id, job_id)
+        if ledger is None:
             return None
-        estimate = self.costs.unit_cost(unit, sources=sources)
-        closing = self.costs.closing_cost(unit)
+        held = ledger.held_usd if not ledger.settled else None
+        caps = [cap for cap in (ledger.max_cost_usd, held) if cap is not None]
+        if not caps and ledger.monthly_budget_usd is None:
+            return None
+        ratio = self.costs.measured_ratio(ledger.counters)
+        estimate = ratio * self.costs.unit_cost(unit, sources=sources)
+        skipped = max(0, pending) * self.costs.skipped_cost(unit)
+        closing = ratio * (self.costs.closing_cost(unit) + skipped)
         need = estimate + closing
         month = month_of(self.clock())
+        job_cap = min(caps) if caps else None
+        by_hold = (
+            held is not None
+            and job_cap == held
+            and (ledger.max_cost_usd is None or held < ledger.max_cost_usd)
+        )
 
         def refuse_job() -> Refusal:
-            assert ledger is not None and ledger.max_cost_usd is not None
+            assert job_cap is not None
+            if by_hold:
+                return Refusal(
+                    "team",
+                    f"the job's share of the team's monthly budget ({usd(job_cap)} held for {month}) would "
+                    f"be exceeded: {usd(ledger.committed_usd)} spent or reserved, and the next {unit} needs "
+                    f"up to {usd(estimate)} plus {usd(closing)} to finish the job",
+                )
             return Refusal(
                 "job",
-                f"the job's budget of {usd(ledger.max_cost_usd)} (max_cost_usd) would be exceeded: "
+                f"the job's budget of {usd(job_cap)} (max_cost_usd) would be exceeded: "
                 f"{usd(ledger.committed_usd)} spent or reserved, and the next {unit} needs up to "
                 f"{usd(estimate)} plus {usd(closing)} to finish the job",
             )
 
         def refuse_team() -> Refusal:
-            assert ledger is not None and ledger.monthly_budget_usd is not None
+            assert ledger.monthly_budget_usd is not None
             return Refusal(
                 "team",
                 f"the team's monthly budget of {usd(ledger.monthly_budget_usd)} for {month} would be "
@@ -173,8 +294,10 @@ class Budgets:
                 "the job",
             )
 
-        job_limit = None if ledger.max_cost_usd is None else ledger.max_cost_usd - need
-        month_limit = None if ledger.monthly_budget_usd is None else ledger.monthly_budget_usd - need
+        job_limit = None if job_cap is None else job_cap - need
+        month_limit = None
+        if held is None and ledger.monthly_budget_usd is not None:
+            month_limit = ledger.monthly_budget_usd - need
         if job_limit is not None and job_limit < 0:
             return refuse_job()
         if month_limit is not None and month_limit < 0:
@@ -186,10 +309,11 @@ class Budgets:
             if month_limit is not None and self.month_committed(team_id, month) > month_limit:
                 return refuse_team()
             return None
+        reserve_month = month if held is None else None
         refused = self.store.reserve(
-            team_id, job_id, month, estimate, job_limit=job_limit, month_limit=month_limit
+            team_id, job_id, reserve_month, estimate, job_limit=job_limit, month_limit=month_limit
         )
         if refused is None:
-            meter.reserve(estimate, month)
+            meter.reserve(estimate, reserve_month)
             return None
         return refuse_job() if refused == "job" else refuse_team()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
@@ -17,6 +18,7 @@ from functions.common.settings import get_settings
 from functions.metering.store import (
     LEDGER,
     TOTALS,
+    HoldOutcome,
     JobLedger,
     Refused,
     UsageItem,
@@ -31,7 +33,20 @@ if TYPE_CHECKING:
 
 _CREATING = threading.Lock()
 
-_DESCRIPTIVE = frozenset({"pk", "sk", "team_id", "job_id", "depth", "max_cost_usd", "monthly_budget_usd"})
+_DESCRIPTIVE = frozenset(
+    {
+        "pk",
+        "sk",
+        "team_id",
+        "job_id",
+        "depth",
+        "max_cost_usd",
+        "monthly_budget_usd",
+        "held_usd",
+        "hold_month",
+        "settled_at",
+    }
+)
 
 
 def _number(value: float) -> Decimal:
@@ -87,6 +102,7 @@ def _ledger(team_id: str, job_id: str, raw: Mapping[str, Any]) -> JobLedger:
         return float(value) if isinstance(value, Decimal | int | float) else None
 
     depth = raw.get("depth")
+    hold_month = raw.get("hold_month")
     return JobLedger(
         team_id,
         job_id,
@@ -95,6 +111,9 @@ def _ledger(team_id: str, job_id: str, raw: Mapping[str, Any]) -> JobLedger:
         max_cost_usd=optional("max_cost_usd"),
         monthly_budget_usd=optional("monthly_budget_usd"),
         max_step_usd=max_step,
+        held_usd=optional("held_usd"),
+        hold_month=str(hold_month) if hold_month is not None else None,
+        settled="settled_at" in raw,
     )
 
 
@@ -221,18 +240,20 @@ class DynamoDbUsageStore:
         self,
         team_id: str,
         job_id: str,
-        month: str,
+        month: str | None,
         usd: float,
         *,
         job_limit: float | None,
         month_limit: float | None,
     ) -> Refused | None:
         table = self._table.name
+        targets: list[tuple[dict[str, str], float | None]] = [
+            ({"pk": job_pk(team_id, job_id), "sk": LEDGER}, job_limit)
+        ]
+        if month is not None:
+            targets.append(({"pk": month_pk(team_id, month), "sk": TOTALS}, month_limit))
         updates: list[dict[str, Any]] = []
-        for key, limit in (
-            ({"pk": job_pk(team_id, job_id), "sk": LEDGER}, job_limit),
-            ({"pk": month_pk(team_id, month), "sk": TOTALS}, month_limit),
-        ):
+        for key, limit in targets:
             update: dict[str, Any] = {
                 "TableName": table,
                 "Key": key,
@@ -248,13 +269,82 @@ class DynamoDbUsageStore:
         try:
             self._client.transact_write_items(TransactItems=updates)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "TransactionCanceledException":
-                raise
-            reasons = cast(list[dict[str, Any]], exc.response.get("CancellationReasons") or [])
-            codes = [str(reason.get("Code", "")) for reason in reasons]
+            codes = _cancellation_codes(exc)
             if codes[:1] == ["ConditionalCheckFailed"]:
                 return "job"
             if "ConditionalCheckFailed" in codes:
                 return "team"
             raise
         return None
+
+    def hold(
+        self,
+        team_id: str,
+        job_id: str,
+        month: str,
+        usd: float,
+        *,
+        month_limit: float,
+        monthly_budget_usd: float,
+    ) -> HoldOutcome:
+        table = self._table.name
+        totals = {
+            "TableName": table,
+            "Key": {"pk": month_pk(team_id, month), "sk": TOTALS},
+            "UpdateExpression": "ADD committed_usd :usd",
+            "ConditionExpression": "attribute_not_exists(committed_usd) OR committed_usd <= :limit",
+            "ExpressionAttributeValues": {":usd": _number(usd), ":limit": _number(month_limit)},
+        }
+        ledger = {
+            "TableName": table,
+            "Key": {"pk": job_pk(team_id, job_id), "sk": LEDGER},
+            "UpdateExpression": "SET held_usd = :usd, hold_month = :month, team_id = :team, job_id = :job, "
+            "monthly_budget_usd = if_not_exists(monthly_budget_usd, :budget)",
+            "ConditionExpression": "attribute_not_exists(held_usd)",
+            "ExpressionAttributeValues": {
+                ":usd": _number(usd),
+                ":month": month,
+                ":team": team_id,
+                ":job": job_id,
+                ":budget": _number(monthly_budget_usd),
+            },
+        }
+        try:
+            self._client.transact_write_items(TransactItems=[{"Update": totals}, {"Update": ledger}])
+        except ClientError as exc:
+            codes = _cancellation_codes(exc)
+            if codes[1:2] == ["ConditionalCheckFailed"]:
+                return "already_held"
+            if codes[:1] == ["ConditionalCheckFailed"]:
+                return "refused"
+            raise
+        return "held"
+
+    def settle(self, team_id: str, job_id: str) -> tuple[str, float] | None:
+        try:
+            response = self._table.update_item(
+                Key={"pk": job_pk(team_id, job_id), "sk": LEDGER},
+                UpdateExpression="SET settled_at = :now",
+                ConditionExpression="attribute_exists(held_usd) AND attribute_not_exists(settled_at)",
+                ExpressionAttributeValues={":now": datetime.now(UTC).isoformat()},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise
+        ledger = _ledger(team_id, job_id, response.get("Attributes") or {})
+        if ledger.held_usd is None or ledger.hold_month is None:
+            return None
+        released = max(0.0, ledger.held_usd - ledger.cost_usd)
+        if released:
+            self.add(team_id, ledger.hold_month, TOTALS, {"committed_usd": -released})
+        return ledger.hold_month, released
+
+
+def _cancellation_codes(exc: ClientError) -> list[str]:
+    """Why a transaction was cancelled, one code per item; any other error is raised again."""
+    if exc.response["Error"]["Code"] != "TransactionCanceledException":
+        raise exc
+    reasons = cast(list[dict[str, Any]], exc.response.get("CancellationReasons") or [])
+    return [str(reason.get("Code", "")) for reason in reasons]

@@ -45,6 +45,9 @@ STEP_PROFILES: Mapping[str, StepProfile] = {
     "synthesize": StepProfile(0.3, 1.5, 1, 31, 8, 2),
     "finalize": StepProfile(0.3, 1.0, 6, 2, 3, 1),
 }
+# A unit the budget refused still runs as a Map iteration: its invocation, transition, budget check
+# (ledger and job read) and the job record's update are billed.
+SKIPPED_PROFILE = StepProfile(0.1, 0.6, 0, 0, 1, 2)
 # What the synthesis's LLM writer reads and writes (functions/research/synthesis.py: at most 60 evidence
 # quotes, 400 answer tokens) and its judge (at most 8 calls of a few hundred tokens); the LLM's own time
 # is Lambda time of the synthesis step, waiting.
@@ -113,6 +116,14 @@ class CostModel:
             llm_tokens_out=tokens.tokens_out,
         )
 
+    def running_step_cost(self, step: str, seconds: float) -> float:
+        """What a step costs that has run `seconds` so far: at least its high estimate."""
+        quantities = self.step_quantities(step, high=True)
+        quantities.lambda_gb_seconds = max(
+            quantities.lambda_gb_seconds, billed_gb_seconds(seconds, step_memory_mb(step))
+        )
+        return quantities.cost(self.prices).total_usd
+
     def step_cost(self, step: str, *, high: bool, sources: int = 0) -> float:
         return self.step_quantities(step, high=high, sources=sources).cost(self.prices).total_usd
 
@@ -121,6 +132,44 @@ class CostModel:
     def unit_cost(self, unit: Unit, *, sources: int = 0) -> float:
         """What the next unit may cost: its step at the high profile (a reservation must cover it)."""
         return self.step_cost(unit, high=True, sources=sources)
+
+    def skipped_cost(self, unit: Unit) -> float:
+        """What a unit costs when the budget refuses it (high profile): it still runs, to say so."""
+        profile = SKIPPED_PROFILE
+        quantities = Quantities(
+            lambda_gb_seconds=billed_gb_seconds(profile.seconds_high, step_memory_mb(unit)),
+            lambda_requests=1,
+            sfn_transitions=STEP_TRANSITIONS.get(unit, 1),
+            dynamodb_write_requests=round(profile.dynamodb_write_requests),
+            dynamodb_read_requests=round(profile.dynamodb_read_requests),
+        )
+        return quantities.cost(self.prices).total_usd
+
+    def least_job_cost(self, queries: int) -> float:
+        """What a job costs even when the budget refuses every unit it can (high profile): the plan, each
+        query's iteration saying it was skipped, the screening, the skipped synthesis, the finalisation.
+        A `max_cost_usd` below it cannot be kept."""
+        return (
+            self.step_cost("plan", high=True)
+            + queries * self.skipped_cost("search")
+            + self.step_cost("screen", high=True)
+            + self.skipped_cost("synthesize")
+            + self.step_cost("finalize", high=True)
+        )
+
+    def measured_ratio(self, counters: Mapping[str, float]) -> float:
+        """How much a job's recorded steps cost (LLM tokens aside) against their high estimates, at least
+        1: a job whose steps run slower than the profiles (a loaded machine, a slow upstream) reserves
+        its next units and closing steps scaled by as much."""
+        estimated = sum(
+            count * self.step_cost(step, high=True)
+            for step in self.profiles
+            if (count := counters.get(f"steps_{step}", 0.0))
+        )
+        if estimated <= 0:
+            return 1.0
+        measured = counters.get("cost_usd", 0.0) - counters.get("cost_llm_usd", 0.0)
+        return max(1.0, measured / estimated)
 
     def closing_cost(self, unit: Unit) -> float:
         """What the job still spends after the unit whatever the budget says: the finalisation, before it

@@ -10,6 +10,7 @@ outside any meter is not counted.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ class Reservation:
     """Budget held for the unit while it runs (functions/metering/budget.py), settled when it is recorded."""
 
     usd: float
-    month: str
+    month: str | None  # None: reserved on the job's ledger only (the job holds part of the month)
 
 
 @dataclass
@@ -41,7 +42,12 @@ class Meter:
     sources_parsed: int = 0
     sources_failed: int = 0
     reservations: list[Reservation] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def elapsed_seconds(self) -> float:
+        """How long the unit has been running (a step's Lambda time so far)."""
+        return time.monotonic() - self.started
 
     def count_call(self, service: str, operation: str) -> None:
         with self._lock:
@@ -62,7 +68,7 @@ class Meter:
             else:
                 self.sources_failed += 1
 
-    def reserve(self, usd: float, month: str) -> None:
+    def reserve(self, usd: float, month: str | None) -> None:
         with self._lock:
             self.reservations.append(Reservation(usd, month))
 

@@ -11,6 +11,7 @@ from functions.metering.meter import Meter
 from functions.metering.prices import PriceTable
 from functions.metering.store import (
     TOTALS,
+    JobLedger,
     UsageStore,
     job_dimension,
     jobs_dimension,
@@ -30,6 +31,7 @@ class StepRun:
     memory_mb: int
     meter: Meter
     outcome: str | None = None  # the job's final status, when this step moved it there
+    closes_job: bool = False  # the job's last step (Finalize, MarkFailed): its hold is settled
 
 
 def meter_quantities(meter: Meter) -> Quantities:
@@ -48,6 +50,16 @@ def _source_counters(meter: Meter) -> dict[str, float]:
     return {name: float(value) for name, value in counters.items() if value}
 
 
+def _beyond_hold(ledger: JobLedger, step_cost: float) -> float:
+    """What a step of a job holding part of the month adds to the month's committed amount: the part of
+    its cost past the hold (all of it once the hold is settled). The ledger is read in the same atomic
+    update that added the cost, so concurrent steps each count their own part exactly once."""
+    hold = 0.0 if ledger.settled else float(ledger.held_usd or 0.0)
+    after = ledger.cost_usd
+    before = after - step_cost
+    return max(hold, after) - max(hold, before)
+
+
 @dataclass
 class UsageRecorder:
     store: UsageStore
@@ -63,7 +75,9 @@ class UsageRecorder:
 
     def record_step(self, run: StepRun) -> Cost:
         """Add the step's usage and cost to the job's ledger, the job's month item and the month's
-        totals, replace the step's budget reservations by its cost, and count a finished job."""
+        totals, replace the step's budget reservations by its cost, and count a finished job. The
+        month's `committed_usd` grows by the cost only where the job's spending passes its hold; the
+        job's last step settles the hold."""
         quantities = self.step_quantities(run)
         cost = quantities.cost(self.prices)
         month = month_of(self.clock())
@@ -74,11 +88,13 @@ class UsageRecorder:
             f"steps_{run.step}": 1,
         }
         reserved_by_month: dict[str, float] = {}
+        reserved = 0.0
         for reservation in run.meter.reservations:
-            reserved_by_month[reservation.month] = (
-                reserved_by_month.get(reservation.month, 0.0) + reservation.usd
-            )
-        reserved = sum(reserved_by_month.values())
+            reserved += reservation.usd
+            if reservation.month is not None:
+                reserved_by_month[reservation.month] = (
+                    reserved_by_month.get(reservation.month, 0.0) + reservation.usd
+                )
 
         ledger = self.store.charge_job(
             run.team_id, run.job_id, {**counters, "committed_usd": cost.total_usd - reserved}
@@ -87,7 +103,10 @@ class UsageRecorder:
             self.store.raise_max_step(run.team_id, run.job_id, cost.total_usd)
         depth = ledger.depth or UNKNOWN_DEPTH
 
-        totals = {**counters, "committed_usd": cost.total_usd - reserved_by_month.pop(month, 0.0)}
+        committed = cost.total_usd - reserved_by_month.pop(month, 0.0)
+        if ledger.held_usd is not None:
+            committed = _beyond_hold(ledger, cost.total_usd)
+        totals = {**counters, "committed_usd": committed}
         labels = {"depth": depth}
         if run.outcome:
             totals["jobs"] = 1
@@ -97,6 +116,8 @@ class UsageRecorder:
         for other_month, amount in reserved_by_month.items():  # reserved before the month turned
             self.store.add(run.team_id, other_month, TOTALS, {"committed_usd": -amount})
         self.store.add(run.team_id, month, job_dimension(run.job_id), counters, labels)
+        if run.closes_job:
+            self.store.settle(run.team_id, run.job_id)
         return cost
 
     def record_request(self, team_id: str, method: str, route: str, status: int, meter: Meter) -> None:

@@ -85,7 +85,14 @@ def metered_step(step: str, event: dict[str, Any], context: Any, run: StepRunner
         if step in TERMINAL_STEPS and result is not None and result.get("moved"):
             outcome = str(result.get("status") or "")
         run_record = StepRun(
-            team_id, job_id, step, duration, _memory_mb(step, context), meter, outcome or None
+            team_id,
+            job_id,
+            step,
+            duration,
+            _memory_mb(step, context),
+            meter,
+            outcome or None,
+            closes_job=step in TERMINAL_STEPS and result is not None,
         )
         _guarded("record the step's usage", lambda: _record(run_record))
 

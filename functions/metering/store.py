@@ -9,10 +9,16 @@ One table (`usage_table` in the registry), `pk` + `sk`, every counter changed by
 |                                  | `ROUTE#<METHOD> <template>`   | requests, client_errors, server_errors     |
 |                                  | `JOBS#<depth>#<outcome>`      | jobs that ended so                         |
 |                                  | `JOB#<job_id>`                | the job's usage and cost in that month     |
-| `TEAM#<team>#JOB#<job_id>`       | `LEDGER`                      | the job's whole usage and cost, its budget |
+| `TEAM#<team>#JOB#<job_id>`       | `LEDGER`                      | the job's whole usage and cost, its budget, |
+|                                  |                               | its hold on the month (`held_usd`,         |
+|                                  |                               | `hold_month`, `settled_at` once released)  |
 
-`committed_usd` is the recorded cost plus what running steps have reserved (functions/metering/budget.py):
-a reservation is a conditional ADD, so concurrent steps cannot together pass a budget.
+`committed_usd` is the recorded cost plus what is reserved (functions/metering/budget.py): on the month,
+the hold of every job not yet settled (taken at submission, a conditional ADD on `TOTALS`, so concurrent
+submissions cannot pass the same remainder); on a job's ledger, what its running steps reserved (a
+conditional ADD, so concurrent steps cannot together pass the job's cap). While a job holds part of the
+month, its recorded cost adds to the month's `committed_usd` only where it passes the hold; settling the
+job returns what it did not spend.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ JOBS_PREFIX = "JOBS#"
 JOB_PREFIX = "JOB#"
 
 Refused = Literal["job", "team"]
+HoldOutcome = Literal["held", "already_held", "refused"]
 
 
 def month_pk(team_id: str, month: str) -> str:
@@ -70,6 +77,9 @@ class JobLedger:
     max_cost_usd: float | None = None
     monthly_budget_usd: float | None = None
     max_step_usd: float = 0.0
+    held_usd: float | None = None  # what the job holds of its team's month (None: no hold)
+    hold_month: str | None = None
+    settled: bool = False  # the hold was settled: the job's costs now count in full
 
     @property
     def cost_usd(self) -> float:
@@ -124,15 +134,34 @@ class UsageStore(Protocol):
         self,
         team_id: str,
         job_id: str,
-        month: str,
+        month: str | None,
         usd: float,
         *,
         job_limit: float | None,
         month_limit: float | None,
     ) -> Refused | None:
-        """ADD `usd` to `committed_usd` of the job's ledger and of the month's totals, both or neither,
-        only if neither would pass its limit (committed before <= limit). None when reserved, else which
-        limit refused."""
+        """ADD `usd` to `committed_usd` of the job's ledger and of the month's totals (only the ledger when
+        `month` is None), both or neither, only if neither would pass its limit (committed before <=
+        limit). None when reserved, else which limit refused."""
+        ...
+
+    def hold(
+        self,
+        team_id: str,
+        job_id: str,
+        month: str,
+        usd: float,
+        *,
+        month_limit: float,
+        monthly_budget_usd: float,
+    ) -> HoldOutcome:
+        """ADD `usd` to the month's `committed_usd` if it is at most `month_limit` before, and record the
+        hold on the job's ledger, both or neither. A job holds once: a second hold changes nothing."""
+        ...
+
+    def settle(self, team_id: str, job_id: str) -> tuple[str, float] | None:
+        """Mark the job's hold settled (once) and give back to its month what the job did not spend:
+        (month, released), or None when the job has no hold or it was settled already."""
         ...
 
 
@@ -215,6 +244,7 @@ class InMemoryUsageStore:
             return float(value) if isinstance(value, int | float) else None
 
         depth = described.get("depth")
+        hold_month = described.get("hold_month")
         return JobLedger(
             team_id,
             job_id,
@@ -223,6 +253,9 @@ class InMemoryUsageStore:
             max_cost_usd=number("max_cost_usd"),
             monthly_budget_usd=number("monthly_budget_usd"),
             max_step_usd=max_step,
+            held_usd=number("held_usd"),
+            hold_month=str(hold_month) if hold_month is not None else None,
+            settled="settled_at" in described,
         )
 
     def job(self, team_id: str, job_id: str) -> JobLedger | None:
@@ -246,21 +279,58 @@ class InMemoryUsageStore:
         self,
         team_id: str,
         job_id: str,
-        month: str,
+        month: str | None,
         usd: float,
         *,
         job_limit: float | None,
         month_limit: float | None,
     ) -> Refused | None:
         ledger_key = (job_pk(team_id, job_id), LEDGER)
-        totals_key = (month_pk(team_id, month), TOTALS)
+        totals_key = (month_pk(team_id, month), TOTALS) if month is not None else None
         with self._lock:
             job_committed = self.items.get(ledger_key, {}).get("committed_usd")
             if job_limit is not None and job_committed is not None and job_committed > job_limit:
                 return "job"
-            month_committed = self.items.get(totals_key, {}).get("committed_usd")
-            if month_limit is not None and month_committed is not None and month_committed > month_limit:
-                return "team"
+            if totals_key is not None:
+                month_committed = self.items.get(totals_key, {}).get("committed_usd")
+                if month_limit is not None and month_committed is not None and month_committed > month_limit:
+                    return "team"
+                self._add(totals_key, {"committed_usd": usd})
             self._add(ledger_key, {"committed_usd": usd})
-            self._add(totals_key, {"committed_usd": usd})
             return None
+
+    def hold(
+        self,
+        team_id: str,
+        job_id: str,
+        month: str,
+        usd: float,
+        *,
+        month_limit: float,
+        monthly_budget_usd: float,
+    ) -> HoldOutcome:
+        totals_key = (month_pk(team_id, month), TOTALS)
+        with self._lock:
+            month_committed = self.items.get(totals_key, {}).get("committed_usd")
+            if month_committed is not None and month_committed > month_limit:
+                return "refused"
+            ledger = self.ledgers.setdefault((team_id, job_id), {})
+            if "held_usd" in ledger:
+                return "already_held"
+            ledger.update(held_usd=usd, hold_month=month)
+            ledger.setdefault("monthly_budget_usd", monthly_budget_usd)
+            self._add(totals_key, {"committed_usd": usd})
+            return "held"
+
+    def settle(self, team_id: str, job_id: str) -> tuple[str, float] | None:
+        with self._lock:
+            ledger = self.ledgers.get((team_id, job_id))
+            if ledger is None or "held_usd" not in ledger or "settled_at" in ledger:
+                return None
+            ledger["settled_at"] = 1.0
+            held = float(ledger["held_usd"] or 0.0)
+            month = str(ledger["hold_month"])
+            spent = self.items.get((job_pk(team_id, job_id), LEDGER), {}).get("cost_usd", 0.0)
+            released = max(0.0, held - spent)
+            self._add((month_pk(team_id, month), TOTALS), {"committed_usd": -released})
+            return month, released

@@ -71,7 +71,9 @@ def team_monthly_budget(team_id: str) -> float | None:
 
 
 def budgets() -> Budgets:
-    return Budgets(store=usage_store(), costs=cost_model(), team_budget=team_monthly_budget)
+    return Budgets(
+        store=usage_store(), costs=cost_model(), team_budget=team_monthly_budget, holds=metering_enabled()
+    )
 
 
 def recorder() -> UsageRecorder:

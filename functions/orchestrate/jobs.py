@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from functions.common.errors import Conflict, InvalidInput, NotFound, UpstreamError
 from functions.common.storage import BlobStore
+from functions.metering.budget import BudgetExceeded
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.models import (
     ARTIFACT_NAMES,
@@ -57,7 +58,17 @@ COUNTERS = (
 class JobCosts(Protocol):
     def quote(self, plan: dict[str, Any]) -> dict[str, Any]: ...
 
-    def check_submit(self, team_id: str, quote: dict[str, Any]) -> None: ...
+    def hold(self, team_id: str, job_id: str, quote: dict[str, Any]) -> float | None:
+        """Hold the job's share of the team's month; BudgetExceeded when its low figure does not fit."""
+        ...
+
+    def release(self, team_id: str, job_id: str) -> float:
+        """Give back to the month what the job's hold did not spend (once)."""
+        ...
+
+    def check_job_cap(self, quote: dict[str, Any], max_cost_usd: float | None) -> None:
+        """InvalidInput when the job's `max_cost_usd` is below what it costs even doing nothing."""
+        ...
 
 
 class JobNotFinished(Conflict):
@@ -191,10 +202,19 @@ class JobService:
             if existing is not None:
                 return self._existing_response(team_id, existing), False
         record = self.new_record(team_id, job_id, request, source, schedule_id)
-        self._check_budget(team_id, record, f"{client_id}:{idempotency_key}" if idempotency_key else None)
+        try:
+            self._hold_budget(team_id, record, f"{client_id}:{idempotency_key}" if idempotency_key else None)
+        except BudgetExceeded as refused:
+            if not schedule_id:
+                raise
+            return self._refused_fire(record, idempotency_key, refused), True
         if idempotency_key:
             record["idempotency_key"] = idempotency_key
-        self.jobs.create(record)
+        try:
+            self.jobs.create(record)
+        except Exception:
+            self._release_budget(team_id, job_id)
+            raise
         try:
             execution_arn = self.starter.start(
                 job_id,
@@ -213,22 +233,52 @@ class JobService:
                 status=JobStatus.FAILED,
                 set_fields={"failure_reason": f"could not start the workflow: {exc}"},
             )
+            self._release_budget(team_id, job_id)
             raise UpstreamError("the research workflow could not be started") from exc
         self.jobs.update(team_id, job_id, set_fields={"execution_arn": execution_arn})
         return json.loads(record["execute_response"]), True
 
-    def _check_budget(self, team_id: str, record: dict[str, Any], claimed_key: str | None) -> None:
-        """Refuse a job whose quote cannot fit the team's monthly budget (BudgetExceeded: 402). A claimed
-        Idempotency-Key is released, so the same request may be sent again once the budget allows."""
+    def _hold_budget(self, team_id: str, record: dict[str, Any], claimed_key: str | None) -> None:
+        """Hold the job's share of the team's monthly budget, or refuse a job whose quote cannot fit it
+        (BudgetExceeded: 402). A claimed Idempotency-Key is released, so the same request may be sent
+        again once the budget allows; a replay of an accepted job never gets here, so never holds twice."""
         estimate = json.loads(record["execute_response"]).get("cost_estimate")
         if self.costs is None or estimate is None:
             return
         try:
-            self.costs.check_submit(team_id, estimate)
+            self.costs.check_job_cap(estimate, record["scope_parameters"].get("max_cost_usd"))
+            self.costs.hold(team_id, str(record["job_id"]), estimate)
         except Exception:
             if claimed_key:
                 self.jobs.release_idempotency_key(team_id, claimed_key, str(record["job_id"]))
             raise
+
+    def _refused_fire(
+        self, record: dict[str, Any], idempotency_key: str | None, refused: BudgetExceeded
+    ) -> dict[str, Any]:
+        """A schedule's fire the team's budget cannot afford is recorded as a FAILED job that says why
+        (as the Plan step does on AWS, where Scheduler starts the workflow itself); nothing runs."""
+        reason = f"{refused.code}: {refused.message}"
+        now = utc_now()
+        record.update(
+            status=JobStatus.FAILED.value,
+            status_rank=JobStatus.FAILED.rank,
+            failure_reason=reason,
+            finished_at=now,
+            updated_at=now,
+        )
+        record["audit"] = [*record["audit"], audit_event("FAILED", "BUDGET_EXCEEDED", reason)]
+        if idempotency_key:
+            record["idempotency_key"] = idempotency_key  # the fire is not started again
+        self.jobs.create(record)
+        response: dict[str, Any] = json.loads(record["execute_response"])
+        response["status"] = JobStatus.FAILED.value
+        return response
+
+    def _release_budget(self, team_id: str, job_id: str) -> None:
+        """A job that will not run (or ran without its last step) gives back what it held unspent."""
+        if self.costs is not None:
+            self.costs.release(team_id, job_id)
 
     def _existing_response(self, team_id: str, job_id: str) -> dict[str, Any]:
         for _ in range(20):  # a concurrent first request may still be writing the record
@@ -275,6 +325,7 @@ class JobService:
             set_fields={"failure_reason": reason, "finished_at": utc_now(), "updated_at": utc_now()},
             append={"audit": [audit_event("FAILED", "JOB_RECONCILED", reason)]},
         )
+        self._release_budget(team_id, job_id)
         return self.jobs.get(team_id, job_id) or job
 
     def status(self, team_id: str, job_id: str) -> dict[str, Any]:

@@ -179,15 +179,15 @@ class Workflow:
         job = self.jobs.get(team_id, job_id)
         if job is None:  # started directly (EventBridge Scheduler): the job record is made here
             request = _request_in(state)
-            self.jobs.create(
-                self.new_job_record(
-                    team_id,
-                    job_id,
-                    request,
-                    str(state.get("source") or "schedule"),
-                    state.get("schedule_id"),
-                )
+            record = self.new_job_record(
+                team_id,
+                job_id,
+                request,
+                str(state.get("source") or "schedule"),
+                state.get("schedule_id"),
             )
+            self.jobs.create(record)
+            self._hold_budget(team_id, job_id, record)  # BudgetExceeded: MarkFailed records why
             job = self.jobs.get(team_id, job_id)
             if job is None:
                 raise RetryableStepError(f"job {job_id} record not readable after creation")
@@ -331,6 +331,7 @@ class Workflow:
             )
             return {"action": "REFINE", "refined_queries": [q.to_dict() for q in queries], "selected": []}
 
+        to_extract = self._affordable(team_id, job_id, result.selected)
         key = f"payloads/{team_id}/{job_id}/screening.json"
         put_json(
             self.data,
@@ -338,6 +339,7 @@ class Workflow:
             {
                 "candidates": [c.to_dict() for c in result.candidates],
                 "selected": [c.source_id for c in result.selected],
+                "budget_skipped": [c.source_id for c in result.selected[len(to_extract) :]],
                 "discovered": result.discovered,
                 "duplicates": result.duplicates,
                 "validated": len(result.candidates),
@@ -374,7 +376,7 @@ class Workflow:
                 "sources_accepted": len(result.selected),
                 "sources_rejected": unique - len(result.selected),
                 "average_quality_score": result.average_quality,
-                "extract_total": len(result.selected),
+                "extract_total": len(to_extract),
                 "updated_at": utc_now(),
             },
             append={
@@ -412,7 +414,7 @@ class Workflow:
             "refined_queries": [],
             "selected": [
                 {"source_id": c.source_id, "url": c.paper.url, "title": c.paper.title[:300]}
-                for c in result.selected
+                for c in to_extract
             ],
         }
 
@@ -484,7 +486,7 @@ class Workflow:
             return {
                 **base,
                 "success": False,
-                "failure_reason": "not extracted: the budget was reached",
+                "failure_reason": BUDGET_NOT_EXTRACTED,
                 "unavailable": True,
                 "budget_skipped": True,
             }
@@ -682,6 +684,7 @@ class Workflow:
         extractions = list(event.get("extractions") or [])
         by_source = {item["source_id"]: item for item in extractions if item.get("source_id")}
         selected = [candidates[i] for i in screening.get("selected", []) if i in candidates]
+        budget_skipped = set(screening.get("budget_skipped") or [])
         failed_sources = [item for item in extractions if not item.get("success")]
         upstream_failed = upstream_failures(searches)
         failed_connectors = sorted(upstream_failed)
@@ -783,7 +786,8 @@ class Workflow:
                     "score_explanations": c.explanations,
                     "total_score": c.total_score,
                     "extraction_success": bool(by_source.get(c.source_id, {}).get("success")),
-                    "failure_reason": by_source.get(c.source_id, {}).get("failure_reason"),
+                    "failure_reason": by_source.get(c.source_id, {}).get("failure_reason")
+                    or (BUDGET_NOT_EXTRACTED if c.source_id in budget_skipped else None),
                     "cited": any(
                         e["source_id"] == c.source_id and e["evidence_id"] in cited_ids
                         for e in synthesis.get("evidence", [])
@@ -904,7 +908,9 @@ class Workflow:
         if gate is None:
             return None
         try:
-            refusal = gate.admit(team_id, job_id, unit, sources=sources)
+            refusal = gate.admit(
+                team_id, job_id, unit, sources=sources, pending=self._pending_units(team_id, job_id, unit)
+            )
         except Exception:
             logger.warning("budget check failed; the unit runs", job_id=job_id, unit=unit, exc_info=True)
             return None
@@ -919,6 +925,60 @@ class Workflow:
             append={"audit": [audit_event(phase, "BUDGET_SKIPPED", f"{what}: {refusal.reason}")]},
         )
         return refusal.reason
+
+    def _pending_units(self, team_id: str, job_id: str, unit: Unit) -> int:
+        """How many units of the same Map come after this one (they run even when the budget refuses)."""
+        if unit == "synthesize":
+            return 0
+        job = self.jobs.get(team_id, job_id) or {}
+        total, done = (
+            ("queries_total", "queries_done") if unit == "search" else ("extract_total", "extract_done")
+        )
+        return max(0, int(job.get(total, 0)) - int(job.get(done, 0)) - 1)
+
+    def _affordable(self, team_id: str, job_id: str, selected: list[Candidate]) -> list[Candidate]:
+        """The selected sources the job's budget can start extracting (each Map iteration costs, even
+        one the budget then refuses); the rest are skipped for the budget like refused extractions."""
+        gate = self.budget()
+        if gate is None or not selected:
+            return selected
+        try:
+            affordable = gate.affordable_extractions(team_id, job_id, len(selected))
+        except Exception:
+            logger.warning("budget check failed; every source is extracted", job_id=job_id, exc_info=True)
+            return selected
+        skipped = len(selected) - affordable
+        if skipped > 0:
+            reason = (
+                f"the budget cannot pay for extracting more than {affordable} of the {len(selected)} selected "
+                "sources (each extraction costs at least its invocation, even one the budget then refuses)"
+            )
+            self.jobs.update(
+                team_id,
+                job_id,
+                add_counters={"budget_skipped_sources": skipped},
+                set_fields={"budget_reason": reason},
+                append={"audit": [audit_event("EXTRACTING", "BUDGET_SKIPPED", reason)]},
+                once="screen:budget",
+            )
+        return selected[:affordable]
+
+    def _hold_budget(self, team_id: str, job_id: str, record: dict[str, Any]) -> None:
+        """A fired schedule's job holds its share of the team's month as a submitted one does; one that
+        cannot afford its quote's low figure raises BudgetExceeded. A hold that fails otherwise lets the
+        job run (metering never fails a job)."""
+        from functions.metering.budget import BudgetExceeded
+
+        gate = self.budget()
+        estimate = json.loads(record["execute_response"]).get("cost_estimate")
+        if gate is None or estimate is None:
+            return
+        try:
+            gate.hold(team_id, job_id, estimate)
+        except BudgetExceeded:
+            raise
+        except Exception:
+            logger.warning("budget hold failed; the job runs", job_id=job_id, exc_info=True)
 
     @staticmethod
     def _team(state: dict[str, Any]) -> str:
@@ -980,6 +1040,7 @@ class Workflow:
             logger.warning("webhook not delivered", job_id=job_id, exc_info=True)
 
 
+BUDGET_NOT_EXTRACTED = "not extracted: the budget was reached"
 _BUDGET_SKIPS: dict[str, tuple[dict[str, int], str]] = {
     "search": ({"budget_skipped_queries": 1, "queries_done": 1}, "SEARCHING"),
     "extract": ({"budget_skipped_sources": 1, "extract_done": 1}, "EXTRACTING"),

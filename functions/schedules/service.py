@@ -18,6 +18,7 @@ is `functions.schedules.adapters`, assembled in `functions.schedules.wiring`).
 from __future__ import annotations
 
 import calendar
+import itertools
 import re
 import uuid
 from collections.abc import Callable, Iterable
@@ -30,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, GetPyda
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from functions.common.errors import InvalidInput, NotFound
+from functions.common.errors import Conflict, InvalidInput, NotFound
 from functions.common.settings import get_settings
 from functions.orchestrate.models import RESEARCH_GOAL_PATTERN, ExecuteRequest, ScopeParameters
 from functions.schedules.runs import ScheduleRunStore
@@ -46,6 +47,12 @@ _DAYS = {"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}  
 
 class ScheduleNotFound(NotFound):
     code = "SCHEDULE_NOT_FOUND"
+
+
+class ScheduleLimitReached(Conflict):
+    """The team already has as many schedules as it may keep (409: delete one first)."""
+
+    code = "SCHEDULE_LIMIT_REACHED"
 
 
 # --- expressions ---------------------------------------------------------------------------------
@@ -97,6 +104,19 @@ class ScheduleExpression:
                             return candidate
             day = (day + timedelta(days=1)).replace(hour=0, minute=0)
         return None
+
+    def shortest_interval(self) -> timedelta | None:
+        """The shortest time between two fires; None for at(), which fires once. For cron, within a day
+        and from a day's last fire to the next day's first (as if every day matched: never longer)."""
+        if self.kind == "rate":
+            return self.rate
+        if self.kind != "cron":
+            return None
+        minutes, hours = sorted(self.fields[0]), sorted(self.fields[1])
+        times = [hour * 60 + minute for hour in hours for minute in minutes]
+        gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+        gaps.append(24 * 60 - times[-1] + times[0])
+        return timedelta(minutes=min(gaps))
 
     def _day_matches(self, day: datetime) -> bool:
         weekday = (day.isoweekday() % 7) + 1  # Monday=1 in ISO -> Monday=2 in AWS cron
@@ -348,9 +368,14 @@ class ScheduleService:
     store: ScheduleStore
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     runs: ScheduleRunStore | None = None  # what each schedule remembers of its last run
+    # Limits (functions/schedules/settings.py): each fire is a job charged to the team's budget.
+    max_per_team: int = 20
+    min_interval: timedelta = timedelta(minutes=15)
 
     def create(self, team_id: str, request: ScheduleRequest) -> Schedule:
         expression = parse_expression(request.schedule_expression)
+        self._check_interval(expression)
+        self._check_room(team_id)
         _check_timezone(request.timezone)
         _check_job(request.research_goal, request.scope_parameters)
         if request.callback_url is not None:
@@ -376,8 +401,37 @@ class ScheduleService:
             created_at=now,
         )
         self.store.create(stored)
+        self._keep_within_limit(team_id, schedule_id)
         # the store's creation time is the anchor
         return self._view(self.store.get(team_id, schedule_id) or stored)
+
+    def _check_interval(self, expression: ScheduleExpression) -> None:
+        shortest = expression.shortest_interval()
+        if shortest is not None and shortest < self.min_interval:
+            minutes = self.min_interval.total_seconds() / 60
+            raise InvalidInput(
+                f"{expression.text} fires every {_minutes(shortest)}; a schedule may fire at most every "
+                f"{minutes:g} minutes",
+                field="schedule_expression",
+            )
+
+    def _limit_reached(self) -> ScheduleLimitReached:
+        return ScheduleLimitReached(
+            f"the team already has {self.max_per_team} schedules, the most it may keep; delete one first"
+        )
+
+    def _check_room(self, team_id: str) -> None:
+        if len(self.store.list(team_id)) >= self.max_per_team:
+            raise self._limit_reached()
+
+    def _keep_within_limit(self, team_id: str, schedule_id: str) -> None:
+        """Simultaneous creations may all pass `_check_room`: the earliest `max_per_team` are kept, a
+        later one is deleted again and refused."""
+        schedules = sorted(self.store.list(team_id), key=lambda s: (s.created_at, s.schedule_id))
+        kept = {stored.schedule_id for stored in schedules[: self.max_per_team]}
+        if schedule_id not in kept:
+            self.store.delete(team_id, schedule_id)
+            raise self._limit_reached()
 
     def get(self, team_id: str, schedule_id: str) -> Schedule:
         """The team's schedule; another team's schedule id is not found, exactly like an unknown one."""
@@ -420,6 +474,11 @@ class ScheduleService:
             callback_url=stored.callback_url,
             last_run=self._last_run(stored),
         )
+
+
+def _minutes(interval: timedelta) -> str:
+    minutes = interval.total_seconds() / 60
+    return f"{minutes:g} minute{'' if minutes == 1 else 's'}"
 
 
 def _check_timezone(name: str) -> None:

@@ -1,4 +1,5 @@
-"""Where schedules live: the Scheduler group and the role its schedules assume to start the state machine."""
+"""Where schedules live (the Scheduler group and the role its schedules assume to start the state machine)
+and the limits of a team's schedules (docs/infra.md, "Scheduled research")."""
 
 from __future__ import annotations
 
@@ -17,3 +18,7 @@ class SchedulerSettings(BaseSettings):
     # Scheduler starts each fire at a random moment within this window after its time, so that many
     # schedules at the top of the hour do not reach the upstreams' queues at once (0: exactly on time).
     schedule_flexible_window_minutes: int = Field(default=15, ge=0, le=1440)
+    # Every fire is a research job charged to the team: a team keeps at most this many schedules...
+    schedules_max_per_team: int = Field(default=20, ge=1)
+    # ...and none fires more often than this (rate() and cron() alike; at() fires once).
+    schedules_min_interval_minutes: int = Field(default=15, ge=1)

@@ -5,6 +5,7 @@ retraction flags from OpenAlex)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from functions.common.aws import generic_client
@@ -35,7 +36,13 @@ def schedule_store() -> EventBridgeScheduleStore:
 
 
 def schedule_service() -> ScheduleService:
-    return ScheduleService(store=schedule_store(), runs=DynamoDbScheduleRunStore())
+    settings = SchedulerSettings()
+    return ScheduleService(
+        store=schedule_store(),
+        runs=DynamoDbScheduleRunStore(),
+        max_per_team=settings.schedules_max_per_team,
+        min_interval=timedelta(minutes=settings.schedules_min_interval_minutes),
+    )
 
 
 def living_review() -> LivingReview:

@@ -106,14 +106,14 @@ def _wait_terminal(client: TestClient, job_id: str, headers: dict[str, str] | No
 
 
 def test_the_local_scheduler_starts_a_due_schedule_as_a_normal_job(client: TestClient) -> None:
-    created = _create(client, schedule_expression="rate(1 minute)", timezone="UTC")
+    created = _create(client, schedule_expression="rate(15 minutes)", timezone="UTC")
     now = [datetime.now(UTC)]
     scheduler = LocalScheduler(store=schedule_store(), clock=lambda: now[0])
 
     assert scheduler.tick() == []  # first look: nothing is due yet
-    now[0] += timedelta(seconds=30)
+    now[0] += timedelta(minutes=7)
     assert scheduler.tick() == []
-    now[0] += timedelta(seconds=45)  # past the first minute since creation
+    now[0] += timedelta(minutes=9)  # past the first period since creation
     (job_id,) = scheduler.tick()
     assert scheduler.tick() == []  # a fire starts one job only
 
@@ -200,14 +200,76 @@ def test_a_schedule_keeps_its_callback_and_refuses_a_bad_one(client: TestClient)
 
 
 def test_the_local_scheduler_starts_each_teams_jobs_for_that_team(client: TestClient) -> None:
-    body = {"schedule_expression": "rate(1 minute)", "research_goal": GOAL, "timezone": "UTC"}
+    body = {"schedule_expression": "rate(15 minutes)", "research_goal": GOAL, "timezone": "UTC"}
     schedule_id = client.post("/api/schedules", json=body, headers=TEAM_A).json()["schedule_id"]
     now = [datetime.now(UTC)]
     scheduler = LocalScheduler(store=schedule_store(), clock=lambda: now[0])
     scheduler.tick()
-    now[0] += timedelta(seconds=75)
+    now[0] += timedelta(minutes=16)
     (job_id,) = scheduler.tick()
     assert client.get(f"/api/agent/status/{job_id}", headers=TEAM_B).status_code == 404
     assert client.get(f"/api/agent/status/{job_id}").status_code == 404  # not the default team's either
     final = _wait_terminal(client, job_id, TEAM_A)
     assert final["source"] == "schedule" and schedule_id
+
+
+@pytest.fixture
+def capped_client() -> Iterator[TestClient]:
+    with EmbeddedAws(extra_environment={"SCHEDULES_MAX_PER_TEAM": "2"}), TestClient(app) as test_client:
+        yield test_client
+
+
+def test_the_schedule_cap_and_minimum_interval_answer_4xx_in_the_api_format(
+    capped_client: TestClient,
+) -> None:
+    body = {"schedule_expression": "rate(1 day)", "research_goal": GOAL}
+    for _ in range(2):
+        assert capped_client.post("/api/schedules", json=body, headers=TEAM_A).status_code == 201
+    full = capped_client.post("/api/schedules", json=body, headers=TEAM_A)
+    assert full.status_code == 409, full.text
+    assert full.json()["error"] == "SCHEDULE_LIMIT_REACHED" and "delete one first" in full.json()["message"]
+    assert capped_client.post("/api/schedules", json=body, headers=TEAM_B).status_code == 201
+
+    often = capped_client.post(
+        "/api/schedules", json={**body, "schedule_expression": "rate(1 minute)"}, headers=TEAM_B
+    )
+    assert often.status_code == 400, often.text
+    assert often.json()["error"] == "INVALID_INPUT" and often.json()["field"] == "schedule_expression"
+    assert "at most every 15 minutes" in often.json()["message"]
+
+
+def _poor_team() -> dict[str, str]:
+    from functions.teams.wiring import team_service
+
+    team, _, _ = team_service().create_team("Poor scheduled team", "basic")
+    team_service().set_monthly_budget(team.team_id, 0.0001)  # less than any job's quote
+    return {"x-team-id": team.team_id}
+
+
+def test_a_fire_the_budget_cannot_afford_is_recorded_as_a_failed_job(client: TestClient) -> None:
+    poor = _poor_team()
+    body = {"schedule_expression": "rate(15 minutes)", "research_goal": GOAL, "timezone": "UTC"}
+    assert client.post("/api/schedules", json=body, headers=poor).status_code == 201
+    now = [datetime.now(UTC)]
+    scheduler = LocalScheduler(store=schedule_store(), clock=lambda: now[0])
+    scheduler.tick()
+    now[0] += timedelta(minutes=16)
+    (job_id,) = scheduler.tick()  # the fire is not lost in a log: it is a job that says why
+    status = client.get(f"/api/agent/status/{job_id}", headers=poor).json()
+    assert status["status"] == "FAILED" and status["source"] == "schedule"
+    assert status["failure_reason"].startswith("BUDGET_EXCEEDED: the job's estimated cost")
+
+
+def test_a_scheduler_fire_on_aws_the_budget_cannot_afford_fails_at_its_plan_step(client: TestClient) -> None:
+    poor = _poor_team()
+    body = {"schedule_expression": "rate(1 hour)", "research_goal": GOAL, "timezone": "UTC"}
+    created = client.post("/api/schedules", json=body, headers=poor).json()
+    target = boto3.client("scheduler", region_name="us-east-1").get_schedule(
+        Name=schedule_name(poor["x-team-id"], created["schedule_id"]), GroupName="default"
+    )["Target"]
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    sfn.start_execution(stateMachineArn=target["Arn"], name="scheduler-fire-poor", input=target["Input"])
+
+    final = _wait_terminal(client, "scheduler-fire-poor", poor)
+    assert final["status"] == "FAILED" and final["source"] == "schedule"
+    assert "BudgetExceeded" in final["failure_reason"] and "monthly budget" in final["failure_reason"]

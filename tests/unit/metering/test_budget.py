@@ -24,10 +24,10 @@ def _budgets(store: UsageStore, monthly: float | None = None) -> Budgets:
 def test_a_job_that_cannot_fit_the_month_is_refused_with_what_remains(store: UsageStore) -> None:
     budgets = _budgets(store, monthly=0.01)
     quote = {"low_usd": 0.004, "high_usd": 0.006, "currency": "USD", "basis": {}}
-    budgets.check_submit(TEAM, quote)  # 0.01 left
-    store.add(TEAM, MONTH, TOTALS, {"cost_usd": 0.007, "committed_usd": 0.0075})
+    assert budgets.hold(TEAM, "job-0", quote) == pytest.approx(0.006)  # 0.01 left: the high figure
+    store.add(TEAM, MONTH, TOTALS, {"cost_usd": 0.0015, "committed_usd": 0.0015})  # e.g. LLM answers
     with pytest.raises(BudgetExceeded) as refused:
-        budgets.check_submit(TEAM, quote)
+        budgets.hold(TEAM, "job-1", quote)
     details = refused.value.details()
     assert details["remaining_budget_usd"] == pytest.approx(0.0025)
     assert details["monthly_budget_usd"] == 0.01 and details["month"] == MONTH
@@ -39,7 +39,7 @@ def test_a_job_that_cannot_fit_the_month_is_refused_with_what_remains(store: Usa
         "committed_usd": 0.0075,
         "remaining_usd": 0.0025,
     }
-    _budgets(store, monthly=None).check_submit(TEAM, {"low_usd": 100.0})  # no budget: never refused
+    assert _budgets(store, monthly=None).hold(TEAM, "job-2", {"low_usd": 100.0}) is None  # no budget
 
 
 def test_a_job_without_budgets_is_admitted_without_reserving(store: UsageStore) -> None:

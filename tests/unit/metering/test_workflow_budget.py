@@ -34,7 +34,15 @@ class Gate:
         self.refuse = refuse
         self.asked: list[tuple[str, int]] = []
 
-    def admit(self, team_id: str, job_id: str, unit: Unit, *, sources: int = 0) -> Refusal | None:
+    def admit(
+        self,
+        team_id: str,
+        job_id: str,
+        unit: Unit,
+        *,
+        sources: int = 0,
+        pending: int = 0,
+    ) -> Refusal | None:
         self.asked.append((unit, sources))
         return (
             Refusal("job", "the job's budget of $0.001000 (max_cost_usd) would be exceeded")
@@ -163,7 +171,8 @@ def test_a_job_that_cannot_fit_the_month_is_refused_and_its_key_released() -> No
     store = InMemoryUsageStore()
     budget = {"usd": 10.0}
     budgets = Budgets(store, MODEL, team_budget=lambda team: budget["usd"])
-    _, service, _ = _flow(None, costs=budgets)
+    _, service, first = _flow(None, costs=budgets)
+    assert budgets.release(TEAM, first) > 0  # it ended without spending: its hold is given back
     budget["usd"] = 0.0001
     jobs = service.jobs
     assert isinstance(jobs, InMemoryJobStore)

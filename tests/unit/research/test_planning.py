@@ -29,7 +29,9 @@ def test_key_phrases_drop_framing_words() -> None:
     ("depth", "covering", "sources"),
     [("rapid", 1, 10), ("focused", 2, 15), ("comprehensive", 3, 30), ("exhaustive", 3, 50)],
 )
-def test_each_engine_gets_the_queries_its_way_of_matching_needs(depth: str, covering: int, sources: int) -> None:
+def test_each_engine_gets_the_queries_its_way_of_matching_needs(
+    depth: str, covering: int, sources: int
+) -> None:
     research = plan(depth)  # two concepts: the whole goal, then each concept alone
     by_connector: dict[str, int] = {}
     for query in research.queries:
