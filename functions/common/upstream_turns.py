@@ -257,6 +257,56 @@ class DynamoDbTurnStore:
     POLL_SECONDS = 0.5
 
 
+class ResilientTurnStore:
+    """A shared store that may fail (the table unreachable, throttled): while it does, turns are kept in
+    this process's memory instead, so searches stay polite here rather than all failing over a
+    bookkeeping table. The shared store is tried again after `retry_seconds`."""
+
+    def __init__(self, shared: TurnStore, retry_seconds: float = 30.0) -> None:
+        self._shared = shared
+        self._local = InMemoryTurnStore()
+        self._retry_seconds = retry_seconds
+        self._failed_at: float | None = None
+
+    def _store(self) -> TurnStore:
+        if self._failed_at is not None and time.monotonic() - self._failed_at < self._retry_seconds:
+            return self._local
+        return self._shared
+
+    def _failed(self) -> None:
+        if self._failed_at is None or time.monotonic() - self._failed_at >= self._retry_seconds:
+            logger.warning(
+                "the shared turn store failed; turns are kept in this process for now", exc_info=True
+            )
+        self._failed_at = time.monotonic()
+
+    def read(self, provider: str) -> tuple[ProviderState, int]:
+        store = self._store()
+        try:
+            return store.read(provider)
+        except Exception:
+            if store is self._local:
+                raise
+            self._failed()
+            return self._local.read(provider)
+
+    def write(self, provider: str, state: ProviderState, version: int) -> bool:
+        store = self._store()
+        try:
+            return store.write(provider, state, version)
+        except Exception:
+            if store is self._local:
+                raise
+            self._failed()
+            return False  # read again: the next read comes from this process's memory
+
+    def wait(self, provider: str, version: int, timeout: float) -> None:
+        self._store().wait(provider, version, timeout)
+
+    async def wait_async(self, provider: str, version: int, timeout: float) -> None:
+        await self._store().wait_async(provider, version, timeout)
+
+
 @dataclass
 class Turn:
     """A granted turn: call `sent()` as the request leaves; `release` (done by `UpstreamTurns.turn`)
@@ -302,7 +352,7 @@ class UpstreamTurns:
         clock: Clock = time.time,
         lease_seconds: float = 30.0,
     ) -> None:
-        self._store = store
+        self._store: TurnStore = store if isinstance(store, InMemoryTurnStore) else ResilientTurnStore(store)
         self._manners_for = manners_for
         self._clock = clock
         self._lease = lease_seconds

@@ -29,9 +29,11 @@ from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, Fetc
 from functions.common.http import FetchedResponse, HttpClient
 from functions.common.models import ExtractedPaper, short_hash
 from functions.common.observability import record_metric
+from functions.common.polite_requests import PoliteRequests
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
 from functions.common.tenancy import checked_team, valid_team_id
+from functions.common.upstream_turns import TurnNotGranted
 from functions.extract.documents import (
     SEARCH_TEXT_LIMIT,
     DocumentRecord,
@@ -56,12 +58,15 @@ from functions.extract.metadata import (
 from functions.extract.metadata_connectors import ConnectorMetadata
 from functions.extract.pdf import ParsedPdf, is_pdf
 from functions.extract.resolve import LIBRARY_SCHEME, Target, classify, library_target
+from functions.search.turns import process_turns
 
 PDF_ACCEPT = "application/pdf,text/html;q=0.9,*/*;q=0.5"
 MISSING_STATUSES = frozenset({404, 410})
 DENIED_STATUSES = frozenset({401, 402, 403, 451})
 CANDIDATE_TIMEOUT_SECONDS = 15.0
 LOOKUP_TIMEOUT_SECONDS = 6.0
+# What a fetch keeps of its extraction's budget after waiting for its turn at a provider.
+FETCH_KEEP_SECONDS = 10.0
 
 
 def pdf_key(sha256: str) -> str:
@@ -125,6 +130,14 @@ class Fetched:
 class _Deadline:
     ends_at: float
     tried: list[str] = field(default_factory=list)
+    # whose turn at a provider a fetch takes (shared fairly per team, then job) and how it ranks in its job
+    team: str = "public"
+    job: str = "interactive"
+    priority: int = 0
+
+    def turn_deadline(self, keep: float) -> float:
+        """The epoch time by which a fetch must have had its turn, keeping `keep` seconds to fetch."""
+        return time.time() + max(0.0, self.ends_at - time.monotonic() - keep)
 
     def remaining(self, cap: float | None = None) -> float:
         left = self.ends_at - time.monotonic()
@@ -140,13 +153,17 @@ class ExtractionService:
         documents: DocumentRepository | None = None,
         settings: Settings | None = None,
         metadata: ScholarlyMetadata | None = None,
+        polite: PoliteRequests | None = None,
     ) -> None:
-        """`metadata`: where authoritative title/authors/abstract come from; None = layout only."""
+        """`metadata`: where authoritative title/authors/abstract come from; None = layout only.
+        `polite`: turns at the providers a fetch reaches (arxiv.org PDFs, open-access lookups); None:
+        the process's turns."""
         self._http = http
         self._blobs = blobs
         self._documents = documents
         self._settings = settings or get_settings()
         self._metadata = metadata
+        self._polite = polite or PoliteRequests(self._settings, process_turns())
         self.stats = ServiceStats()
 
     @classmethod
@@ -175,14 +192,22 @@ class ExtractionService:
         max_length: int = 5000,
         budget_seconds: float = 40.0,
         team_id: str | None = None,
+        job_id: str | None = None,
+        priority: int = 0,
     ) -> ExtractedPaper:
         """Raises InvalidInput/FetchBlocked (400), SourceUnavailable (404), FetchTimeout (504).
         Unparseable content returns success=False with a failure_reason.
 
         `team_id`: the caller's team. `library://<id>` resolves only among that team's uploads; without
-        a team, or for another team's document, it fails exactly as an unknown document does."""
+        a team, or for another team's document, it fails exactly as an unknown document does. `job_id`
+        and `priority`: where the fetches queue at a provider (fairly per team, then job)."""
         target = classify(source_url)
-        deadline = _Deadline(time.monotonic() + budget_seconds)
+        deadline = _Deadline(
+            time.monotonic() + budget_seconds,
+            team=team_id or "public",
+            job=job_id or "interactive",
+            priority=priority,
+        )
         try:
             async with asyncio.timeout(budget_seconds):
                 paper = await self._extract(target, source_url, focus_areas or [], deadline, team_id)
@@ -406,9 +431,23 @@ class ExtractionService:
         deadline.tried.append(url)
         self.stats.fetches += 1
         try:
-            response = await self._http.get(
-                url, headers={"Accept": PDF_ACCEPT}, total_timeout=deadline.remaining(), retries=1
+            response = await self._polite.send(
+                url,
+                lambda on_sent: self._http.get(
+                    url,
+                    headers={"Accept": PDF_ACCEPT},
+                    total_timeout=deadline.remaining(),
+                    # a provider's request is retried only in a new turn, never inside this one
+                    retries=0 if self._polite.provider_of(url) else 1,
+                    on_sent=on_sent,
+                ),
+                team=deadline.team,
+                job=deadline.job,
+                priority=deadline.priority,
+                deadline=deadline.turn_deadline(keep=FETCH_KEEP_SECONDS),
             )
+        except TurnNotGranted as exc:
+            raise SourceUnavailable(f"not fetched within the extraction budget: {exc}") from exc
         except (FetchBlocked, FetchTooLarge, FetchTimeout):
             raise
         except FetchError as exc:
@@ -452,10 +491,21 @@ class ExtractionService:
         """`record_of`: (registry, doi) when the answer is that registry's record of the DOI, the one the
         authoritative-metadata lookup asks for later: the port keeps it, so that it is fetched once."""
         try:
-            response = await self._http.get(
-                url, params=params, total_timeout=deadline.remaining(LOOKUP_TIMEOUT_SECONDS), retries=1
+            response = await self._polite.send(
+                url,
+                lambda on_sent: self._http.get(
+                    url,
+                    params=params,
+                    total_timeout=deadline.remaining(LOOKUP_TIMEOUT_SECONDS),
+                    retries=0 if self._polite.provider_of(url) else 1,
+                    on_sent=on_sent,
+                ),
+                team=deadline.team,
+                job=deadline.job,
+                priority=deadline.priority,
+                deadline=deadline.turn_deadline(keep=FETCH_KEEP_SECONDS),
             )
-        except FetchError:
+        except (FetchError, TurnNotGranted):
             return None
         if not response.ok:
             return None

@@ -461,14 +461,21 @@ class Workflow:
     # --- Extract (one Map item) -------------------------------------------------------------------
 
     async def _extract_once(
-        self, team_id: str, url: str, focus_areas: list[str], budget: float
+        self, team_id: str, job_id: str, url: str, focus_areas: list[str], budget: float, priority: int
     ) -> ExtractedPaper:
         """A fresh service per invocation (its HTTP client belongs to this event loop), closed after.
-        `library://` sources resolve within the job's team only."""
+        `library://` sources resolve within the job's team only; its fetches queue at a provider as the
+        job's, ranked by the source's place in the selection."""
         service = self.extraction_service()
         try:
             return await service.extract(
-                url, focus_areas=focus_areas, max_length=20000, budget_seconds=budget, team_id=team_id
+                url,
+                focus_areas=focus_areas,
+                max_length=20000,
+                budget_seconds=budget,
+                team_id=team_id,
+                job_id=job_id,
+                priority=priority,
             )
         finally:
             close = getattr(service, "aclose", None)
@@ -497,7 +504,14 @@ class Workflow:
         try:
             paper = self.run(
                 asyncio.wait_for(
-                    self._extract_once(team_id, url, list(event.get("focus_areas") or []), budget),
+                    self._extract_once(
+                        team_id,
+                        job_id,
+                        url,
+                        list(event.get("focus_areas") or []),
+                        budget,
+                        int(event.get("priority") or 0),
+                    ),
                     timeout=budget * 1.1 + 0.5,  # a guard in case the service overruns its own budget
                 )
             )

@@ -54,8 +54,11 @@ class FullTextPort(Protocol):
         max_length: int = 5000,
         budget_seconds: float = 40.0,
         team_id: str | None = None,
+        job_id: str | None = None,
+        priority: int = 0,
     ) -> ExtractedPaper:
-        """`library://` sources resolve within `team_id`'s documents only (None: none)."""
+        """`library://` sources resolve within `team_id`'s documents only (None: none). `job_id` and
+        `priority`: where its fetches queue at a provider."""
         ...
 
 

@@ -28,6 +28,10 @@ class SearchSettings(BaseSettings):
     semantic_scholar_min_interval_seconds: float = 1.0
     openalex_min_interval_seconds: float = 0.1
     crossref_min_interval_seconds: float = 0.2
+    # Requests that are not searches reach providers too: PDFs from arxiv.org (paced, never a parallel
+    # burst; docs/capacity.md says why 1 s and what 3 s would cost) and Unpaywall's open-access lookups.
+    arxiv_pdf_min_interval_seconds: float = 1.0
+    unpaywall_min_interval_seconds: float = 0.1
     # Providers that allow one connection at a time (a turn is held for the whole exchange).
     exclusive_providers: str = "arxiv"
     # Added to every interval between two requests as they leave: the receiving side's clock and

@@ -6,6 +6,7 @@ import itertools
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -136,3 +137,26 @@ def test_daily_allowance_is_counted_and_refused_when_spent() -> None:
     assert turns.spend_allowance("openalex", "search", 3, 2)
     assert not turns.spend_allowance("openalex", "search", 3, 2)
     assert turns.allowance_left("openalex", "search", 3) == 1
+
+
+class _Unreachable:
+    def read(self, provider: str) -> Any:
+        raise ConnectionError("the table does not answer")
+
+    def write(self, provider: str, state: Any, version: int) -> bool:
+        raise ConnectionError("the table does not answer")
+
+    def wait(self, provider: str, version: int, timeout: float) -> None:
+        time.sleep(min(timeout, 0.05))
+
+    async def wait_async(self, provider: str, version: int, timeout: float) -> None:
+        return None
+
+
+def test_an_unreachable_shared_store_keeps_turns_in_this_process_still_spaced() -> None:
+    turns = _turns(_Unreachable())
+    log: list[tuple[str, float, float]] = []
+    _run([threading.Thread(target=_take, args=(turns, "t", f"j{i}", log, 0.0)) for i in range(4)])
+    sent = sorted(at for _, at, _ in log)
+    assert len(sent) == 4
+    assert min(b - a for a, b in itertools.pairwise(sent)) >= INTERVAL

@@ -1,0 +1,74 @@
+"""Turns for requests that are not searches: a PDF from arxiv.org, an open-access lookup at OpenAlex,
+Crossref or Unpaywall. They reach the same providers as the connectors, so they queue in the same turns
+(functions/common/upstream_turns.py) and keep the same spacing at the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from functions.common.settings import Settings
+from functions.common.upstream_turns import UpstreamTurns
+
+T = TypeVar("T")
+SendWithHook = Callable[[Callable[[], Awaitable[None]]], Awaitable[T]]
+
+
+@dataclass
+class PoliteRequests:
+    """Which provider a URL belongs to (by the configured base URLs), and its turn around the request."""
+
+    settings: Settings
+    turns: UpstreamTurns
+
+    def provider_of(self, url: str) -> str | None:
+        bases = {
+            "arxiv_pdf": self.settings.arxiv_pdf_base_url,
+            "arxiv": self.settings.arxiv_api_url,
+            "openalex": self.settings.openalex_api_url,
+            "crossref": self.settings.crossref_api_url,
+            "unpaywall": self.settings.unpaywall_api_url,
+        }
+        matches = [
+            (len(base), name)
+            for name, base in bases.items()
+            if base and (url == base.rstrip("/") or url.startswith(base.rstrip("/") + "/"))
+        ]
+        return max(matches)[1] if matches else None
+
+    async def send(
+        self,
+        url: str,
+        send: SendWithHook[T],
+        *,
+        team: str,
+        job: str,
+        priority: int = 0,
+        deadline: float | None = None,
+    ) -> T:
+        """Run `send(on_sent)` inside the provider's turn (TurnNotGranted past `deadline`, an epoch time);
+        a URL of no known provider is sent at once."""
+        provider = self.provider_of(url)
+        if provider is None:
+            return await send(_nothing)
+        turn = await self.turns.acquire_async(
+            provider, team=team, job=job, priority=priority, deadline=deadline
+        )
+
+        async def on_sent() -> None:
+            turn.sent()
+            if not turn.manners.exclusive:
+                self.turns.release(turn)
+
+        try:
+            return await send(on_sent)
+        finally:
+            if turn.sent_at is None:
+                turn.sent()
+            self.turns.release(turn)
+
+
+async def _nothing() -> None:
+    return None
