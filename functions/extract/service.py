@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -139,9 +140,17 @@ class ExtractionService:
         documents: DocumentRepository | None = None,
         settings: Settings | None = None,
         metadata: ScholarlyMetadata | None = None,
+        source_http: Callable[[], HttpClient] | None = None,
     ) -> None:
-        """`metadata`: where authoritative title/authors/abstract come from; None = layout only."""
+        """`metadata`: where authoritative title/authors/abstract come from; None = layout only.
+
+        `http` reaches the registries and the papers they point at (FETCH_ALLOW_PRIVATE_HOSTS);
+        `source_http`, when given, builds (on first use; `aclose` closes it) the client that fetches a
+        `source_url` a team supplied as a plain URL (the extract API's, with EXTRACT_ALLOW_PRIVATE_HOSTS),
+        so that neither allow-list opens a host to the other's callers."""
         self._http = http
+        self._source_factory = source_http
+        self._source_client: HttpClient | None = None
         self._blobs = blobs
         self._documents = documents
         self._settings = settings or get_settings()
@@ -151,7 +160,7 @@ class ExtractionService:
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> ExtractionService:
         settings = settings or get_settings()
-        http = HttpClient(settings)
+        http = HttpClient(settings, purpose="fetch")
         return cls(
             http=http,
             blobs=S3BlobStore(settings.data_bucket),
@@ -161,8 +170,18 @@ class ExtractionService:
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP client (the service owns it when built by from_settings)."""
+        """Close the HTTP clients (the service owns `http` when built by from_settings)."""
+        if self._source_client is not None:
+            await self._source_client.aclose()
+            self._source_client = None
         await self._http.aclose()
+
+    def _source_http(self) -> HttpClient:
+        if self._source_factory is None:
+            return self._http
+        if self._source_client is None:
+            self._source_client = self._source_factory()
+        return self._source_client
 
     # --- extraction ------------------------------------------------------------------------------
 
@@ -360,7 +379,7 @@ class ExtractionService:
             return await self._fetch_url(f"{base}/pdf/{target.value}", deadline, follow_html=False)
         if target.kind == "doi":
             return await self._fetch_doi(target.value, deadline)
-        return await self._fetch_url(target.value, deadline, follow_html=True)
+        return await self._fetch_url(target.value, deadline, follow_html=True, http=self._source_http())
 
     async def _library_record(self, team_id: str | None, document_id: str) -> DocumentRecord:
         """The team's document. No team, another team's document and an unknown one all raise the same
@@ -400,11 +419,15 @@ class ExtractionService:
                 ) from exc
             raise
 
-    async def _fetch_url(self, url: str, deadline: _Deadline, *, follow_html: bool) -> Fetched:
+    async def _fetch_url(
+        self, url: str, deadline: _Deadline, *, follow_html: bool, http: HttpClient | None = None
+    ) -> Fetched:
+        """`http`: the client whose allow-list applies to `url` (and to the PDF its page links to)."""
+        client = http or self._http
         deadline.tried.append(url)
         self.stats.fetches += 1
         try:
-            response = await self._http.get(
+            response = await client.get(
                 url, headers={"Accept": PDF_ACCEPT}, total_timeout=deadline.remaining(), retries=1
             )
         except (FetchBlocked, FetchTooLarge, FetchTimeout):
@@ -421,7 +444,7 @@ class ExtractionService:
         document = parse_html(response.text, response.url)
         if follow_html and document.pdf_url and document.pdf_url not in deadline.tried:
             try:
-                linked = await self._fetch_url(document.pdf_url, deadline, follow_html=False)
+                linked = await self._fetch_url(document.pdf_url, deadline, follow_html=False, http=client)
             except (SourceUnavailable, FetchError):
                 linked = None
             if linked is not None and linked.kind == "pdf":

@@ -102,7 +102,9 @@ class SearchService:
             shared = http_client
             http: Callable[[], HttpClient] = lambda: shared  # noqa: E731
         else:
-            http = LoopLocalHttp(lambda: HttpClient(settings, max_backoff_seconds=cfg.max_backoff_seconds))
+            http = LoopLocalHttp(
+                lambda: HttpClient(settings, purpose="fetch", max_backoff_seconds=cfg.max_backoff_seconds)
+            )
         context = ConnectorContext(
             settings=settings, search_settings=cfg, http=http, limiter=limiter, breakers=breakers
         )
