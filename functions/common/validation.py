@@ -25,13 +25,13 @@ JsonStrictInt = Annotated[StrictInt, BeforeValidator(integral_number)]
 
 
 REQUEST_ID_MAX_CHARS = 128
-_SAFE_REQUEST_ID = re.compile(rf"[A-Za-z0-9._:-]{{1,{REQUEST_ID_MAX_CHARS}}}")
+_SAFE_REQUEST_ID = re.compile(rf"[\x20-\x7e]{{1,{REQUEST_ID_MAX_CHARS}}}")  # visible ASCII and space
 
 
 def bounded_request_id(value: str | None) -> str:
-    """A client's `X-Request-Id` when it is at most 128 letters, digits and `._:-` (a UUID, an AWS request
-    id); anything else (absent, longer, other characters) is replaced by a new UUID, since the id is
-    echoed in a header, written to every log line and stored with traces."""
+    """A client's `X-Request-Id` when it is 1 to 128 characters of visible ASCII or spaces; anything else
+    (absent, longer, control characters such as CR, LF or tab, non-ASCII) is replaced by a new UUID,
+    since the id is echoed in a header, written to every log line and stored with traces."""
     if value is not None and _SAFE_REQUEST_ID.fullmatch(value):
         return value
     return str(uuid.uuid4())
