@@ -4,6 +4,12 @@ Each function keeps its own FastAPI app (its own error contract and handlers); t
 the app whose routes match, and serves a merged `/openapi.json`, `/docs` and `/redoc`, and the research
 console's static files at `/console/` (`functions/local_runtime/console.py`; no token needed, as on CloudFront).
 
+Request bodies are capped as API Gateway caps them (`MAX_BODY_BYTES`, 10 MB): a larger declared
+`Content-Length` gets 413 unread, in the error format of the path's contract (`error_reply`); a body
+without one is counted as the app reads it and cut off at the cap with the same 413. The `X-Request-Id`
+the gateway echoes is bounded (`functions.common.validation.bounded_request_id`). `admission_team` names
+the queue a request waits in (functions/local_runtime/admission.py).
+
 Team tokens, as the API Gateway authorizer (`functions/teams/authorizer.py`) enforces them on AWS:
 - `AUTH=required` in the environment (read once, when the gateway is built: `make run` reads it at
   start) makes every HTTP request to a function's route carry `Authorization: Bearer <team token>`,
