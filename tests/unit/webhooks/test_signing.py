@@ -69,6 +69,9 @@ def test_accepted_callback_urls(url: str) -> None:
         ("https://169.254.169.254/latest/meta-data", "private or reserved address"),
         ("https://[::1]:9000/hook", "private or reserved address"),
         ("https://10.0.0.5/hook", "private or reserved address"),
+        ("https://[64:ff9b::a9fe:a9fe]/latest/meta-data", "private or reserved address"),  # NAT64
+        ("https://[2002:7f00:1::1]/hook", "private or reserved address"),  # 6to4 of 127.0.0.1
+        ("https://[::ffff:0:10.0.0.5]/hook", "private or reserved address"),  # IPv4-translated
         ("http://127.0.0.1:9999/hook", "https"),  # another port than the allow-listed one
         ("not a url", "https"),
         ("https://example.com/" + "a" * 2100, "2048"),
