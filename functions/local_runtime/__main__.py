@@ -29,8 +29,6 @@ def main() -> None:
     state_dir = args.state_dir if args.state_dir is not None else state_dir_from_env()
     state_dir = state_dir or None  # "" keeps everything in memory
 
-    # as chosen (--state-dir included): the webhook secrets' local key is kept there, or in memory
-    os.environ["LOCAL_STATE_DIR"] = str(state_dir) if state_dir is not None else ""
     aws = EmbeddedAws(state_dir=state_dir)
     try:
         aws.start()  # takes LOCAL_STATE_DIR's lock first, before the journal is read

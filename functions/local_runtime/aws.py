@@ -83,7 +83,12 @@ class EmbeddedAws:
         if self.state_dir is not None:
             self._state = durable.LocalState(Path(self.state_dir))
             self._state.lock()
-        local = {"POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true")}
+        local = {
+            "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
+            # where the webhook secrets' local key is kept (functions/webhooks/secret_cipher.py): with
+            # the state, or, in memory, nowhere (a key of the process)
+            "LOCAL_STATE_DIR": str(self.state_dir) if self.state_dir is not None else "",
+        }
         self._set_env({**_FAKE_CREDENTIALS, **local, "AWS_ENDPOINT_URL": "", **self.extra_environment})
         os.environ.pop("AWS_ENDPOINT_URL", None)  # in-process mock: no endpoint
         reset_settings_cache()
