@@ -247,6 +247,8 @@ class OneReadAtATime:
         max_length: int = 5000,
         budget_seconds: float = 40.0,
         team_id: str | None = None,
+        job_id: str | None = None,
+        priority: int = 0,
     ) -> ExtractedPaper:
         async with self._lock:
             return await self.inner.extract(
@@ -255,6 +257,8 @@ class OneReadAtATime:
                 max_length=max_length,
                 budget_seconds=budget_seconds,
                 team_id=team_id,
+                job_id=job_id,
+                priority=priority,
             )
 
 

@@ -5,6 +5,7 @@ Error bodies are not shared: each app maps domain errors to its own seed contrac
 
 from __future__ import annotations
 
+import inspect
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -12,10 +13,13 @@ from typing import Annotated
 
 from aws_lambda_powertools import Logger
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from starlette.middleware.cors import CORSMiddleware
 
 from functions.common.settings import get_settings
 from functions.common.tenancy import team_for
+from functions.common.validation import bounded_request_id, json_text_problem
 from functions.metering.middleware import UsageMiddleware
 
 REQUEST_ID_HEADER = "X-Request-Id"
@@ -38,11 +42,12 @@ def create_app(
     async def request_context(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
-        request_id = request.headers.get(REQUEST_ID_HEADER) or str(uuid.uuid4())
+        request_id = bounded_request_id(request.headers.get(REQUEST_ID_HEADER))
         request.state.request_id = request_id
         logger.append_keys(request_id=request_id)
         started = time.perf_counter()
-        response = await call_next(request)
+        refusal = await _unparseable_json_body(app, request)
+        response = refusal if refusal is not None else await call_next(request)
         response.headers[REQUEST_ID_HEADER] = request_id
         logger.info(
             "request",
@@ -69,6 +74,29 @@ def create_app(
             max_age=600,
         )
     return app
+
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+async def _unparseable_json_body(app: FastAPI, request: Request) -> Response | None:
+    """A JSON body nested too deep or carrying a lone surrogate, answered as the app answers any invalid
+    body (its own RequestValidationError handler: its contract's 400 or 422), before FastAPI parses it."""
+    if request.method not in _BODY_METHODS:
+        return None
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != "application/json" and not media_type.endswith("+json"):
+        return None
+    problem = json_text_problem(await request.body())  # kept by Starlette for the route to read again
+    if problem is None:
+        return None
+    location = ("body", *problem.location)
+    error = RequestValidationError(
+        [{"type": "value_error", "loc": location, "msg": problem.message, "input": None}]
+    )
+    handler = app.exception_handlers.get(RequestValidationError, request_validation_exception_handler)
+    response = handler(request, error)
+    return await response if inspect.isawaitable(response) else response
 
 
 def client_identity(request: Request) -> str:

@@ -29,7 +29,7 @@ from urllib.parse import urljoin
 import httpx
 
 from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
-from functions.common.settings import Settings, get_settings
+from functions.common.settings import FetchPurpose, Settings, get_settings
 
 if TYPE_CHECKING:  # tenacity is imported by the first request that retries (bench/cold_start.py)
     from tenacity import RetryCallState
@@ -44,13 +44,44 @@ IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 _METADATA_ADDRESSES = frozenset(
     {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
 )
+# IPv6 prefixes whose last 32 bits are an IPv4 address the packet ends up at (RFC 4291 IPv4-compatible,
+# RFC 2765 IPv4-translated, RFC 6052 NAT64 well-known prefix).
+_LOW_32_EMBEDDING = (
+    ipaddress.IPv6Network("::/96"),
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),
+    ipaddress.IPv6Network("64:ff9b::/96"),
+)
+# RFC 8215 local-use NAT64: the operator picks where the IPv4 address sits, so no position can be trusted.
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (mapped, compatible, translated, NAT64, 6to4, Teredo)."""
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)  # the relay server and the (de-obfuscated) client
+    if any(ip in network for network in _LOW_32_EMBEDDING):
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
+    return []
 
 
 def is_public_address(address: str) -> bool:
-    """True only for globally routable unicast addresses (no private, loopback, link-local, metadata)."""
+    """True only for globally routable unicast addresses (no private, loopback, link-local, metadata); an
+    IPv6 address that embeds IPv4 addresses is public only when each of them is."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _LOCAL_NAT64:
+            return False
+        embedded = embedded_ipv4(ip)
+        if embedded:
+            return all(_is_public(inner) for inner in embedded)
+    return _is_public(ip)
+
+
+def _is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     if ip in _METADATA_ADDRESSES:
         return False
     return ip.is_global and not ip.is_multicast
@@ -81,11 +112,9 @@ async def vet_destination(host: str, port: int, allowlist: frozenset[str], resol
         raise FetchError(f"host {bare!r} has no address")
     if _host_allowed(bare, port, allowlist):
         return addresses[0]
-    refused = [a for a in addresses if not is_public_address(a)]
-    if refused:
-        raise FetchBlocked(
-            f"refusing to fetch from {bare!r}: it resolves to a non-public address ({refused[0]})"
-        )
+    if not all(is_public_address(address) for address in addresses):
+        # which address it was is not said: a caller must not learn how internal names resolve
+        raise FetchBlocked(f"refusing to fetch from {bare!r}: it resolves to a private or reserved address")
     return addresses[0]
 
 
@@ -157,22 +186,25 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
 
 
 class HttpClient:
-    """Bounded, retried, SSRF-guarded HTTP. One per container; safe to share across tasks."""
+    """Bounded, retried, SSRF-guarded HTTP. One per container and purpose; safe to share across tasks."""
 
     def __init__(
         self,
         settings: Settings | None = None,
         *,
+        purpose: FetchPurpose = "fetch",
         resolver: Resolver | None = None,
         max_backoff_seconds: float = 8.0,
     ) -> None:
+        """`purpose` picks the private hosts this client may reach (`Settings.private_hosts_for`): one
+        client per purpose, so that a pooled connection never carries one purpose's allowance to another."""
         import httpcore  # with h11 and h2: imported by the first client built, not by this module
 
         from functions.common.http_backend import GuardedNetworkBackend
 
         self._settings = settings or get_settings()
         self._max_backoff = max_backoff_seconds
-        backend = GuardedNetworkBackend(self._settings.private_host_allowlist, resolver)
+        backend = GuardedNetworkBackend(self._settings.private_hosts_for(purpose), resolver)
         transport = httpx.AsyncHTTPTransport(trust_env=False)
         # httpx does not expose the network backend; swap in a pool that uses the guarded one.
         transport._pool = httpcore.AsyncConnectionPool(

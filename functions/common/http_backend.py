@@ -17,8 +17,14 @@ from functions.common.http import Resolver, system_resolver, vet_destination
 class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
     """Resolves, checks and connects to one vetted address."""
 
-    def __init__(self, allowlist: frozenset[str], resolver: Resolver | None = None) -> None:
-        self._inner = httpcore.AnyIOBackend()
+    def __init__(
+        self,
+        allowlist: frozenset[str],
+        resolver: Resolver | None = None,
+        inner: httpcore.AsyncNetworkBackend | None = None,
+    ) -> None:
+        """`inner`: what opens the vetted connection (anyio's sockets; tests count attempts)."""
+        self._inner = inner or httpcore.AnyIOBackend()
         self._allowlist = allowlist
         self._resolve = resolver or system_resolver
 

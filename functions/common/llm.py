@@ -231,7 +231,7 @@ class OpenAiCompatibleProvider:
     """Any `/chat/completions` endpoint: OpenAI, vLLM, Ollama, LM Studio, llama.cpp's server.
 
     Every call goes through HttpClient (bounded, SSRF-guarded: a loopback or private endpoint must be
-    allowed by FETCH_ALLOW_PRIVATE_HOSTS). Given no `http`, each call opens and closes its own client,
+    allowed by LLM_ALLOW_PRIVATE_HOSTS). Given no `http`, each call opens and closes its own client,
     so one provider can serve several event loops; a shared `http` stays the caller's to close.
     """
 
@@ -274,7 +274,7 @@ class OpenAiCompatibleProvider:
             return
         from functions.common.http import HttpClient
 
-        client = HttpClient(self._settings)
+        client = HttpClient(self._settings, purpose="llm")
         try:
             yield client
         finally:

@@ -8,6 +8,9 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Why an outbound request is made, which decides the private hosts it may reach (`private_hosts_for`).
+FetchPurpose = Literal["fetch", "extract", "webhook", "llm"]
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
@@ -25,8 +28,14 @@ class Settings(BaseSettings):
     arxiv_pdf_base_url: str = "https://arxiv.org"
     doi_resolver_url: str = "https://doi.org"
 
-    # Outbound fetch policy.
+    # Outbound fetch policy. Private (loopback, private, link-local, reserved) hosts are refused unless a
+    # purpose's own allow-list names them (comma-separated `host` or `host:port`; each empty by default):
+    # FETCH_ for the scholarly connectors and the papers they point at, EXTRACT_ for a team's own
+    # `source_url`, WEBHOOK_ for callback URLs, LLM_ for the model endpoint (docs/extract.md, "SSRF").
     fetch_allow_private_hosts: str = ""
+    extract_allow_private_hosts: str = ""
+    webhook_allow_private_hosts: str = ""
+    llm_allow_private_hosts: str = ""
     fetch_timeout_seconds: float = 20.0
     fetch_max_bytes: int = 50 * 1024 * 1024
     fetch_max_redirects: int = 5
@@ -60,6 +69,10 @@ class Settings(BaseSettings):
     artifacts_bucket: str = "research-artifacts"
     state_machine_arn: str | None = None
     event_bus_name: str = "default"
+    # The KMS key that seals teams' webhook secrets (functions/webhooks/secret_cipher.py; CDK sets it).
+    # Unset off AWS: a local AES-GCM key in LOCAL_STATE_DIR (or of the process, when state is in memory).
+    webhook_secret_key_id: str | None = None
+    local_state_dir: str = ""
     # Agent traces (GET /v1/traces/{trace_id}) expire this many days after their last event.
     trace_ttl_days: int = 30
 
@@ -97,12 +110,20 @@ class Settings(BaseSettings):
     def cors_origin_list(self) -> list[str]:
         return [item.strip() for item in self.cors_origins.split(",") if item.strip()]
 
+    def private_hosts_for(self, purpose: FetchPurpose) -> frozenset[str]:
+        """The private hosts `purpose` may reach: `host` or `host:port` entries, lower-cased."""
+        raw = {
+            "fetch": self.fetch_allow_private_hosts,
+            "extract": self.extract_allow_private_hosts,
+            "webhook": self.webhook_allow_private_hosts,
+            "llm": self.llm_allow_private_hosts,
+        }[purpose]
+        return frozenset(item.strip().lower() for item in raw.split(",") if item.strip())
+
     @property
     def private_host_allowlist(self) -> frozenset[str]:
-        """`host` or `host:port` entries, lower-cased."""
-        return frozenset(
-            item.strip().lower() for item in self.fetch_allow_private_hosts.split(",") if item.strip()
-        )
+        """The connectors' allow-list (FETCH_ALLOW_PRIVATE_HOSTS); other purposes: `private_hosts_for`."""
+        return self.private_hosts_for("fetch")
 
 
 @lru_cache(maxsize=1)

@@ -116,17 +116,20 @@ async def get_service() -> AsyncIterator[ExtractionService]:
     from functions.extract.service import ExtractionService
 
     settings = get_settings()
-    http = HttpClient(settings)
+    http = HttpClient(settings, purpose="fetch")
+    service = ExtractionService(
+        http=http,
+        # a team's own source_url is reached under its own allow-list, never the connectors'
+        source_http=lambda: HttpClient(settings, purpose="extract"),
+        blobs=_blobs(),
+        documents=_documents(),
+        settings=settings,
+        metadata=ConnectorMetadata.from_settings(settings, http, cache=_lookup_cache()),
+    )
     try:
-        yield ExtractionService(
-            http=http,
-            blobs=_blobs(),
-            documents=_documents(),
-            settings=settings,
-            metadata=ConnectorMetadata.from_settings(settings, http, cache=_lookup_cache()),
-        )
+        yield service
     finally:
-        await http.aclose()
+        await service.aclose()  # its clients: `http` and the source client, if one was built
 
 
 ServiceDep = Annotated["ExtractionService", Depends(get_service)]

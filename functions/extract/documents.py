@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from functions.common.aws import dynamodb_resource
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import from_dynamo
+from functions.common.validation import json_text_problem
 from functions.extract.errors import DocumentTooLarge, UnprocessableDocument
 from functions.extract.resolve import LIBRARY_SCHEME
 
@@ -81,6 +82,12 @@ def validate_upload(data: bytes, filename: str, settings: Settings | None = None
 def parse_metadata_field(raw: str | None) -> dict[str, Any]:
     if not raw:
         return {}
+    problem = json_text_problem(raw)  # nesting bounded before json.loads recurses into it
+    if problem is not None:
+        where = ".".join(str(part) for part in problem.location)
+        raise UnprocessableDocument(
+            f"metadata{'.' + where if where else ''}: {problem.message}", field="metadata"
+        )
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:

@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -153,12 +154,19 @@ class ExtractionService:
         documents: DocumentRepository | None = None,
         settings: Settings | None = None,
         metadata: ScholarlyMetadata | None = None,
+        source_http: Callable[[], HttpClient] | None = None,
         polite: PoliteRequests | None = None,
     ) -> None:
         """`metadata`: where authoritative title/authors/abstract come from; None = layout only.
-        `polite`: turns at the providers a fetch reaches (arxiv.org PDFs, open-access lookups); None:
-        the process's turns."""
+
+        `http` reaches the registries and the papers they point at (FETCH_ALLOW_PRIVATE_HOSTS);
+        `source_http`, when given, builds (on first use; `aclose` closes it) the client that fetches a
+        `source_url` a team supplied as a plain URL (the extract API's, with EXTRACT_ALLOW_PRIVATE_HOSTS),
+        so that neither allow-list opens a host to the other's callers. `polite`: turns at the providers
+        a fetch reaches (arxiv.org PDFs, open-access lookups); None: the process's turns."""
         self._http = http
+        self._source_factory = source_http
+        self._source_client: HttpClient | None = None
         self._blobs = blobs
         self._documents = documents
         self._settings = settings or get_settings()
@@ -169,7 +177,7 @@ class ExtractionService:
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> ExtractionService:
         settings = settings or get_settings()
-        http = HttpClient(settings)
+        http = HttpClient(settings, purpose="fetch")
         return cls(
             http=http,
             blobs=S3BlobStore(settings.data_bucket),
@@ -179,8 +187,18 @@ class ExtractionService:
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP client (the service owns it when built by from_settings)."""
+        """Close the HTTP clients (the service owns `http` when built by from_settings)."""
+        if self._source_client is not None:
+            await self._source_client.aclose()
+            self._source_client = None
         await self._http.aclose()
+
+    def _source_http(self) -> HttpClient:
+        if self._source_factory is None:
+            return self._http
+        if self._source_client is None:
+            self._source_client = self._source_factory()
+        return self._source_client
 
     # --- extraction ------------------------------------------------------------------------------
 
@@ -387,7 +405,7 @@ class ExtractionService:
             return await self._fetch_url(f"{base}/pdf/{target.value}", deadline, follow_html=False)
         if target.kind == "doi":
             return await self._fetch_doi(target.value, deadline)
-        return await self._fetch_url(target.value, deadline, follow_html=True)
+        return await self._fetch_url(target.value, deadline, follow_html=True, http=self._source_http())
 
     async def _library_record(self, team_id: str | None, document_id: str) -> DocumentRecord:
         """The team's document. No team, another team's document and an unknown one all raise the same
@@ -427,13 +445,17 @@ class ExtractionService:
                 ) from exc
             raise
 
-    async def _fetch_url(self, url: str, deadline: _Deadline, *, follow_html: bool) -> Fetched:
+    async def _fetch_url(
+        self, url: str, deadline: _Deadline, *, follow_html: bool, http: HttpClient | None = None
+    ) -> Fetched:
+        """`http`: the client whose allow-list applies to `url` (and to the PDF its page links to)."""
+        client = http or self._http
         deadline.tried.append(url)
         self.stats.fetches += 1
         try:
             response = await self._polite.send(
                 url,
-                lambda on_sent: self._http.get(
+                lambda on_sent: client.get(
                     url,
                     headers={"Accept": PDF_ACCEPT},
                     total_timeout=deadline.remaining(),
@@ -462,7 +484,7 @@ class ExtractionService:
         document = parse_html(response.text, response.url)
         if follow_html and document.pdf_url and document.pdf_url not in deadline.tried:
             try:
-                linked = await self._fetch_url(document.pdf_url, deadline, follow_html=False)
+                linked = await self._fetch_url(document.pdf_url, deadline, follow_html=False, http=client)
             except (SourceUnavailable, FetchError):
                 linked = None
             if linked is not None and linked.kind == "pdf":

@@ -10,7 +10,7 @@ import uvicorn
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.local_runtime.admission import Admission, limit_from_env
 from functions.local_runtime.aws import EmbeddedAws
-from functions.local_runtime.durable import state_dir_from_env
+from functions.local_runtime.durable import StateDirInUse, state_dir_from_env
 from functions.local_runtime.gateway import Gateway, load_function_apps
 from functions.local_runtime.scheduler import start_local_scheduler
 
@@ -29,7 +29,12 @@ def main() -> None:
     state_dir = args.state_dir if args.state_dir is not None else state_dir_from_env()
     state_dir = state_dir or None  # "" keeps everything in memory
 
-    with EmbeddedAws(state_dir=state_dir) as aws:
+    aws = EmbeddedAws(state_dir=state_dir)
+    try:
+        aws.start()  # takes LOCAL_STATE_DIR's lock first, before the journal is read
+    except StateDirInUse as exc:
+        raise SystemExit(str(exc)) from None  # one line on stderr, exit status 1
+    try:
         gateway = Gateway(load_function_apps())
         if state_dir is None:
             print("state kept in memory only: LOCAL_STATE_DIR=<dir> keeps it across restarts", flush=True)
@@ -55,13 +60,14 @@ def main() -> None:
             )
         if limit:
             print(
-                f"at most {limit} requests served at once, the rest queue (LOCAL_MAX_CONCURRENT_REQUESTS)",
+                f"at most {limit} requests served at once, the rest queue, served team by team "
+                "(LOCAL_MAX_CONCURRENT_REQUESTS)",
                 flush=True,
             )
         scheduler = start_local_scheduler()  # due research schedules fire here as on EventBridge Scheduler
         try:
             uvicorn.run(
-                Admission(gateway, limit) if limit else gateway,
+                Admission(gateway, limit, team_of=gateway.admission_team) if limit else gateway,
                 host=args.host,
                 port=args.port,
                 log_level="info",
@@ -69,6 +75,8 @@ def main() -> None:
             )
         finally:
             scheduler.stop()
+    finally:
+        aws.stop()
 
 
 if __name__ == "__main__":

@@ -80,8 +80,15 @@ class EmbeddedAws:
         self.stop()
 
     def start(self) -> None:
+        """Raises durable.StateDirInUse, before anything is set up, when another runtime holds `state_dir`."""
+        if self.state_dir is not None:
+            self._state = durable.LocalState(Path(self.state_dir))
+            self._state.lock()
         local = {
             "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
+            # where the webhook secrets' local key is kept (functions/webhooks/secret_cipher.py): with
+            # the state, or, in memory, nowhere (a key of the process)
+            "LOCAL_STATE_DIR": str(self.state_dir) if self.state_dir is not None else "",
             # one process: the turns at the upstream providers are exact (and cheap) in its memory
             "SEARCH_TURNS_BACKEND": os.environ.get("SEARCH_TURNS_BACKEND", "memory"),
         }
@@ -103,8 +110,7 @@ class EmbeddedAws:
         if len(self.state_machine_arns) == 1:
             self._set_env({"STATE_MACHINE_ARN": next(iter(self.state_machine_arns.values()))})
             reset_settings_cache()
-        if self.state_dir is not None:
-            self._state = durable.LocalState(Path(self.state_dir))
+        if self._state is not None:
             self.restored = self._state.load()
             self.restore_seconds = self._state.load_seconds
             # executions do not survive a restart: jobs they were running end FAILED, now, not on a read

@@ -21,6 +21,13 @@ backends (no HTTP round trips), and the journal is rewritten compacted (temporar
 atomic). Blobs no longer referenced are removed then. While running, the journal is compacted again
 when it has grown to four times its compacted size (and at least 64 MB).
 
+One runtime per directory: `LocalState` takes an exclusive `flock` on `runtime.lock` in it before it
+reads the journal and holds it for the process's life (the kernel drops it when the process dies, even
+by SIGKILL). A second runtime on the same directory refuses to start (`StateDirInUse`, naming the
+holder's pid) instead of compacting the journal under the first one. The directory and `blobs/` are
+0700, and every file in them (journal, blobs, lock, temporary files) is created 0600: the state holds
+every team's data.
+
 Why not moto's request recorder: it replays every request ever made (start-up grows with history, not
 with data), it would start every recorded Step Functions execution again, and it records to a file it
 rewrites rather than appends. Why not pickling the backends: moto's backends hold locks and threads, and a
@@ -30,6 +37,8 @@ whole-state snapshot per write costs O(state) per request; a periodic one loses 
 from __future__ import annotations
 
 import base64
+import contextlib
+import fcntl
 import functools
 import hashlib
 import inspect
@@ -57,6 +66,9 @@ logger = get_logger("local-state")
 
 JOURNAL = "journal.jsonl"
 BLOBS = "blobs"
+LOCK_FILE = "runtime.lock"
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
 INTERRUPTED_REASON = (
     "the local runtime stopped while the job was running (its workflow execution did not survive the "
     "restart); start the job again"
@@ -73,6 +85,72 @@ def state_dir_from_env(default: str | Path | None = None) -> Path | None:
     return Path(value) if value.strip() else None
 
 
+class StateDirInUse(Exception):
+    """Another process holds the state directory's lock."""
+
+    def __init__(self, directory: Path, holder_pid: int | None) -> None:
+        holder = f"pid {holder_pid}" if holder_pid is not None else "a process whose pid is unknown"
+        super().__init__(
+            f"{directory} is in use by another local runtime ({holder}): stop it first, "
+            "or give this one another LOCAL_STATE_DIR"
+        )
+        self.directory = directory
+        self.holder_pid = holder_pid
+
+
+def private_directory(directory: Path) -> None:
+    """`directory` (and its parents) exists, and is the owner's only (0700)."""
+    directory.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+    if directory.stat().st_mode & 0o777 != DIRECTORY_MODE:
+        os.chmod(directory, DIRECTORY_MODE)
+
+
+def private_file(path: Path) -> None:
+    """Take group and other permissions off an existing file (one written by an older runtime)."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.stat().st_mode & 0o077:
+            os.chmod(path, FILE_MODE)
+
+
+class StateDirLock:
+    """An exclusive `flock` on `<directory>/runtime.lock`, with the holder's pid written in the file."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / LOCK_FILE
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> None:
+        """Raises StateDirInUse when another process (or another open of it here) holds it."""
+        if self._fd is not None:
+            return
+        private_directory(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _pid_in(fd)
+            os.close(fd)
+            raise StateDirInUse(self.path.parent, holder) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _pid_in(fd: int) -> int | None:
+    raw = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
+    return int(raw) if raw.isdigit() else None
+
+
 def _key_id(kind: str, region: str, parts: list[Any]) -> str:
     return json.dumps([kind, region, *parts], separators=(",", ":"), sort_keys=True)
 
@@ -86,17 +164,26 @@ class LocalState:
     _latest: dict[str, str] = field(default_factory=dict, init=False)  # key id -> its last line
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False)
     _file: Any = field(default=None, init=False)
+    _dir_lock: StateDirLock | None = field(default=None, init=False)
     _compacted_bytes: int = field(default=0, init=False)
     _written_bytes: int = field(default=0, init=False)
     skipped_lines: int = field(default=0, init=False)
     load_seconds: float = field(default=0.0, init=False)
 
     # -- start-up ---------------------------------------------------------------------------------
+    def lock(self) -> None:
+        """Take the directory for this process (StateDirInUse otherwise); `load` does it too, `close`
+        gives it back."""
+        if self._dir_lock is None:
+            self._dir_lock = StateDirLock(self.directory)
+        self._dir_lock.acquire()
+
     def load(self) -> dict[str, int]:
         """Read the journal, load its state into moto, rewrite it compacted; counts of what was loaded."""
         started = time.perf_counter()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        (self.directory / BLOBS).mkdir(exist_ok=True)
+        self.lock()  # before the journal is read: a second runtime stops here, having touched nothing
+        private_directory(self.directory)
+        private_directory(self.directory / BLOBS)
         journal = self.directory / JOURNAL
         self._latest.clear()
         for line in _read_lines(journal, self):
@@ -213,13 +300,18 @@ class LocalState:
             for blob in (self.directory / BLOBS).iterdir():
                 if blob.name not in referenced:
                     blob.unlink(missing_ok=True)
-            self._file = open(journal, "ab")  # noqa: SIM115 - kept open until close()
+                else:
+                    private_file(blob)
+            fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+            self._file = os.fdopen(fd, "ab")  # kept open until close()
 
     def close(self) -> None:
         with self._lock:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+            if self._dir_lock is not None:
+                self._dir_lock.release()
 
 
 def _plain(value: Any) -> Any:
@@ -263,7 +355,8 @@ def _read_lines(journal: Path, state: LocalState) -> Iterator[str]:
 
 def _atomic_write(path: Path, data: bytes, *, fsync: bool) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(temporary, "wb") as handle:
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    with os.fdopen(fd, "wb") as handle:
         handle.write(data)
         if fsync:
             handle.flush()

@@ -4,6 +4,12 @@ Each function keeps its own FastAPI app (its own error contract and handlers); t
 the app whose routes match, and serves a merged `/openapi.json`, `/docs` and `/redoc`, and the research
 console's static files at `/console/` (`functions/local_runtime/console.py`; no token needed, as on CloudFront).
 
+Request bodies are capped as API Gateway caps them (`MAX_BODY_BYTES`, 10 MB): a larger declared
+`Content-Length` gets 413 unread, in the error format of the path's contract (`error_reply`); a body
+without one is counted as the app reads it and cut off at the cap with the same 413. The `X-Request-Id`
+the gateway echoes is bounded (`functions.common.validation.bounded_request_id`). `admission_team` names
+the queue a request waits in (functions/local_runtime/admission.py).
+
 Team tokens, as the API Gateway authorizer (`functions/teams/authorizer.py`) enforces them on AWS:
 - `AUTH=required` in the environment (read once, when the gateway is built: `make run` reads it at
   start) makes every HTTP request to a function's route carry `Authorization: Bearer <team token>`,
@@ -28,7 +34,6 @@ import hashlib
 import importlib
 import os
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,8 +43,9 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.routing import Match
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from functions.common.validation import bounded_request_id
 from functions.local_runtime.console import DEFAULT_CONSOLE_DIR, ConsoleFiles, is_console_path
 from functions.teams.tokens import bearer_token
 
@@ -116,6 +122,7 @@ EXEMPT_PATHS = frozenset({"/v1/health", "/api/v1/health"})
 ADMIN_PREFIX = "/admin"
 TOKEN_CACHE_SECONDS = 30.0
 TOKEN_CACHE_MAX_ENTRIES = 1024
+MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
 
 TeamLookup = Callable[[str], str | None]  # a token -> its team's id; None when unknown or revoked
 Refusal = Literal["missing", "invalid"]
@@ -177,32 +184,46 @@ class TokenCache:
         self._entries[key] = (team_id, now + self._ttl)
 
 
-def _trust_body(message: str) -> dict[str, Any]:
-    return {"error": {"code": "unauthorized", "message": message, "details": {}}}
+def error_reply(
+    path: str, status: int, code: str, title: str, message: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A gateway-made error body (and extra headers) in the error format of the contract `path` belongs
+    to: `code` in snake case ("unauthorized"), `title` a short phrase ("Unauthorized")."""
+    if path.startswith(("/v1/", ADMIN_PREFIX + "/")) or path in ("/v1", ADMIN_PREFIX):
+        # trust API §8.4 (functions/answer/errors.py, extract /v1/*)
+        return {"error": {"code": code, "message": message, "details": {}}}, {}
+    if path.startswith("/api/v1/"):
+        return {"detail": title}, {}  # multi-source seed (answer and search /api/v1/*)
+    if path.startswith("/api/tools/search"):
+        # API 1's search tool (functions/search/errors.py): {"error": <what>, "message": <why>}
+        return {"error": title, "message": message}, {}
+    if path.startswith(("/api/tools/", "/api/agent/", "/api/schedules", "/api/webhooks")):
+        # the agent API's body (functions/orchestrate/errors.py, functions/extract/http_errors.py)
+        return {"error": code.upper(), "message": message}, {}
+    if path.startswith(("/search/", "/entity/")):
+        body = {  # the knowledge base's (functions/rag/errors.py)
+            "detail": message,
+            "status_code": status,
+            "error_code": code.upper(),
+            "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        return body, {"Cache-Control": "no-store"}
+    return {"detail": title}, {}
 
 
 def unauthorized_reply(path: str, refusal: Refusal) -> tuple[dict[str, Any], dict[str, str]]:
     """The 401 body (and extra headers) in the error format of the contract `path` belongs to."""
-    message = REFUSAL_MESSAGES[refusal]
-    if path.startswith(("/v1/", ADMIN_PREFIX + "/")) or path in ("/v1", ADMIN_PREFIX):
-        return _trust_body(message), {}  # trust API §8.4 (functions/answer/errors.py, extract /v1/*)
-    if path.startswith("/api/v1/"):
-        return {"detail": "Unauthorized"}, {}  # multi-source seed (answer and search /api/v1/*)
-    if path.startswith("/api/tools/search"):
-        # API 1's search tool (functions/search/errors.py): {"error": <what>, "message": <why>}
-        return {"error": "Unauthorized", "message": message}, {}
-    if path.startswith(("/api/tools/", "/api/agent/", "/api/schedules", "/api/webhooks")):
-        # the agent API's body (functions/orchestrate/errors.py, functions/extract/http_errors.py)
-        return {"error": "UNAUTHORIZED", "message": message}, {}
-    if path.startswith(("/search/", "/entity/")):
-        body = {  # the knowledge base's (functions/rag/errors.py)
-            "detail": message,
-            "status_code": 401,
-            "error_code": "UNAUTHORIZED",
-            "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
-        return body, {"Cache-Control": "no-store"}
-    return {"detail": "Unauthorized"}, {}
+    return error_reply(path, 401, "unauthorized", "Unauthorized", REFUSAL_MESSAGES[refusal])
+
+
+def too_large_reply(path: str, limit: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """The 413 for a request body over `limit` bytes, in the error format of `path`'s contract."""
+    message = f"The request body exceeds the {limit // (1024 * 1024)} MB limit"
+    return error_reply(path, 413, "payload_too_large", "Payload too large", message)
+
+
+class _BodyTooLarge(Exception):
+    """Raised into the app by the capped `receive`; the gateway answers 413 instead of the app."""
 
 
 def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
@@ -222,9 +243,11 @@ class Gateway:
         token_cache_seconds: float = TOKEN_CACHE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         console_dir: Path = DEFAULT_CONSOLE_DIR,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         """`auth_required` None reads `AUTH` from the environment, now (not per request)."""
         self._console = ConsoleFiles(console_dir)
+        self.max_body_bytes = max_body_bytes
         self.auth_required = auth_required_from_env() if auth_required is None else auth_required
         self._lookup = lookup
         self._tokens = TokenCache(token_cache_seconds, clock)
@@ -267,6 +290,11 @@ class Gateway:
             await self._lifespan(receive, send)
             return
         app = self.app_for(scope)
+        if scope["type"] == "http":
+            declared = _header(scope["headers"], b"content-length")
+            if declared is not None and declared.strip().isdigit() and int(declared) > self.max_body_bytes:
+                await self._too_large(scope)(scope, receive, send)  # refused unread, as API Gateway does
+                return
         if scope["type"] in ("http", "websocket"):
             # the team is the gateway's to say: a client's own x-team-id never reaches an app
             headers = [(name, value) for name, value in scope["headers"] if name.lower() != TEAM_HEADER]
@@ -279,7 +307,61 @@ class Gateway:
                     return
                 headers.append((TEAM_HEADER, team_id.encode("latin-1")))
             scope = {**scope, "headers": headers}
-        await app(scope, receive, send)
+        if scope["type"] == "http":
+            await self._capped(app, scope, receive, send)
+        else:
+            await app(scope, receive, send)
+
+    async def _capped(self, app: Any, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run `app` with its body counted as it streams in (chunked bodies declare no length): past the
+        cap the app's reads fail, whatever it answers is dropped, and the client gets the 413."""
+        received = 0
+        exceeded = False
+        started = False
+
+        async def counted_receive() -> Message:
+            nonlocal received, exceeded
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    exceeded = True
+                    raise _BodyTooLarge
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if exceeded and not started:
+                return  # the app's answer to a body cut short: replaced by the 413 below
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await app(scope, counted_receive, guarded_send)
+        except Exception:
+            if not exceeded or started:
+                raise
+        if exceeded and not started:
+            await self._too_large(scope)(scope, receive, send)
+
+    def _too_large(self, scope: Scope) -> JSONResponse:
+        body, extra = too_large_reply(scope["path"], self.max_body_bytes)
+        request_id = bounded_request_id(_header(scope["headers"], REQUEST_ID_HEADER))
+        return JSONResponse(
+            body, status_code=413, headers={**extra, "Connection": "close", "X-Request-Id": request_id}
+        )
+
+    async def admission_team(self, scope: Scope) -> str:
+        """The queue a request waits in before admission (functions/local_runtime/admission.py): the
+        team its bearer token belongs to, resolved as for authorisation (and cached alike); without a
+        token, the client's `x-team-id` when AUTH is off (only the order of waiting depends on it)."""
+        headers = scope.get("headers", [])
+        token = bearer_token(_header(headers, b"authorization"))
+        if token is not None:
+            team_id = await self._team_of(token)
+            return f"team:{team_id}" if team_id is not None else "unknown-token"
+        claimed = None if self.auth_required else _header(headers, TEAM_HEADER)
+        return f"team:{claimed}" if claimed else "anonymous"
 
     def _guarded(self, app: Any, path: str) -> bool:
         if app is self._docs or app is self._console or path in EXEMPT_PATHS:
@@ -298,7 +380,7 @@ class Gateway:
     def _unauthorized(path: str, headers: Sequence[tuple[bytes, bytes]], refusal: Refusal) -> JSONResponse:
         body, extra = unauthorized_reply(path, refusal)
         challenge = "Bearer" if refusal == "missing" else 'Bearer error="invalid_token"'
-        request_id = _header(headers, REQUEST_ID_HEADER) or str(uuid.uuid4())
+        request_id = bounded_request_id(_header(headers, REQUEST_ID_HEADER))
         return JSONResponse(
             body,
             status_code=401,

@@ -128,7 +128,7 @@ class ExecuteRequest(_Strict):
         if value is None:
             return None
         try:
-            return check_callback_url(value, get_settings().private_host_allowlist)
+            return check_callback_url(value, get_settings().private_hosts_for("webhook"))
         except InvalidInput as exc:
             raise ValueError(exc.message) from None
 

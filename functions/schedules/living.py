@@ -72,7 +72,7 @@ class OpenAlexRetractions:
         if not dois:
             return RetractionAnswer({})
         request = build_retraction_request(self.settings, dois)
-        client = HttpClient(self.settings, resolver=self.resolver, max_backoff_seconds=1.0)
+        client = HttpClient(self.settings, purpose="fetch", resolver=self.resolver, max_backoff_seconds=1.0)
         try:
             response = await client.get(
                 request.url,

@@ -379,7 +379,7 @@ class ScheduleService:
         _check_timezone(request.timezone)
         _check_job(request.research_goal, request.scope_parameters)
         if request.callback_url is not None:
-            check_callback_url(request.callback_url, get_settings().private_host_allowlist)
+            check_callback_url(request.callback_url, get_settings().private_hosts_for("webhook"))
         now = self.clock()
         if expression.next_after(now, request.timezone, anchor=now) is None:
             raise _invalid(f"{request.schedule_expression} never fires after {now.isoformat()}")

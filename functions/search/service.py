@@ -133,7 +133,9 @@ class SearchService:
             shared = http_client
             http: Callable[[], HttpClient] = lambda: shared  # noqa: E731
         else:
-            http = LoopLocalHttp(lambda: HttpClient(settings, max_backoff_seconds=cfg.max_backoff_seconds))
+            http = LoopLocalHttp(
+                lambda: HttpClient(settings, purpose="fetch", max_backoff_seconds=cfg.max_backoff_seconds)
+            )
         context = ConnectorContext(settings=settings, search_settings=cfg, http=http, breakers=breakers)
         registry = registry if registry is not None else REGISTRY
         enabled = cfg.connector_names or list(registry)

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import cast
 
 from functions.common.errors import InvalidInput, NotFound
+from functions.common.settings import get_settings
 from functions.teams.models import (
     NAME_MAX_CHARS,
     TIERS,
@@ -31,6 +32,8 @@ from functions.teams.models import (
 from functions.teams.store import TeamStore
 from functions.teams.tokens import MAX_TOKEN_CHARS, new_token, token_hash
 from functions.teams.usage_keys import NoUsageKeys, UsageKeys
+from functions.webhooks.secret_cipher import SecretCipher, is_plaintext
+from functions.webhooks.secret_cipher import secret_cipher as cipher_from_settings
 from functions.webhooks.signing import new_secret as new_webhook_secret
 
 Clock = Callable[[], datetime]
@@ -56,11 +59,18 @@ class Onboarded:
 
 class TeamService:
     def __init__(
-        self, store: TeamStore, clock: Clock = utc_now, *, usage_keys: UsageKeys | None = None
+        self,
+        store: TeamStore,
+        clock: Clock = utc_now,
+        *,
+        usage_keys: UsageKeys | None = None,
+        secret_cipher: SecretCipher | None = None,
     ) -> None:
+        """`secret_cipher` seals webhook secrets; None: the settings' (KMS on AWS), built on first use."""
         self.store = store
         self._clock = clock
         self.usage_keys: UsageKeys = usage_keys or NoUsageKeys()
+        self.secret_cipher = secret_cipher
 
     def create_team(self, name: str, tier: str) -> tuple[Team, str, str]:
         """The new team, its first token's id and the token (shown once); see `onboard` for its API key."""
@@ -143,16 +153,26 @@ class TeamService:
 
     def rotate_webhook_secret(self, team_id: str) -> str:
         """A new webhook secret of the team, replacing any earlier one (shown to the admin, who hands it
-        to the team's receivers). NotFound for an unknown team."""
+        to the team's receivers), stored sealed (functions/webhooks/secret_cipher.py). NotFound for an
+        unknown team."""
         if self.store.get_team(team_id) is None:
             raise NotFound("team not found")
         secret = new_webhook_secret()
-        self.store.put_webhook_secret(team_id, secret, created_at=self._now())
+        self.store.put_webhook_secret(team_id, self._cipher().seal(secret, team_id), created_at=self._now())
         return secret
 
     def webhook_secret(self, team_id: str) -> str | None:
-        """The key that signs the team's webhooks; None when the team has none (nothing is sent)."""
-        return self.store.webhook_secret(team_id)
+        """The key that signs the team's webhooks; None when the team has none (nothing is sent).
+        SecretUnreadable when the stored one cannot be opened."""
+        stored = self.store.webhook_secret(team_id)
+        if stored is None or is_plaintext(stored):  # None, or stored in plain text by an earlier version
+            return stored
+        return self._cipher().open(stored, team_id)
+
+    def _cipher(self) -> SecretCipher:
+        if self.secret_cipher is None:
+            self.secret_cipher = cipher_from_settings(get_settings())
+        return self.secret_cipher
 
     def _issue(self, team_id: str) -> tuple[str, str]:
         token = new_token()

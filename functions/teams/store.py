@@ -9,13 +9,14 @@ Items (one table, `pk` + `sk`):
 | `TEAM#<team_id>`   | `TOKEN#<token_id>`  | the same, to revoke a token by its id                 |
 | `APIKEY#<sha256>`  | `APIKEY`            | api_key_id, team_id, created_at: an `x-api-key`'s team |
 | `TEAM#<team_id>`   | `APIKEY`            | the same: the team's API key (at most one)            |
-| `TEAM#<team_id>`   | `WEBHOOK_SECRET`    | webhook_secret, created_at: signs the team's webhooks |
+| `TEAM#<team_id>`   | `WEBHOOK_SECRET`    | webhook_secret (sealed), created_at: signs webhooks   |
 
 Resolving a token is one GetItem on its hash. A token is written (both items, and a check that its team
 exists) in one transaction, and revoked the same way; the token itself is never stored. A team's API
 Gateway API key (on AWS) is stored the same way: both items in one transaction, by the SHA-256 of its value.
-The webhook secret is stored as is (it is an HMAC key: the service must sign with it), in the table's
-encryption at rest; rotating it replaces it.
+The webhook secret is an HMAC key the service must sign with, so it is not hashed: the store keeps it
+sealed, as `TeamService` hands it over (KMS on AWS, AES-GCM locally: functions/webhooks/secret_cipher.py);
+rotating it replaces it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One webhook delivery: a signed POST, retried with backoff, every attempt reported to the caller.
 
 The POST goes through `functions.common.http.HttpClient`, the one guarded client: the destination is
-resolved and must be public unless allow-listed (`FETCH_ALLOW_PRIVATE_HOSTS`), redirects are not
+resolved and must be public unless allow-listed (`WEBHOOK_ALLOW_PRIVATE_HOSTS`), redirects are not
 followed (a 3xx is a failed attempt), and each attempt is bounded by `WEBHOOK_ATTEMPT_TIMEOUT_SECONDS`.
 A 5xx, 408 or 429 answer, a time-out and a failed connection are retried (`WEBHOOK_MAX_ATTEMPTS`, waits
 of `WEBHOOK_BACKOFF_SECONDS * 2**(n-1)` with jitter, a Retry-After honoured up to
@@ -52,7 +52,7 @@ class WebhookSender:
         self, url: str, *, event: str, delivery_id: str, body: bytes, secret: str, report: Report
     ) -> Outcome:
         """POST `body` to `url` until it is delivered or a final outcome; `report` hears every attempt."""
-        client = HttpClient(self.settings, resolver=self.resolver)
+        client = HttpClient(self.settings, purpose="webhook", resolver=self.resolver)
         started = time.monotonic()
         try:
             attempt = 0

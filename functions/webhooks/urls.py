@@ -1,7 +1,7 @@
 """What a callback URL may be, checked when a job or schedule is submitted (400 otherwise).
 
-- `https://…`, or `http://…` only for a host the deployment allow-lists (`FETCH_ALLOW_PRIVATE_HOSTS`,
-  `host` or `host:port`, as for every outbound fetch);
+- `https://…`, or `http://…` only for a host the deployment allow-lists for callbacks
+  (`WEBHOOK_ALLOW_PRIVATE_HOSTS`, `host` or `host:port`; the connectors' list does not count);
 - no credentials in the URL, at most 2048 characters;
 - a literal IP address must be public unless allow-listed (loopback, private, link-local and metadata
   addresses are refused here already).
@@ -46,12 +46,12 @@ def check_callback_url(url: str, allowlist: frozenset[str], field: str = "callba
     allowed = _allowed(parsed.host, port, allowlist)
     if parsed.scheme == "http" and not allowed:
         raise InvalidInput(
-            f"{field} must use https (http only for hosts in FETCH_ALLOW_PRIVATE_HOSTS)", field=field
+            f"{field} must use https (http only for hosts in WEBHOOK_ALLOW_PRIVATE_HOSTS)", field=field
         )
     try:
         address = ipaddress.ip_address(parsed.host.strip("[]"))
     except ValueError:
         return url
     if not allowed and not is_public_address(str(address)):
-        raise InvalidInput(f"{field} points at a non-public address ({address})", field=field)
+        raise InvalidInput(f"{field} points at a private or reserved address", field=field)
     return url

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from aws_cdk import ArnFormat, CfnResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -39,6 +41,11 @@ READ_ONLY: Mapping[str, frozenset[str]] = {
 # "event_bus_name"): the authorizer, on every request's path, only reads the teams table, even if a module
 # it imports one day names another table.
 ONLY: Mapping[str, frozenset[str]] = {"authorizer": frozenset({"teams_table"})}
+# Teams' webhook secrets are sealed with a KMS key (functions/webhooks/secret_cipher.py): a function that
+# carries the admin's secret route may only encrypt with it, one that carries the webhook sender (it signs
+# deliveries) may only decrypt; either only for the webhook-secret encryption context.
+WEBHOOK_SECRET_WRITER = Path("functions/teams/routes.py")
+WEBHOOK_SECRET_READER = Path("functions/webhooks/sender.py")
 # numpy's BLAS threads only contend on Lambda's vCPUs for the knowledge base's small products
 # The alias every invoker names (a published version: what SnapStart snapshots).
 LIVE_ALIAS = "live"
@@ -153,6 +160,15 @@ class Functions(Construct):
                 environment=environment,
             )
 
+        self.webhook_secret_key = kms.Key(
+            self,
+            "WebhookSecretKey",
+            description="Seals the teams' webhook signing secrets in the teams table",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,  # deleting it would make every stored secret unreadable
+        )
+        for deployed in self.all():
+            self._grant_webhook_secret_key(deployed)
         for deployed in self.all():
             used = deployed.sources.names_used([*tables, *buckets, "event_bus_name"])
             if deployed.family in ONLY:
@@ -172,6 +188,23 @@ class Functions(Construct):
                         bucket.grant_read_write(deployed.function)
             if "event_bus_name" in used:
                 event_bus.grant_put_events_to(deployed.function)
+
+    def _grant_webhook_secret_key(self, deployed: DeployedFunction) -> None:
+        actions = []
+        if WEBHOOK_SECRET_WRITER in deployed.sources.files:
+            actions.append("kms:Encrypt")
+        if WEBHOOK_SECRET_READER in deployed.sources.files and deployed.family not in ONLY:
+            actions.append("kms:Decrypt")
+        if not actions:
+            return
+        deployed.function.add_environment("WEBHOOK_SECRET_KEY_ID", self.webhook_secret_key.key_arn)
+        deployed.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=actions,
+                resources=[self.webhook_secret_key.key_arn],
+                conditions={"StringEquals": {"kms:EncryptionContext:purpose": "webhook-secret"}},
+            )
+        )
 
     def all(self) -> list[DeployedFunction]:
         return [

@@ -110,7 +110,7 @@ def test_two_runs_of_one_schedule_report_exactly_what_changed(client: TestClient
         web.set_handler(web.OPENALEX_PATH, openalex)
         env = environment(
             web,
-            FETCH_ALLOW_PRIVATE_HOSTS=f"{web.host_port},{receiver.host_port}",
+            WEBHOOK_ALLOW_PRIVATE_HOSTS=receiver.host_port,
             SEARCH_CACHE_TTL_SECONDS="0",  # each run asks the scholarly web again
             RESEARCH_EXTRACT_BUDGET_SECONDS="3",
             RESEARCH_EXTRACT_MAX_CONCURRENCY="4",
@@ -239,7 +239,7 @@ def test_api_jobs_call_back_on_completion_and_failure(client: TestClient) -> Non
         serve(web, papers)
         env = environment(
             web,
-            FETCH_ALLOW_PRIVATE_HOSTS=f"{web.host_port},{receiver.host_port}",
+            WEBHOOK_ALLOW_PRIVATE_HOSTS=receiver.host_port,
             RESEARCH_EXTRACT_BUDGET_SECONDS="3",
             RESEARCH_EXTRACT_MAX_CONCURRENCY="4",
             ADMIN_TOKEN=ADMIN,
@@ -310,5 +310,5 @@ def test_api_jobs_call_back_on_completion_and_failure(client: TestClient) -> Non
     (delivery,) = blocked_log["deliveries"]
     assert delivery["outcome"] == "blocked" and delivery["event"] == "job.completed"
     (attempt,) = delivery["attempts"]
-    assert attempt["status_code"] is None and "non-public address" in attempt["error"]
+    assert attempt["status_code"] is None and "private or reserved address" in attempt["error"]
     assert len(receiver.received) == 1  # only the failure: the blocked callback was never sent

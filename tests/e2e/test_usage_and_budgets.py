@@ -182,13 +182,11 @@ def test_the_synthesis_llm_tokens_are_metered_and_priced(client: TestClient, llm
     with ScholarlyWeb() as web:
         serve(web, topic_papers(10, off_topic=1))
         llm = llm_server.env()
-        hosts = f"{web.host_port},{llm.pop('FETCH_ALLOW_PRIVATE_HOSTS')}"
         # SmolLM2 on one thread writes for about 20 s: the model gets all but 5 s of the step's 45 s, so
         # its tokens are recorded rather than the writer giving way (tests/unit/research covers that).
         with _runtime(
             web,
             **llm,
-            FETCH_ALLOW_PRIVATE_HOSTS=hosts,
             RESEARCH_EXTRACT_MAX_CONCURRENCY="4",
             RESEARCH_SYNTHESIS_LLM_BUDGET_SECONDS="40",
         ):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from infra import bundling
-from infra.components.functions import ONLY
+from infra.components.functions import ONLY, WEBHOOK_SECRET_READER, WEBHOOK_SECRET_WRITER
 from infra.config import API_FUNCTIONS, WEB_ADAPTER
 from tests.infra.conftest import Synthesized
 from tests.infra.template_facts import rendered
@@ -244,3 +244,39 @@ def test_the_answer_function_gets_exactly_what_its_code_uses(deployed: Synthesiz
         assert not _actions_on(deployed, role_id, resource)
     policies = _policy_text(deployed, role_id)
     assert "events:PutEvents" not in policies and "states:" not in policies
+
+
+def test_the_webhook_secret_key_is_used_only_as_each_function_needs(deployed: Synthesized) -> None:
+    """The admin function (it rotates secrets) may only encrypt, the functions that sign webhooks may only
+    decrypt, each only for the webhook-secret encryption context; the authorizer and the others get
+    neither, nor the key's id."""
+    functions = deployed.stack.functions
+    key_id = deployed.logical_id(functions.webhook_secret_key)
+    (key,) = deployed.resources("AWS::KMS::Key").values()
+    assert key["Properties"]["EnableKeyRotation"] is True and key["DeletionPolicy"] == "Retain"
+    signers = []
+    for deployed_function in functions.all():
+        role = deployed_function.function.role
+        assert role is not None
+        actions = _actions_on(deployed, deployed.logical_id(role), key_id)
+        files = deployed_function.sources.files
+        expected = set()
+        if WEBHOOK_SECRET_WRITER in files:
+            expected.add("kms:Encrypt")
+        if WEBHOOK_SECRET_READER in files and deployed_function.family not in ONLY:
+            expected.add("kms:Decrypt")
+            signers.append(deployed_function.family)
+        assert actions == expected, deployed_function.function.node.id
+        function_id = deployed.logical_id(deployed_function.function)
+        variables = deployed.template_json["Resources"][function_id]["Properties"]["Environment"]["Variables"]
+        assert ("WEBHOOK_SECRET_KEY_ID" in variables) is bool(expected)
+    assert "kms:Encrypt" in _actions_on(
+        deployed, deployed.logical_id(functions.api["admin"].function.role), key_id
+    )
+    assert "steps" in signers and "authorizer" not in signers
+    for policy in deployed.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if f'"{key_id}"' in json.dumps(statement["Resource"]):
+                assert statement["Condition"] == {
+                    "StringEquals": {"kms:EncryptionContext:purpose": "webhook-secret"}
+                }

@@ -45,7 +45,7 @@ class LlmServer:
             "LLM_PROVIDER": "openai",
             "OPENAI_BASE_URL": self.base_url,
             "LLM_MODEL": self.model,
-            "FETCH_ALLOW_PRIVATE_HOSTS": f"127.0.0.1:{self.port}",
+            "LLM_ALLOW_PRIVATE_HOSTS": f"127.0.0.1:{self.port}",
         }
 
 

@@ -183,7 +183,8 @@ class ScholarlyWeb:
         return self.base_url + path
 
     def env(self) -> dict[str, str]:
-        """Environment for the settings: upstream base URLs here, and the SSRF allow-list entry."""
+        """Environment for the settings: upstream base URLs here, and the SSRF allow-list entries (for
+        the connectors and for a team's own `source_url`s, which point here too)."""
         return {
             "ARXIV_API_URL": self.url(self.ARXIV_PATH),
             "SEMANTIC_SCHOLAR_API_URL": self.url(self.SEMANTIC_SCHOLAR_BASE),
@@ -191,6 +192,7 @@ class ScholarlyWeb:
             "CROSSREF_API_URL": self.url(self.CROSSREF_BASE),
             "UNPAYWALL_API_URL": self.url(self.UNPAYWALL_BASE),
             "FETCH_ALLOW_PRIVATE_HOSTS": self.host_port,
+            "EXTRACT_ALLOW_PRIVATE_HOSTS": self.host_port,
         }
 
     def apply_env(self, monkeypatch: Any) -> None:

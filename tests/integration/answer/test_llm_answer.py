@@ -119,9 +119,6 @@ def scholarly_web() -> Iterator[ScholarlyWeb]:
 def answer_app(web: ScholarlyWeb, **env: str) -> Iterator[TestClient]:
     """The answer app on moto, searching `web`, with `env` on top (the LLM settings)."""
     settings = environment(web, **FAST_UPSTREAM, **env)
-    settings["FETCH_ALLOW_PRIVATE_HOSTS"] = ",".join(
-        filter(None, [web.host_port, env.get("FETCH_ALLOW_PRIVATE_HOSTS")])
-    )
     with EmbeddedAws(step_functions=(), state_machines=(), extra_environment=settings):
         from functions.answer.app import app
 
@@ -145,7 +142,7 @@ def _unreachable_model() -> dict[str, str]:
         "LLM_PROVIDER": "openai",
         "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
         "LLM_MODEL": "smollm2",
-        "FETCH_ALLOW_PRIVATE_HOSTS": f"127.0.0.1:{port}",
+        "LLM_ALLOW_PRIVATE_HOSTS": f"127.0.0.1:{port}",
     }
 
 

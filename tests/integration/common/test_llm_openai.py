@@ -36,7 +36,7 @@ CAPITAL_SCHEMA: dict[str, Any] = {
 
 
 def _provider(server: LlmServer, *, base_url: str | None = None, **kwargs: Any) -> OpenAiCompatibleProvider:
-    settings = Settings(fetch_allow_private_hosts=f"127.0.0.1:{server.port}")
+    settings = Settings(llm_allow_private_hosts=f"127.0.0.1:{server.port}")
     return OpenAiCompatibleProvider(base_url or server.base_url, server.model, settings=settings, **kwargs)
 
 
@@ -122,7 +122,7 @@ def test_a_stream_closed_early_stops_the_generation(llm_server: LlmServer) -> No
 
 def test_unreachable_endpoint_is_an_upstream_error(llm_server: LlmServer) -> None:
     port = _free_port()
-    settings = Settings(fetch_allow_private_hosts=f"127.0.0.1:{port}")
+    settings = Settings(llm_allow_private_hosts=f"127.0.0.1:{port}")
     provider = OpenAiCompatibleProvider(f"http://127.0.0.1:{port}/v1", "smollm2", settings=settings)
 
     with pytest.raises(UpstreamError) as completing:
@@ -138,9 +138,9 @@ def test_unreachable_endpoint_is_an_upstream_error(llm_server: LlmServer) -> Non
 def test_a_loopback_endpoint_not_allowed_is_refused_by_the_ssrf_guard(llm_server: LlmServer) -> None:
     provider = OpenAiCompatibleProvider(llm_server.base_url, "smollm2", settings=Settings())
 
-    with pytest.raises(UpstreamError, match="non-public address"):
+    with pytest.raises(UpstreamError, match="private or reserved address"):
         asyncio.run(provider.complete(SYSTEM, "Hello?", max_tokens=4))
-    with pytest.raises(UpstreamError, match="non-public address"):
+    with pytest.raises(UpstreamError, match="private or reserved address"):
         asyncio.run(_drain(provider.stream(SYSTEM, "Hello?", max_tokens=4)))
 
 

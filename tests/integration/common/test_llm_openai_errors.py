@@ -66,7 +66,7 @@ def server() -> Iterator[str]:
 
 
 def _provider(server: str, route: str) -> OpenAiCompatibleProvider:
-    settings = Settings(fetch_allow_private_hosts=server)
+    settings = Settings(llm_allow_private_hosts=server)
     return OpenAiCompatibleProvider(f"http://{server}/{route}", "m", API_KEY, settings=settings)
 
 

@@ -154,7 +154,7 @@ def test_redirects_are_handed_back_not_followed(server: str) -> None:
 
 
 def test_the_ssrf_guard_refuses_loopback_unless_allowed(server: str) -> None:
-    with pytest.raises(FetchBlocked, match="non-public address"):
+    with pytest.raises(FetchBlocked, match="private or reserved address"):
         _lines("", f"http://{server}/drip")
     with pytest.raises(FetchBlocked, match="only http and https"):
         _lines(server, f"file://{server}/drip")

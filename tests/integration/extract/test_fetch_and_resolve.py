@@ -155,7 +155,7 @@ def test_public_name_resolving_to_a_private_address_is_refused(harness: Harness)
     async def to_private(host: str, port: int) -> list[str]:
         return ["10.1.2.3"]
 
-    with pytest.raises(FetchBlocked, match="non-public"):
+    with pytest.raises(FetchBlocked, match="private or reserved address"):
         harness.run(lambda s: s.extract("https://papers.example.org/paper.pdf"), resolver=to_private)
 
 

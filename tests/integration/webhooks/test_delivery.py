@@ -46,7 +46,7 @@ def log() -> Iterator[DynamoDbDeliveryLog]:
 
 
 def _notifier(log: DynamoDbDeliveryLog, allow: str, secret: str | None = SECRET) -> WebhookNotifier:
-    settings = Settings(fetch_allow_private_hosts=allow)
+    settings = Settings(webhook_allow_private_hosts=allow)
     return WebhookNotifier(
         log=log,
         secret_of=lambda team_id: secret if team_id == TEAM else None,
@@ -122,7 +122,7 @@ def test_an_ssrf_blocked_callback_is_logged_and_not_sent(log: DynamoDbDeliveryLo
     assert outcome == "blocked"
     (attempt,) = log.attempts(TEAM, "job-1")
     assert attempt.outcome == "blocked" and attempt.attempt == 1
-    assert attempt.error is not None and "non-public address" in attempt.error
+    assert attempt.error is not None and "private or reserved address" in attempt.error
 
 
 def test_a_team_without_a_secret_is_not_sent_to(log: DynamoDbDeliveryLog) -> None:

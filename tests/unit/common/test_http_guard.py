@@ -47,7 +47,7 @@ def _resolver(mapping: dict[str, list[str]]):  # type: ignore[no-untyped-def]
 
 def test_public_name_resolving_to_private_address_is_refused() -> None:
     resolver = _resolver({"papers.example.org": ["93.184.216.34", "10.1.2.3"]})
-    with pytest.raises(FetchBlocked, match="non-public address"):
+    with pytest.raises(FetchBlocked, match="private or reserved address"):
         asyncio.run(vet_destination("papers.example.org", 443, frozenset(), resolver))
 
 

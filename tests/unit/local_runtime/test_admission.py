@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -92,3 +93,102 @@ def test_a_malformed_limit_stops_the_runtime_with_a_clear_message(monkeypatch: p
     monkeypatch.setenv("LOCAL_MAX_CONCURRENT_REQUESTS", "many")
     with pytest.raises(SystemExit, match="must be an integer"):
         limit_from_env()
+
+
+def _team_app(release: asyncio.Event, started: list[str]) -> Starlette:
+    async def work(request: Request) -> JSONResponse:
+        started.append(request.path_params["name"])
+        await release.wait()
+        return JSONResponse({"name": request.path_params["name"]})
+
+    return Starlette(routes=[Route("/v1/documents/{name}", work)])
+
+
+async def _burst_then_one(
+    admission: Admission,
+    release: asyncio.Event,
+    started: list[str],
+    burst: dict[str, str],
+    one: dict[str, str],
+) -> list[str]:
+    """Team A holds the only slot, queues 40 more, then team B asks once; the order they are served in."""
+    transport = httpx.ASGITransport(app=admission)
+    async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+        calls = [asyncio.create_task(client.get("/v1/documents/a0", headers=burst))]
+        await _until(lambda: started == ["a0"])
+        for index in range(1, 41):
+            calls.append(asyncio.create_task(client.get(f"/v1/documents/a{index}", headers=burst)))
+        await _until(lambda: admission._slots is not None and admission._slots.waiting == 40)
+        calls.append(asyncio.create_task(client.get("/v1/documents/b0", headers=one)))
+        await _until(lambda: admission._slots is not None and admission._slots.waiting == 41)
+        release.set()
+        answers = await asyncio.gather(*calls)
+    assert all(answer.status_code == 200 for answer in answers)
+    assert admission.in_flight == 0
+    return started
+
+
+def test_one_teams_burst_does_not_make_another_teams_request_wait_behind_it() -> None:
+    async def scenario() -> list[str]:
+        release, started = asyncio.Event(), list[str]()
+        admission = Admission(_team_app(release, started), limit=1)
+        return await _burst_then_one(
+            admission, release, started, {"x-team-id": "team-a"}, {"x-team-id": "team-b"}
+        )
+
+    started = asyncio.run(scenario())
+    # a0 held the slot; a1 was already next in turn; then team B's turn, before a2..a40
+    assert started.index("b0") == 2
+    assert [name for name in started if name != "b0"] == [f"a{index}" for index in range(41)]
+
+
+def test_teams_are_told_apart_by_their_tokens_as_the_gateway_resolves_them() -> None:
+    from functions.local_runtime.gateway import Gateway
+
+    tokens = {
+        "token-of-a": "team-aaaaaaaaaaaa",
+        "token-of-a-again": "team-aaaaaaaaaaaa",
+        "token-of-b": "team-bbbbbbbbbbbb",
+    }
+
+    async def scenario() -> list[str]:
+        release, started = asyncio.Event(), list[str]()
+        gateway = Gateway(
+            {"docs": _fastapi_of(_team_app(release, started))}, auth_required=True, lookup=tokens.get
+        )
+        admission = Admission(gateway, limit=1, team_of=gateway.admission_team)
+        # team A's burst carries a forged x-team-id naming team B: the token decides
+        burst = {"authorization": "Bearer token-of-a", "x-team-id": "team-bbbbbbbbbbbb"}
+        return await _burst_then_one(
+            admission, release, started, burst, {"authorization": "Bearer token-of-b"}
+        )
+
+    started = asyncio.run(scenario())
+    assert started.index("b0") == 2
+
+
+def _fastapi_of(app: Starlette) -> Any:
+    from fastapi import FastAPI
+
+    wrapped = FastAPI()
+    wrapped.router.routes.extend(app.routes)
+    return wrapped
+
+
+def test_a_cancelled_waiter_leaves_no_slot_behind() -> None:
+    async def scenario() -> None:
+        from functions.local_runtime.admission import FairSlots
+
+        slots = FairSlots(1)
+        await slots.acquire("a")
+        waiting = asyncio.create_task(slots.acquire("b"))
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        slots.release()
+        assert slots.in_flight == 0 and slots.waiting == 0
+        await asyncio.wait_for(slots.acquire("c"), 1)  # the slot is free again
+        assert slots.in_flight == 1
+
+    asyncio.run(scenario())

@@ -65,10 +65,13 @@ def test_accepted_callback_urls(url: str) -> None:
         ("http://hooks.example.com/research", "https"),
         ("ftp://hooks.example.com/research", "https"),
         ("https://user:pw@hooks.example.com/", "credentials"),
-        ("https://127.0.0.1/hook", "non-public"),
-        ("https://169.254.169.254/latest/meta-data", "non-public"),
-        ("https://[::1]:9000/hook", "non-public"),
-        ("https://10.0.0.5/hook", "non-public"),
+        ("https://127.0.0.1/hook", "private or reserved address"),
+        ("https://169.254.169.254/latest/meta-data", "private or reserved address"),
+        ("https://[::1]:9000/hook", "private or reserved address"),
+        ("https://10.0.0.5/hook", "private or reserved address"),
+        ("https://[64:ff9b::a9fe:a9fe]/latest/meta-data", "private or reserved address"),  # NAT64
+        ("https://[2002:7f00:1::1]/hook", "private or reserved address"),  # 6to4 of 127.0.0.1
+        ("https://[::ffff:0:10.0.0.5]/hook", "private or reserved address"),  # IPv4-translated
         ("http://127.0.0.1:9999/hook", "https"),  # another port than the allow-listed one
         ("not a url", "https"),
         ("https://example.com/" + "a" * 2100, "2048"),
@@ -78,3 +81,28 @@ def test_refused_callback_urls(url: str, why: str) -> None:
     with pytest.raises(InvalidInput) as caught:
         check_callback_url(url, ALLOW)
     assert why in caught.value.message and caught.value.field == "callback_url"
+
+
+@pytest.mark.parametrize("callback", ["http://control.internal:8080/hook", "https://10.0.0.9/hook"])
+def test_a_job_callback_is_judged_by_the_webhook_allow_list_not_the_connectors(
+    callback: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic import ValidationError
+
+    from functions.common.settings import reset_settings_cache
+    from functions.orchestrate.models import ExecuteRequest
+
+    goal = "Recent advances in transformer architectures"
+    monkeypatch.setenv("FETCH_ALLOW_PRIVATE_HOSTS", "control.internal:8080,10.0.0.9:443")
+    monkeypatch.delenv("WEBHOOK_ALLOW_PRIVATE_HOSTS", raising=False)
+    reset_settings_cache()
+    with pytest.raises(ValidationError, match=r"private or reserved address|WEBHOOK_ALLOW_PRIVATE_HOSTS"):
+        ExecuteRequest(research_goal=goal, callback_url=callback)
+
+    monkeypatch.setenv("WEBHOOK_ALLOW_PRIVATE_HOSTS", "control.internal:8080,10.0.0.9:443")
+    reset_settings_cache()
+    try:
+        assert ExecuteRequest(research_goal=goal, callback_url=callback).callback_url == callback
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()
