@@ -5,12 +5,12 @@ Crossref or Unpaywall. They reach the same providers as the connectors, so they 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from functions.common.settings import Settings
-from functions.common.upstream_turns import UpstreamTurns
+from functions.common.upstream_turns import TurnNotGranted, UpstreamTurns
 
 T = TypeVar("T")
 SendWithHook = Callable[[Callable[[], Awaitable[None]]], Awaitable[T]]
@@ -22,6 +22,8 @@ class PoliteRequests:
 
     settings: Settings
     turns: UpstreamTurns
+    # calls a day a provider allows for requests of this kind (Unpaywall: 100,000); 0 or absent: no cap
+    calls_per_day: Mapping[str, int] = field(default_factory=dict)
 
     def provider_of(self, url: str) -> str | None:
         bases = {
@@ -56,6 +58,12 @@ class PoliteRequests:
         turn = await self.turns.acquire_async(
             provider, team=team, job=job, priority=priority, deadline=deadline
         )
+        per_day = self.calls_per_day.get(provider, 0)
+        if per_day and not self.turns.spend_allowance(provider, "calls", per_day):
+            self.turns.release(turn)  # never sent
+            raise TurnNotGranted(
+                provider, 0.0, 0, why=f"{provider}'s daily allowance of {per_day} calls is spent"
+            )
 
         async def on_sent() -> None:
             turn.sent()

@@ -57,9 +57,9 @@ MIN_POLL_SECONDS = 0.005
 class TurnNotGranted(Exception):
     """The provider's turn did not come before the waiter's deadline (its rate budget is spent)."""
 
-    def __init__(self, provider: str, waited: float, ahead: int) -> None:
+    def __init__(self, provider: str, waited: float, ahead: int, *, why: str | None = None) -> None:
         super().__init__(
-            f"{provider}'s rate budget: no turn within {waited:.1f} s ({ahead} request(s) ahead)"
+            why or f"{provider}'s rate budget: no turn within {waited:.1f} s ({ahead} request(s) ahead)"
         )
         self.provider = provider
         self.waited = waited

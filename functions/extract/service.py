@@ -59,7 +59,7 @@ from functions.extract.metadata import (
 from functions.extract.metadata_connectors import ConnectorMetadata
 from functions.extract.pdf import ParsedPdf, is_pdf
 from functions.extract.resolve import LIBRARY_SCHEME, Target, classify, library_target
-from functions.search.turns import process_turns
+from functions.search.turns import polite_requests
 
 PDF_ACCEPT = "application/pdf,text/html;q=0.9,*/*;q=0.5"
 MISSING_STATUSES = frozenset({404, 410})
@@ -171,7 +171,7 @@ class ExtractionService:
         self._documents = documents
         self._settings = settings or get_settings()
         self._metadata = metadata
-        self._polite = polite or PoliteRequests(self._settings, process_turns())
+        self._polite = polite or polite_requests(self._settings)
         self.stats = ServiceStats()
 
     @classmethod

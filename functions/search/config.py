@@ -43,6 +43,7 @@ class SearchSettings(BaseSettings):
     # Daily allowances: OpenAlex `search=` calls on the service's key (1,000 a day on a free key; lookups
     # by id are free), Unpaywall calls. 0 = unlimited.
     openalex_searches_per_day: int = Field(default=1000, ge=0)
+    unpaywall_calls_per_day: int = Field(default=100_000, ge=0)
     # Circuit breaker per provider.
     breaker_failure_threshold: int = 3
     breaker_cooldown_seconds: float = 30.0

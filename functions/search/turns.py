@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+from functions.common.polite_requests import PoliteRequests
+from functions.common.settings import Settings
 from functions.common.upstream_turns import DynamoDbTurnStore, InMemoryTurnStore, UpstreamTurns
 from functions.search.config import SearchSettings
 
@@ -30,6 +32,12 @@ def process_turns(search_settings: SearchSettings | None = None) -> UpstreamTurn
     cfg = search_settings or SearchSettings()
     store = _memory() if cfg.effective_turns_backend == "memory" else DynamoDbTurnStore()
     return UpstreamTurns(store, cfg.manners)
+
+
+def polite_requests(settings: Settings, search_settings: SearchSettings | None = None) -> PoliteRequests:
+    """Turns for fetches that are not searches (PDFs, open-access lookups), with their daily caps."""
+    cfg = search_settings or SearchSettings()
+    return PoliteRequests(settings, process_turns(cfg), {"unpaywall": cfg.unpaywall_calls_per_day})
 
 
 def reset_process_turns() -> None:
