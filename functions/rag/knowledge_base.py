@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 # validation, and its cold start should not pay for them (bench/cold_start.py).
 
 MAX_NEIGHBOURS = 100
-# Weight of the title field (label, caption, section path) added to the body's BM25 score.
-HEADING_WEIGHT = 1.0
+# Weight of the title field (label, caption, section path; its BM25 times the share of the query's
+# words it holds) added to the body's BM25 score.
+HEADING_WEIGHT = 1.5
 # Weight of the numbered items' context field (defining and citing sentences, surrounding prose) added
 # for every question: an item's own display or caption rarely uses the words a question is asked in.
 CONTEXT_WEIGHT = 1.0
@@ -47,7 +48,7 @@ TYPE_BOOST = 2.0
 # The first results mix kinds: within the top DIVERSE_TOP, the best prose (section or passage) and the
 # best numbered item are both shown when each scores at least DIVERSE_FLOOR of the best score.
 DIVERSE_TOP = 5
-DIVERSE_FLOOR = 0.5
+DIVERSE_FLOOR = 0.3
 DIVERSE_WINDOW = 20  # candidates looked at beyond k for the missing kind
 _QUERY_WORD = re.compile(r"[A-Za-z][A-Za-z']+")
 
@@ -171,7 +172,7 @@ class KnowledgeBase:
         suggestions = [_apply_corrections(query, corrections)] if corrections else []
 
         intent = query_intent(query)
-        lexical = self.lexical.scores(tokens) + HEADING_WEIGHT * self.heading_lexical.scores(tokens)
+        lexical = self.lexical.scores(tokens) + HEADING_WEIGHT * self._heading_scores(tokens)
         if self.context_lexical is not None:
             lexical = lexical + CONTEXT_WEIGHT * self.context_lexical.scores(tokens)
         scores = lexical * self.prior
@@ -213,6 +214,18 @@ class KnowledgeBase:
                 for index in ranked[: k - len(results)]
             )
         return SearchOutcome(results=results, suggestions=suggestions, corrected_terms=corrections)
+
+    def _heading_scores(self, tokens: list[str]) -> NDArray[np.float32]:
+        """BM25 of the title field times the share of the query's words the title holds: a title that
+        names the whole question ("Value iteration algorithm") outranks one that shares its generic words."""
+        import numpy as np
+
+        words = sorted({token for token in tokens if self.heading_lexical.known(token)})
+        if not words:
+            return np.zeros(self.heading_lexical.size, dtype=np.float32)
+        per_word = np.stack([self.heading_lexical.scores([word]) for word in words])
+        coverage = (per_word > 0).sum(axis=0) / np.float32(len(set(tokens)))
+        return (per_word.sum(axis=0) * coverage).astype(np.float32)
 
     def _diversified(
         self, ranked: list[int], scores: NDArray[np.float32], top: float, slots: int
