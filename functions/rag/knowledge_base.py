@@ -225,7 +225,8 @@ class KnowledgeBase:
             return np.zeros(self.heading_lexical.size, dtype=np.float32)
         per_word = np.stack([self.heading_lexical.scores([word]) for word in words])
         coverage = (per_word > 0).sum(axis=0) / np.float32(len(set(tokens)))
-        return (per_word.sum(axis=0) * coverage).astype(np.float32)
+        scores: NDArray[np.float32] = (per_word.sum(axis=0) * coverage).astype(np.float32)
+        return scores
 
     def _diversified(
         self, ranked: list[int], scores: NDArray[np.float32], top: float, slots: int
