@@ -106,7 +106,8 @@ def _warm_up(address: str) -> None:
 class ServedUsage:
     """The token usage the LLM server reported in the completions a `UsageLedger` relayed in full."""
 
-    calls: int = 0
+    requested: int = 0  # completions asked for, whether or not the client waited for the answer
+    calls: int = 0  # completions handed back whole
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -133,6 +134,8 @@ class UsageLedger:
                 self._relay(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
 
             def _relay(self, body: bytes | None) -> None:
+                if self.path.endswith("/chat/completions"):
+                    ledger._ask()
                 headers = {"Content-Type": self.headers.get("Content-Type") or "application/json"}
                 with httpx.Client(trust_env=False, timeout=300.0) as client:
                     answer = client.request(
@@ -152,6 +155,10 @@ class UsageLedger:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _ask(self) -> None:
+        with self._lock:
+            self.served.requested += 1
 
     def _add(self, usage: dict[str, int] | None) -> None:
         if usage is None:
