@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from functions.common.embedder import Embedder
 
 # Bump when parsing or graph rules change: it is part of the version, so a new parser re-indexes.
-PARSER_VERSION = "rag-parser-3"
+PARSER_VERSION = "rag-parser-4"
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 

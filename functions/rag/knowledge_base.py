@@ -39,7 +39,7 @@ MAX_NEIGHBOURS = 100
 HEADING_WEIGHT = 1.5
 # Weight of the numbered items' context field (defining and citing sentences, surrounding prose) added
 # for every question: an item's own display or caption rarely uses the words a question is asked in.
-CONTEXT_WEIGHT = 1.0
+CONTEXT_WEIGHT = 0.8
 # An item scores at least this share of the best passage that names it ("as shown in (5.2)", the
 # passage holding its display): the item is usually what the person asking wants.
 CITED_SHARE = 0.9
