@@ -105,7 +105,9 @@ class KnowledgeBase:
     ) -> None:
         import numpy as np
 
+        from functions.rag.embedding import LEXICAL_SHARE, STATIC_LEXICAL_SHARE
         from functions.rag.lexical import Speller
+        from functions.rag.query_encoder import StaticQueryEncoder
 
         self.book_id = book_id
         self.version = version
@@ -124,6 +126,9 @@ class KnowledgeBase:
         # Hybrid only with both the vectors and the model that embeds the queries; else lexical.
         self.embedder = embedder if embeddings is not None else None
         self.embeddings = embeddings if embedder is not None else None
+        self.lexical_share = (
+            STATIC_LEXICAL_SHARE if isinstance(embedder, StaticQueryEncoder) else LEXICAL_SHARE
+        )
         self.by_number = {(entity.type, entity.number): entity for entity in entities if not entity.is_chunk}
         self.outgoing: dict[str, list[Edge]] = {}
         for edge in edges:
@@ -178,7 +183,7 @@ class KnowledgeBase:
         scores = lexical * self.prior
         if self.embedder is not None and self.embeddings is not None:
             query_vector = self.embedder.embed([suggestions[0] if suggestions else query])[0]
-            scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior)
+            scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior, self.lexical_share)
         if self.cited_items.size:
             borrowed = np.zeros_like(scores)
             np.maximum.at(borrowed, self.cited_items, scores[self.citing_passages])
