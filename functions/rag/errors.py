@@ -19,7 +19,7 @@ from functions.common.errors import DomainError, InvalidInput, NotFound
 from functions.common.observability import get_logger
 from functions.rag.api_models import K_MAX, K_MIN, MAX_DOCUMENT_IDS
 from functions.rag.loader import KnowledgeBaseUnavailable
-from functions.rag.model import RELATION_TYPES, SEARCHABLE_TYPES
+from functions.rag.model import RELATION_TYPES, SEED_SEARCHABLE_TYPES
 
 logger = get_logger("rag")
 
@@ -74,7 +74,7 @@ def validation_message(errors: Sequence[Any], path: str) -> str:
         return f"k must be between {K_MIN} and {K_MAX}"
     if field == "traverse_types":
         if len(loc) >= 2 and kind == "enum":
-            valid = SEARCHABLE_TYPES if path.endswith("/semantic") else RELATION_TYPES
+            valid = SEED_SEARCHABLE_TYPES if path.endswith("/semantic") else RELATION_TYPES
             return f"traverse_types contains invalid value: '{given}'. Valid values: [{', '.join(valid)}]"
         if len(loc) >= 2:
             return "traverse_types values must be strings"

@@ -7,17 +7,19 @@ import io
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from functions.common.minilm import MiniLmEmbedder
 from functions.common.storage import BlobStore, get_json
 from functions.rag.graph import NeighbourFinder, build_edges
+from functions.rag.item_context import sentences
 from functions.rag.knowledge_base import KnowledgeBase
 from functions.rag.lexical import LexicalIndex, book_vocabulary
 from functions.rag.model import Edge, Entity, EntityType, PageText, TocEntry, count_by_kind
 from functions.rag.pdf_pages import extract_pages
+from functions.rag.query_encoder import StaticQueryEncoder
 from functions.rag.store import pointer_key, put_json, version_prefix
 from functions.rag.structure import (
     appendix_entities,
@@ -32,9 +34,14 @@ from functions.rag.toc import looks_like_toc, parse_toc
 if TYPE_CHECKING:
     from functions.common.embedder import Embedder
 
+# How a hybrid index embeds queries: the static encoder stored with it, or the full MiniLM pass.
+QueryEncoding = Literal["static", "minilm"]
 # Bump when parsing or graph rules change: it is part of the version, so a new parser re-indexes.
-PARSER_VERSION = "rag-parser-3"
+PARSER_VERSION = "rag-parser-5"
 _SLUG = re.compile(r"[^a-z0-9]+")
+# The book's sentences that teach the static query encoder (query_encoder.py) MiniLM's space: running
+# prose of question length.
+ENCODER_SENTENCE_WORDS = (6, 40)
 
 
 @dataclass
@@ -61,6 +68,7 @@ class BuiltIndex:
     sources: list[dict[str, str]]
     embeddings: np.ndarray[Any, np.dtype[np.float32]] | None = None
     embedder: Embedder | None = None
+    query_encoder: StaticQueryEncoder | None = None
 
 
 def index_version(sources: list[SourcePdf], embedder: Embedder | None = None) -> str:
@@ -121,10 +129,12 @@ def build_index(
     entities.extend(citation_nodes)
     vocabulary = book_vocabulary([entity.content for entity in entities if entity.search_text])
     embeddings = None
+    query_encoder = None
     if embedder is not None:
-        embeddings = embedder.embed(
-            [f"{entity.heading}\n{entity.content}" for entity in entities if entity.search_text]
-        )
+        documents = [entity for entity in entities if entity.search_text]
+        embeddings = embedder.embed([_dense_text(entity) for entity in documents])
+        if isinstance(embedder, MiniLmEmbedder):
+            query_encoder = _fit_query_encoder(embedder, documents, embeddings)
     return BuiltIndex(
         book_id=book_id or book_id_from_title(title or "textbook"),
         version=index_version(sources, embedder),
@@ -138,7 +148,36 @@ def build_index(
         sources=[{"name": source.name, "sha256": source.sha256} for source in sources],
         embeddings=embeddings,
         embedder=embedder,
+        query_encoder=query_encoder,
     )
+
+
+def _dense_text(entity: Entity) -> str:
+    """What a document's vector embeds: a numbered item's context (the sentences that introduce and cite
+    it say what it is about; its display or table does not), else its heading and content."""
+    return entity.context or f"{entity.heading}\n{entity.content}"
+
+
+def _fit_query_encoder(
+    embedder: MiniLmEmbedder, documents: list[Entity], embeddings: np.ndarray[Any, np.dtype[np.float32]]
+) -> StaticQueryEncoder | None:
+    """Fitted on the book's prose sentences and its items' contexts (whose vectors are `embeddings`' rows)."""
+    shortest, longest = ENCODER_SENTENCE_WORDS
+    prose = sorted(
+        {
+            " ".join(sentence.split())
+            for entity in documents
+            if entity.is_chunk
+            for sentence in sentences(" ".join(entity.content.split()))
+            if shortest <= len(sentence.split()) <= longest
+        }
+    )
+    items = [index for index, entity in enumerate(documents) if entity.context]
+    texts = prose + [documents[index].context for index in items]
+    if not texts:
+        return None
+    targets = np.vstack([embedder.embed(prose), embeddings[items]])
+    return StaticQueryEncoder.fit(embedder, texts, targets)
 
 
 def _front_title(pages: list[PageText]) -> str:
@@ -212,6 +251,11 @@ def write_index(store: BlobStore, built: BuiltIndex) -> bool:
             np.save(buffer, built.embeddings.astype(np.float32), allow_pickle=False)
             store.put_bytes(f"{prefix}/embeddings.npy", buffer.getvalue())
         embedder_files = _put_files(store, f"{prefix}/embedder", _embedder_artifacts(built.embedder))
+        encoder_files = (
+            _put_files(store, f"{prefix}/query_encoder", built.query_encoder.to_artifacts())
+            if built.query_encoder is not None
+            else []
+        )
         # The manifest goes last: its presence means the version is complete.
         put_json(
             store,
@@ -223,6 +267,7 @@ def write_index(store: BlobStore, built: BuiltIndex) -> bool:
                 "parser_version": PARSER_VERSION,
                 "embedder": built.embedder.name if built.embedder else None,
                 "embedder_files": embedder_files,
+                "query_encoder_files": encoder_files,
                 "sources": built.sources,
                 "counts": count_by_kind(built.entities),
                 "edges": len(built.edges),
@@ -243,10 +288,15 @@ class IndexNotFound(LookupError):
 
 
 def load_knowledge_base(
-    store: BlobStore, book_id: str | None = None, embedder: Embedder | None = None, dense: bool = True
+    store: BlobStore,
+    book_id: str | None = None,
+    embedder: Embedder | None = None,
+    dense: bool = True,
+    query_encoder: QueryEncoding = "static",
 ) -> KnowledgeBase:
-    """The index the pointer names. With `dense`, an index built with an embedder is served hybrid: the
-    embedder stored with it (or the given one, when its name matches) embeds the queries."""
+    """The index the pointer names. With `dense`, an index built with an embedder is served hybrid: its
+    static query encoder embeds the queries when it has one and `query_encoder` is "static"; else the
+    embedder stored with it (or the given one, when its name matches)."""
     pointer = get_json(store, pointer_key(book_id))
     if not pointer:
         raise IndexNotFound(f"no knowledge-base index at {pointer_key(book_id)}")
@@ -269,7 +319,10 @@ def load_knowledge_base(
     embeddings = None
     query_embedder: Embedder | None = None
     if dense and manifest.get("embedder"):
-        if embedder is not None and embedder.name == manifest["embedder"]:
+        if query_encoder == "static" and manifest.get("query_encoder_files"):
+            files = _files(store, f"{prefix}/query_encoder", manifest["query_encoder_files"])
+            query_embedder = StaticQueryEncoder.from_artifacts(files)
+        elif embedder is not None and embedder.name == manifest["embedder"]:
             query_embedder = embedder
         elif manifest.get("embedder_files"):
             files = _files(store, f"{prefix}/embedder", manifest["embedder_files"])

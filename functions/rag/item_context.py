@@ -42,7 +42,10 @@ class ItemContext:
     window: str = ""  # prose before and after the item
 
     def text(self) -> str:
-        return "\n".join([*self.defining, *self.citing, self.window]).strip()
+        # The defining and citing sentences twice: they say what the item is, where the window's prose
+        # is shared with the items around it (BM25 counts a repeated word with diminishing weight).
+        sentences = [*self.defining, *self.citing]
+        return "\n".join([*sentences, *sentences, self.window]).strip()
 
 
 def is_prose(line: str) -> bool:

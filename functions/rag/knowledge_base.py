@@ -13,6 +13,8 @@ from functions.rag.model import (
     NUMBER_PATTERN,
     Edge,
     Entity,
+    EntityType,
+    RelationType,
     canonical_document_id,
     count_by_kind,
 )
@@ -32,12 +34,22 @@ if TYPE_CHECKING:
 # validation, and its cold start should not pay for them (bench/cold_start.py).
 
 MAX_NEIGHBOURS = 100
-# Weight of the title field (label, caption, section path) added to the body's BM25 score.
-HEADING_WEIGHT = 1.0
-# Entity-seeking questions ("which equation ...", see query_intent.py): weight of the items' context
-# field (defining and citing sentences, surrounding prose), and the factor on items of a named type.
-CONTEXT_WEIGHT = 1.0
+# Weight of the title field (label, caption, section path; its BM25 times the share of the query's
+# words it holds) added to the body's BM25 score.
+HEADING_WEIGHT = 1.5
+# Weight of the numbered items' context field (defining and citing sentences, surrounding prose) added
+# for every question: an item's own display or caption rarely uses the words a question is asked in.
+CONTEXT_WEIGHT = 0.8
+# An item scores at least this share of the best passage that names it ("as shown in (5.2)", the
+# passage holding its display): the item is usually what the person asking wants.
+CITED_SHARE = 0.9
+# Entity-seeking questions ("which equation ...", see query_intent.py): the factor on items of a named type.
 TYPE_BOOST = 2.0
+# The first results mix kinds: within the top DIVERSE_TOP, the best prose (section or passage) and the
+# best numbered item are both shown when each scores at least DIVERSE_FLOOR of the best score.
+DIVERSE_TOP = 5
+DIVERSE_FLOOR = 0.3
+DIVERSE_WINDOW = 20  # candidates looked at beyond k for the missing kind
 _QUERY_WORD = re.compile(r"[A-Za-z][A-Za-z']+")
 
 
@@ -93,7 +105,9 @@ class KnowledgeBase:
     ) -> None:
         import numpy as np
 
+        from functions.rag.embedding import LEXICAL_SHARE, STATIC_LEXICAL_SHARE
         from functions.rag.lexical import Speller
+        from functions.rag.query_encoder import StaticQueryEncoder
 
         self.book_id = book_id
         self.version = version
@@ -112,6 +126,9 @@ class KnowledgeBase:
         # Hybrid only with both the vectors and the model that embeds the queries; else lexical.
         self.embedder = embedder if embeddings is not None else None
         self.embeddings = embeddings if embedder is not None else None
+        self.lexical_share = (
+            STATIC_LEXICAL_SHARE if isinstance(embedder, StaticQueryEncoder) else LEXICAL_SHARE
+        )
         self.by_number = {(entity.type, entity.number): entity for entity in entities if not entity.is_chunk}
         self.outgoing: dict[str, list[Edge]] = {}
         for edge in edges:
@@ -119,6 +136,20 @@ class KnowledgeBase:
         self.edge_count = len(edges)
         self._mentionable = {ident for ident, entity in self.nodes.items() if not entity.is_chunk}
         self.prior = np.array([_prior(entity, self.nodes) for entity in self.documents], dtype=np.float32)
+        self.is_item = np.array([_is_item(entity) for entity in self.documents], dtype=bool)
+        # (item, passage) pairs of document positions: the passage names the item.
+        position = {entity.id: index for index, entity in enumerate(self.documents)}
+        cited = [
+            (position[edge.target], position[edge.source])
+            for edge in edges
+            if edge.type == RelationType.REFERENCES.value
+            and edge.source in position
+            and edge.target in position
+            and self.nodes[edge.source].is_chunk
+            and _is_item(self.nodes[edge.target])
+        ]
+        self.cited_items = np.array([item for item, _ in cited], dtype=np.int64)
+        self.citing_passages = np.array([passage for _, passage in cited], dtype=np.int64)
 
     @property
     def retrieval(self) -> str:
@@ -146,13 +177,17 @@ class KnowledgeBase:
         suggestions = [_apply_corrections(query, corrections)] if corrections else []
 
         intent = query_intent(query)
-        lexical = self.lexical.scores(tokens) + HEADING_WEIGHT * self.heading_lexical.scores(tokens)
-        if intent.entity_seeking and self.context_lexical is not None:
+        lexical = self.lexical.scores(tokens) + HEADING_WEIGHT * self._heading_scores(tokens)
+        if self.context_lexical is not None:
             lexical = lexical + CONTEXT_WEIGHT * self.context_lexical.scores(tokens)
         scores = lexical * self.prior
         if self.embedder is not None and self.embeddings is not None:
             query_vector = self.embedder.embed([suggestions[0] if suggestions else query])[0]
-            scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior)
+            scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior, self.lexical_share)
+        if self.cited_items.size:
+            borrowed = np.zeros_like(scores)
+            np.maximum.at(borrowed, self.cited_items, scores[self.citing_passages])
+            scores = np.maximum(scores, np.float32(CITED_SHARE) * borrowed)
         if intent.entity_seeking:
             named_type = np.isin(self.document_types, list(intent.wanted_types))
             scores = np.where(named_type, scores * TYPE_BOOST, scores).astype(np.float32)
@@ -169,15 +204,52 @@ class KnowledgeBase:
                 results.append(_result(entity, 1.0))
                 chosen.add(entity.id)
         if top > 0:
+            ranked: list[int] = []
             for index in np.argsort(-scores, kind="stable"):
-                if len(results) >= k or scores[index] <= 0:
+                if len(results) + len(ranked) >= k + DIVERSE_WINDOW or scores[index] <= 0:
                     break
                 entity = self.documents[int(index)]
                 if entity.id in chosen or not _admits(entity, wanted_types, active):
                     continue
-                results.append(_result(entity, float(scores[index]) / top))
+                ranked.append(int(index))
                 chosen.add(entity.id)
+            ranked = self._diversified(ranked, scores, top, min(k, DIVERSE_TOP) - len(results))
+            results.extend(
+                _result(self.documents[index], float(scores[index]) / top)
+                for index in ranked[: k - len(results)]
+            )
         return SearchOutcome(results=results, suggestions=suggestions, corrected_terms=corrections)
+
+    def _heading_scores(self, tokens: list[str]) -> NDArray[np.float32]:
+        """BM25 of the title field times the share of the query's words the title holds: a title that
+        names the whole question ("Value iteration algorithm") outranks one that shares its generic words."""
+        import numpy as np
+
+        words = sorted({token for token in tokens if self.heading_lexical.known(token)})
+        if not words:
+            return np.zeros(self.heading_lexical.size, dtype=np.float32)
+        per_word = np.stack([self.heading_lexical.scores([word]) for word in words])
+        coverage = (per_word > 0).sum(axis=0) / np.float32(len(set(tokens)))
+        scores: NDArray[np.float32] = (per_word.sum(axis=0) * coverage).astype(np.float32)
+        return scores
+
+    def _diversified(
+        self, ranked: list[int], scores: NDArray[np.float32], top: float, slots: int
+    ) -> list[int]:
+        """`ranked` with, inside its first `slots`, both the best prose (section or passage) and the best
+        numbered item when each scores at least DIVERSE_FLOOR of `top`: the missing kind takes the last slot."""
+        if slots < 2 or len(ranked) <= slots:
+            return ranked
+        kinds = {bool(self.is_item[index]) for index in ranked[:slots]}
+        if len(kinds) == 2:
+            return ranked
+        missing = not kinds.pop()
+        for index in ranked[slots:]:
+            if bool(self.is_item[index]) == missing and scores[index] >= DIVERSE_FLOOR * top:
+                ranked.remove(index)
+                ranked.insert(slots - 1, index)
+                break
+        return ranked
 
     # --- graph --------------------------------------------------------------------------------------
 
@@ -286,6 +358,24 @@ def _prior(entity: Entity, nodes: dict[str, Entity]) -> float:
     if section is not None and section.title.lower() in _RESTATEMENT_TITLES:
         return RESTATEMENT_PRIOR
     return 1.0
+
+
+def _is_item(entity: Entity) -> bool:
+    """A numbered item of the book's text (an equation, algorithm, table, figure, box or example)."""
+    return not entity.is_chunk and entity.type in _ITEM_TYPES
+
+
+_ITEM_TYPES = frozenset(
+    kind.value
+    for kind in (
+        EntityType.FORMULA,
+        EntityType.ALGORITHM,
+        EntityType.TABLE,
+        EntityType.FIGURE,
+        EntityType.BOX,
+        EntityType.EXAMPLE,
+    )
+)
 
 
 def _admits(entity: Entity, types: set[str] | None, filters: SearchFilters) -> bool:

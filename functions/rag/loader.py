@@ -36,7 +36,12 @@ def get_knowledge_base() -> KnowledgeBase:
             started = time.perf_counter()
             try:
                 settings = get_rag_settings()
-                _loaded = load_knowledge_base(serving_store(), settings.book_id, dense=settings.dense)
+                _loaded = load_knowledge_base(
+                    serving_store(),
+                    settings.book_id,
+                    dense=settings.dense,
+                    query_encoder=settings.query_encoder,
+                )
             except IndexNotFound as exc:
                 # Not cached: the next request looks again, so an ingest is picked up without a restart.
                 raise KnowledgeBaseUnavailable(missing_index_advice()) from exc

@@ -21,8 +21,10 @@ class EntityType(StrEnum):
     BOX = "box"  # the book's numbered boxes (proofs, side notes); an addition to the seed's list
 
 
-# The seed's order, used verbatim in validation messages; `box` is our documented addition.
 SEARCHABLE_TYPES: tuple[str, ...] = tuple(t.value for t in EntityType)
+# The seed's list in the seed's order, quoted verbatim by validation messages; `box` is accepted as our
+# documented addition but not listed there.
+SEED_SEARCHABLE_TYPES: tuple[str, ...] = tuple(t.value for t in EntityType if t is not EntityType.BOX)
 # GET /entity/{entity_type}/{number} accepts exactly the seed's enum.
 LOOKUP_TYPES: tuple[str, ...] = ("formula", "algorithm", "table", "figure")
 

@@ -20,7 +20,7 @@ from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
 from tests.e2e.scholarly_topic import ARXIV_PDF_PREFIX, DOI_PREFIX, GOAL, environment, serve, topic_papers
-from tests.support.llm_server import LlmServer
+from tests.support.llm_server import LlmServer, UsageLedger
 from tests.support.scholarly_web import ScholarlyWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -179,11 +179,12 @@ def test_a_team_monthly_budget_refuses_what_cannot_fit_and_caps_running_jobs(cli
 
 @pytest.mark.llm
 def test_the_synthesis_llm_tokens_are_metered_and_priced(client: TestClient, llm_server: LlmServer) -> None:
-    with ScholarlyWeb() as web:
+    with ScholarlyWeb() as web, UsageLedger(llm_server) as ledger:
         serve(web, topic_papers(10, off_topic=1))
-        llm = llm_server.env()
-        # SmolLM2 on one thread writes for about 20 s: the model gets all but 5 s of the step's 45 s, so
-        # its tokens are recorded rather than the writer giving way (tests/unit/research covers that).
+        llm = ledger.env()
+        # How many of the writer's and the judge's calls finish inside the step's model budget depends on
+        # the machine's speed (a slow one gives way to the extractive writer): the test compares the
+        # metered tokens with what the server reported for the calls it served, however many those are.
         with _runtime(
             web,
             **llm,
@@ -198,11 +199,17 @@ def test_the_synthesis_llm_tokens_are_metered_and_priced(client: TestClient, llm
             month = client.get("/api/usage").json()
 
     assert quote["basis"]["llm_configured"] and quote["basis"]["llm_tokens_in"]["low"] > 0
-    usage = job["usage"]
+    usage, served = job["usage"], ledger.served
+    # The writer always asks the model (the job has evidence); what it was served is what is metered.
+    assert served.requested >= 1
     print(
-        f"LLM tokens in/out {usage['llm_tokens_in']}/{usage['llm_tokens_out']}, cost {job['cost']['llm_usd']}"
+        f"LLM calls asked {served.requested}, served {served.calls}, tokens in/out {usage['llm_tokens_in']}/{usage['llm_tokens_out']}, "
+        f"cost {job['cost']['llm_usd']}"
     )
-    assert usage["llm_tokens_in"] > 0 and usage["llm_tokens_out"] > 0
+    assert (usage["llm_tokens_in"], usage["llm_tokens_out"]) == (
+        served.prompt_tokens,
+        served.completion_tokens,
+    )
     expected = usage["llm_tokens_in"] * 0.25e-6 + usage["llm_tokens_out"] * 1.25e-6  # the default prices
     assert job["cost"]["llm_usd"] == pytest.approx(expected, rel=1e-3)
     assert month["llm_tokens_in"] >= usage["llm_tokens_in"]

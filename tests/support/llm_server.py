@@ -10,9 +10,12 @@ prompts short and cap max_tokens. Answers are toy quality, but real: streaming, 
 from __future__ import annotations
 
 import contextlib
+import json
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -97,3 +100,101 @@ def _warm_up(address: str) -> None:
     body = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
     with httpx.Client(trust_env=False, timeout=60.0) as client:
         client.post(f"{address}/v1/chat/completions", json=body).raise_for_status()
+
+
+@dataclass
+class ServedUsage:
+    """The token usage the LLM server reported in the completions a `UsageLedger` relayed in full."""
+
+    requested: int = 0  # completions asked for, whether or not the client waited for the answer
+    calls: int = 0  # completions handed back whole
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class UsageLedger:
+    """A loopback relay in front of an `LlmServer` that adds up the `usage` of every completion it hands
+    back whole: what a client that reads its answers was served, however many calls finished in time.
+    Point the app at `env()`; a streamed answer is relayed once complete (its last chunk's usage)."""
+
+    def __init__(self, upstream: LlmServer) -> None:
+        self.upstream = upstream
+        self.served = ServedUsage()
+        self._lock = threading.Lock()
+        ledger = self
+
+        class Relay(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._relay(None)
+
+            def do_POST(self) -> None:
+                self._relay(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+            def _relay(self, body: bytes | None) -> None:
+                if self.path.endswith("/chat/completions"):
+                    ledger._ask()
+                headers = {"Content-Type": self.headers.get("Content-Type") or "application/json"}
+                with httpx.Client(trust_env=False, timeout=300.0) as client:
+                    answer = client.request(
+                        self.command, f"{upstream.address}{self.path}", content=body, headers=headers
+                    )
+                try:
+                    self.send_response(answer.status_code)
+                    self.send_header("Content-Type", answer.headers.get("content-type", "application/json"))
+                    self.send_header("Content-Length", str(len(answer.content)))
+                    self.end_headers()
+                    self.wfile.write(answer.content)
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting: not served
+                    return
+                if answer.status_code == 200 and self.path.endswith("/chat/completions"):
+                    ledger._add(_reported_usage(answer.text))
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _ask(self) -> None:
+        with self._lock:
+            self.served.requested += 1
+
+    def _add(self, usage: dict[str, int] | None) -> None:
+        if usage is None:
+            return
+        with self._lock:
+            self.served.calls += 1
+            self.served.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            self.served.completion_tokens += int(usage.get("completion_tokens") or 0)
+
+    def env(self) -> dict[str, str]:
+        port = self._server.server_address[1]
+        return {
+            **self.upstream.env(),
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+            "LLM_ALLOW_PRIVATE_HOSTS": f"127.0.0.1:{port}",
+        }
+
+    def __enter__(self) -> UsageLedger:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def _reported_usage(text: str) -> dict[str, int] | None:
+    """The `usage` object of a chat completion, or of the last chunk of a streamed one that has it."""
+    if text.lstrip().startswith("{"):
+        usage = json.loads(text).get("usage")
+        return usage if isinstance(usage, dict) else None
+    found = None
+    for line in text.splitlines():
+        data = line.removeprefix("data:").strip()
+        if line.startswith("data:") and data.startswith("{"):
+            usage = json.loads(data).get("usage")
+            found = usage if isinstance(usage, dict) else found
+    return found

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from functions.rag.app import app
 from functions.rag.loader import set_knowledge_base
 
-SEARCH_TYPES = "[formula, algorithm, table, figure, section, example, exercise, appendix, box]"
+SEARCH_TYPES = "[formula, algorithm, table, figure, section, example, exercise, appendix]"
 RELATIONS = "[USES_IN, CITES, REFERENCES, RELATED_TO, FOLLOWS, REFERENCED_BY, PART_OF]"
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 

@@ -11,6 +11,7 @@ from functions.common.minilm import MiniLmEmbedder, WordPieceTokenizer, read_saf
 from functions.common.storage import InMemoryBlobStore
 from functions.rag.embedding import fuse_scores
 from functions.rag.index import build_index, load_knowledge_base, write_index
+from functions.rag.query_encoder import StaticQueryEncoder
 from tests.unit.rag.serving import serving
 from tests.unit.rag.tiny_bert import VOCAB, write_tiny_bert
 from tests.unit.rag.tiny_book import tiny_book
@@ -75,8 +76,12 @@ def test_an_index_built_with_embeddings_is_served_hybrid(embedder: MiniLmEmbedde
     assert store.exists(prefix + "embeddings.npy") and store.exists(prefix + "embedder/weights.int8.npz")
     assert built.version != build_index(tiny_book()).version  # the model is part of the version
 
-    hybrid = load_knowledge_base(store)  # the query embedder comes from the index itself
-    assert hybrid.embedder is not None and hybrid.embedder.name == "tiny-bert"
+    assert store.exists(prefix + "query_encoder/query_encoder.npz")
+    # The queries are embedded by the static encoder stored with the index, not by a transformer pass.
+    hybrid = load_knowledge_base(store)
+    assert isinstance(hybrid.embedder, StaticQueryEncoder) and hybrid.embedder.name == "static:tiny-bert"
+    full = load_knowledge_base(store, query_encoder="minilm")  # the model stored with the index
+    assert isinstance(full.embedder, MiniLmEmbedder) and full.embedder.name == "tiny-bert"
     lexical = load_knowledge_base(store, dense=False)
     assert lexical.embedder is None
 
@@ -86,3 +91,37 @@ def test_an_index_built_with_embeddings_is_served_hybrid(embedder: MiniLmEmbedde
     scores = [result["score"] for result in body["results"]]
     assert body["results"] and scores == sorted(scores, reverse=True)
     assert {result["id"] for result in body["results"]} & {"algo_2_1", "section_2_2", "chunk_2_2_1"}
+
+
+def test_a_numbered_items_vector_embeds_its_context(embedder: MiniLmEmbedder) -> None:
+    built = build_index(tiny_book(), embedder=embedder)
+    assert built.embeddings is not None
+    documents = [entity for entity in built.entities if entity.search_text]
+    items = [index for index, entity in enumerate(documents) if entity.context]
+    assert items
+    for index in items:
+        assert np.allclose(built.embeddings[index], embedder.embed([documents[index].context])[0], atol=1e-5)
+    prose = next(index for index, entity in enumerate(documents) if entity.is_chunk)
+    expected = embedder.embed([f"{documents[prose].heading}\n{documents[prose].content}"])[0]
+    assert np.allclose(built.embeddings[prose], expected, atol=1e-5)
+
+
+def test_the_static_query_encoder_is_fitted_to_the_models_vectors(embedder: MiniLmEmbedder) -> None:
+    words = ["belief", "state", "value", "iteration", "policy", "inventory", "control", "update", "algorithm"]
+    texts = [f"{a} {b} {c}" for a in words for b in words[::2] for c in words[::3] if len({a, b, c}) == 3]
+    targets = embedder.embed(texts)
+    encoder = StaticQueryEncoder.fit(embedder, texts, targets)
+    mapped = encoder.embed(texts)
+    assert np.allclose(np.linalg.norm(mapped, axis=1), 1.0, atol=1e-5)
+    unmapped = StaticQueryEncoder(
+        encoder._tokens, VOCAB, np.eye(mapped.shape[1], dtype=np.float32), "identity"
+    ).embed(texts)
+    # The fitted map brings the cheap vectors closer to the model's own than the raw token means are.
+    assert (mapped * targets).sum(axis=1).mean() > (unmapped * targets).sum(axis=1).mean() + 0.05
+    # Stop words and words of unknown pieces add nothing; a text without any known word gets a zero row.
+    assert np.allclose(encoder.embed(["the belief of zebra"])[0], encoder.embed(["belief"])[0], atol=1e-6)
+    assert not encoder.embed(["zebra"]).any()
+
+    restored = StaticQueryEncoder.from_artifacts(encoder.to_artifacts())
+    assert restored.name == "static:tiny-bert"
+    assert (restored.embed(texts) * mapped).sum(axis=1).min() > 0.99
