@@ -35,6 +35,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 from urllib.parse import urlsplit
 
 ROLE_MARKER = "role_marker"
@@ -107,20 +108,50 @@ def _joined(folded: str) -> str:
 
 
 def _words(*items: str, merged: bool) -> str:
-    """An alternation of lexicon entries, folded like the text ("*" ends a prefix)."""
-    parts = []
+    """An alternation of lexicon entries, folded like the text ("*" ends a prefix), as a trie so that a
+    long lexicon costs little per position."""
+    latin: list[tuple[str, str]] = []
+    other: list[tuple[str, str]] = []
     for item in items:
         for word in item.split("|"):
             word = word.strip()
-            if not word:
-                continue
-            prefix = word.endswith("*")
-            core = re.escape(fold(word.rstrip("*"), merged=merged)).replace(r"\ ", r"\s+")
-            if ord(word[0]) >= _CJK:  # no spaces between words there, so no word boundaries either
-                parts.append(core)
-            else:
-                parts.append(r"(?<!\w)" + core + (r"\w*" if prefix else r"\b"))
-    return "(?:" + "|".join(sorted(set(parts), key=len, reverse=True)) + ")"
+            if word:
+                core = fold(word.rstrip("*"), merged=merged)
+                ending = r"\w*" if word.endswith("*") else r"\b"
+                # no spaces between words in CJK text, so no word boundaries either
+                (other if ord(word[0]) >= _CJK else latin).append(
+                    (core, "" if ord(word[0]) >= _CJK else ending)
+                )
+    parts = []
+    if latin:
+        parts.append(r"(?<!\w)" + _trie(latin))
+    if other:
+        parts.append(_trie(other))
+    return "(?:" + "|".join(parts) + ")"
+
+
+def _trie(entries: list[tuple[str, str]]) -> str:
+    root: dict[str, Any] = {}
+    for text, ending in entries:
+        node = root
+        for char in text:
+            node = node.setdefault(char, {})
+        node.setdefault("", set()).add(ending)
+    return _trie_pattern(root)
+
+
+def _trie_pattern(node: dict[str, Any]) -> str:
+    branches: list[str] = []
+    for char in sorted(key for key in node if key):
+        piece = r"\s+" if char == " " else re.escape(char)
+        branches.append(piece + _trie_pattern(node[char]))
+    endings: list[str] = sorted(node.get("", set()), key=len, reverse=True)
+    if r"\w*" in endings:
+        endings = [r"\w*"]  # a prefix entry covers the whole word that ends here
+    alternatives = branches + endings
+    if len(alternatives) == 1:
+        return alternatives[0]
+    return "(?:" + "|".join(alternatives) + ")"
 
 
 # ---- lexicons (folded at import; written plainly here) ----------------------------------------------
@@ -344,8 +375,14 @@ def _patterns(merged: bool) -> _Patterns:
 
 # What an attacker disguises with ASCII look-alikes ("1gn0re", "lnstructions"): read merged as well.
 _LOOK_ALIKE_PRONE = frozenset({"role", "drop", "credentials"})
-_PLAIN = _patterns(merged=False)
-_MERGED = _patterns(merged=True)
+
+
+@cache
+def _compiled(merged: bool) -> _Patterns:
+    """The patterns, compiled on first use (not at import: the answer handler's cold start)."""
+    return _patterns(merged=merged)
+
+
 _URL = re.compile(
     r"(?:https?|hxxps?|ftp)\s*:\s*/\s*/\s*[^\s<>\"']+|\bwww\s*\.\s*[a-z0-9-]+(?:\s*\.\s*[a-z0-9-]+)+"
     r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|ai|co|info|biz|xyz|ru|cn|ly|me|app|dev|site|"
@@ -441,7 +478,13 @@ def judge(text: str, allowed_links: frozenset[str] = frozenset(), *, after_hosti
     raw = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     plain = fold(text)
     merged = fold(text, merged=True)
-    readings = ((_PLAIN, plain), (_PLAIN, _joined(plain)), (_MERGED, merged), (_MERGED, _joined(merged)))
+    plain_patterns, merged_patterns = _compiled(False), _compiled(True)
+    readings = (
+        (plain_patterns, plain),
+        (plain_patterns, _joined(plain)),
+        (merged_patterns, merged),
+        (merged_patterns, _joined(merged)),
+    )
     signals: list[str] = []
 
     def found(name: str) -> bool:
