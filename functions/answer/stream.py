@@ -1,5 +1,8 @@
 """One answer as Server-Sent Events: `trace_event`, `answer_delta`, `citation`, then `final` (or `error`).
 
+`answer_delta` carries verified text only (`"verified": true`): each sentence once the Verifier kept it,
+never the writer's draft. A `final` refusal carries no draft either.
+
 The pipeline runs as its own task and its listeners put each event, already framed, on a queue; the
 response body is that queue, so every event is written the moment it happens. The first event
 (`request_received`) is emitted before any search starts. A quiet stretch (a slow PDF host) sends an SSE
@@ -40,7 +43,8 @@ async def answer_events(
         queue.put_nowait(frame("trace_event", event))
 
     async def on_delta(text: str) -> None:
-        queue.put_nowait(frame("answer_delta", {"text": text}))
+        # The pipeline sends only sentences the Verifier kept; the flag lets clients tell them from drafts.
+        queue.put_nowait(frame("answer_delta", {"text": text, "verified": True}))
 
     async def on_citations(citations: list[dict[str, Any]]) -> None:
         queue.put_nowait(frame("citation", {"citations": [query_citation(c) for c in citations]}))

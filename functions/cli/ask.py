@@ -3,8 +3,9 @@
     research-agent ask "Does sparse attention lose accuracy on long documents?" --preset fast
     research-agent ask "..." --focus-mode academic --trace      # agent trace events on stderr
 
-The answer's text streams to stdout (`answer_delta` events); once the `final` event arrives come the
-numbered sources, the claim verdicts, the confidence and whether the engine refused. An `error` event
+The answer's verified text streams to stdout (`answer_delta` events marked `"verified": true`, each a
+sentence the Verifier kept; anything else is a draft and is never printed); once the `final` event
+arrives come the numbered sources, the claim verdicts, the confidence and whether the engine refused. An `error` event
 or an HTTP error prints the error's message to stderr and exits 1.
 """
 
@@ -85,6 +86,8 @@ def render_stream(events: Iterable[ServerSentEvent], out: TextIO, err: TextIO, *
         if not isinstance(data, dict):
             raise StreamFailed(f"the {event.event} event is not a JSON object: {event.data[:200]!r}")
         if event.event == "answer_delta":
+            if data.get("verified") is not True:  # a draft: never shown as the answer
+                continue
             text = str(data.get("text", ""))
             out.write(text)
             out.flush()
@@ -138,6 +141,8 @@ def final_summary(final: dict[str, Any]) -> str:
             lines.append(
                 f"  {row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}".rstrip()
             )
+    if final.get("refusal") and final.get("refusal_reason"):
+        lines += ["", f"Refused: {final['refusal_reason']}"]
     lines.append("")
     confidence = final.get("confidence_score")
     verdict = "Refused" if final.get("refusal") else "Answered"

@@ -8,6 +8,7 @@ import unicodedata
 from typing import Any
 
 from functions.research.screening import Candidate
+from functions.research.untrusted_text import own_links, without_hostile
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -157,8 +158,9 @@ def annotated_bibliography(
             lines.append(f"- Extraction: {outcome.get('evidence_count', 0)} evidence quote(s)")
         else:
             lines.append(f"- Extraction failed: {outcome.get('failure_reason') or 'not attempted'}")
-        if paper.abstract:
-            first = re.split(r"(?<=[.!?])\s+", paper.abstract.strip(), maxsplit=1)[0]
+        abstract = without_hostile(paper.abstract, own_links(paper.url, paper.doi)) if paper.abstract else ""
+        if abstract.strip():
+            first = re.split(r"(?<=[.!?])\s+", abstract.strip(), maxsplit=1)[0]
             lines.append(f"- Summary (from the abstract): {first}")
         for item in sorted(quotes.get(candidate.source_id, []), key=lambda q: -q["relevance_score"])[:3]:
             lines.append(f"  - p. {item['page']} ({item['kind']}): “{item['quote']}” [{item['evidence_id']}]")

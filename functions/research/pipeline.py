@@ -1,6 +1,9 @@
 """The answer pipeline: Planner → Retriever → Writer → Critic → Verifier → Red-Team → Decision gate →
 Finalize, each stage emitting its trace events as it finishes.
 
+A streaming caller hears only verified text: each sentence of the draft is verified as soon as the
+writer finishes it and sent if kept (functions/research/verified_stream.py); a refusal carries no draft.
+
 Domain code only: the search, full-text, document and LLM ports are handed in by a composition root
 (`functions/answer/wiring.py` for the API). The streaming route passes listeners and receives the
 trace events, the writer's deltas and the verified citations as they happen.
@@ -22,6 +25,7 @@ from functions.research.presets import Effort, FocusMode, Preset
 from functions.research.redteam import RedTeamReport, red_team
 from functions.research.retriever import Retrieval, Retriever
 from functions.research.trace import CRITIC, DECISION, PLANNER, RED_TEAM, VERIFIER, WRITER, TraceRecorder
+from functions.research.verified_stream import VerifiedStream
 from functions.research.verifier import ClaimVerification, Verifier
 from functions.research.writer import (
     CitationNumbers,
@@ -183,21 +187,21 @@ class AnswerPipeline:
         retrieval: Retrieval,
         contradictions: list[Contradiction],
         request: AnswerRequest,
-        on_delta: Delta | None,
+        shown: VerifiedStream,
     ) -> Draft:
         extractive = ExtractiveWriter()
         primary = {source.source_id for source in retrieval.sources if source.answers_question}
         if self.llm is None or not retrieval.chunks:
             return await extractive.write(
-                plan, retrieval.chunks, contradictions=contradictions, primary=primary, on_delta=on_delta
+                plan, retrieval.chunks, contradictions=contradictions, primary=primary
             )
         try:
             return await LlmWriter(self.llm).write(
                 plan.question,
                 plan.preset.style,
                 retrieval.chunks,
-                on_delta=on_delta,
                 temperature=request.temperature,
+                on_model_text=shown.feed_model_text,
             )
         except UpstreamError as exc:  # the answer still comes, from the evidence itself
             draft = await extractive.write(
@@ -223,7 +227,10 @@ class AnswerPipeline:
         source_map = {source.source_id: source for source in retrieval.sources}
         contradictions = find_contradictions(retrieval.chunks) if plan.preset.critic else []
 
-        draft = await self._write(plan, retrieval, contradictions, request, on_delta)
+        # Only verified sentences are ever streamed: each is verified as the writer finishes it.
+        verifier = Verifier(self.llm if request.enable_verifier else None)
+        shown = VerifiedStream(verifier, {i: c.text for i, c in chunk_map.items()}, on_delta)
+        draft = await self._write(plan, retrieval, contradictions, request, shown)
         claims = [
             (f"clm-{index + 1:03d}", sentence.chunk_ids) for index, sentence in enumerate(draft.sentences)
         ]
@@ -250,10 +257,7 @@ class AnswerPipeline:
                 contradictions=[c.evidence_chunk_ids for c in review.contradictions],
             )
 
-        verifier = Verifier(self.llm if request.enable_verifier else None)
-        verifications = await verifier.verify(
-            [(s.text, s.chunk_ids) for s in draft.sentences], {i: c.text for i, c in chunk_map.items()}
-        )
+        verifications = await shown.finish(draft.sentences)
         kept = [v for v in verifications if v.kept]
         kept_sentences = [s for s, v in zip(draft.sentences, verifications, strict=True) if v.kept]
         await trace.emit(
@@ -265,7 +269,7 @@ class AnswerPipeline:
             removed=[v.claim_id for v in verifications if not v.kept],
         )
 
-        report = red_team(kept, verifications, chunk_map, retrieval.quarantined)
+        report = red_team(kept, verifications, chunk_map, retrieval.quarantined, retrieval.hostile_sources)
         await trace.emit(
             RED_TEAM,
             "critique",
@@ -309,7 +313,8 @@ class AnswerPipeline:
             citations=citations,
             sources=retrieval.sources,
             chunks=retrieval.chunks,
-            claim_verifications=verifications,
+            # A refusal carries no draft: its sentences were not verified, or not enough of them were.
+            claim_verifications=[] if decision.refusal else verifications,
             critique=review,
             red_team=report,
             decision=decision,

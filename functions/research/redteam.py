@@ -2,8 +2,9 @@
 
 - numbers in the answer that its cited evidence does not contain;
 - a claim resting on one source worded as if the field agreed ("studies show", "it is well established");
-- instructions or prompt-injection text inside retrieved documents (quarantined by the Retriever, never
-  shown to the writer; reported here), or such text in the answer itself;
+- text addressed to the reader or to a model inside retrieved documents (quarantined sentence by sentence
+  by the Retriever, never shown to the writer; reported here per source, without quoting it), with high
+  severity for a source full of it (withheld whole), or such text in the answer itself;
 - a draft that verification mostly threw out (the writer was not answering from the evidence).
 """
 
@@ -15,25 +16,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from functions.research.evidence import EvidenceChunk
+from functions.research.untrusted_text import screen, signal_summary
 from functions.research.verifier import UNSUPPORTED, ClaimVerification, numbers_in
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
+HOSTILE_SOURCE = "hostile_source"
+CONTAINED = frozenset({HOSTILE_SOURCE})  # high risk found and kept out of the answer: no refusal needed
 # More than this share of unsupported claims means the draft did not come from the evidence.
 MAX_UNSUPPORTED_SHARE = 0.5
 
-_INJECTION = re.compile(
-    r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|above|earlier|"
-    r"preceding|system)\s+(?:instructions?|prompts?|rules|messages?)"
-    r"|\byou\s+are\s+now\b"
-    r"|\bsystem\s+prompt\b"
-    r"|\bnew\s+instructions?\s*:"
-    r"|\bas\s+an?\s+(?:ai|language\s+model|assistant)\b.{0,40}\b(?:must|should|will)\b"
-    r"|\b(?:respond|reply|answer)\s+only\s+with\b"
-    r"|\bdo\s+not\s+(?:cite|mention|reveal)\b"
-    r"|</?\s*(?:system|assistant|user|instructions?)\s*>"
-    r"|\[\s*(?:INST|SYSTEM)\s*\]",
-    re.IGNORECASE | re.DOTALL,
-)
 _CONSENSUS = re.compile(
     r"\b(?:studies|research|evidence|experts|scientists|the literature)\s+(?:consistently\s+)?"
     r"(?:show|shows|agree|agrees|confirm|confirms|demonstrate|demonstrates)\b"
@@ -44,14 +35,16 @@ _CONSENSUS = re.compile(
 
 
 def injection_cue(text: str) -> str | None:
-    """The instruction-like phrase in retrieved text, if any (the text is data and is never obeyed)."""
-    match = _INJECTION.search(text)
-    return " ".join(match.group(0).split())[:80] if match else None
+    """The classes of text addressed to the reader or to a model found in `text` (never the text itself:
+    a flag that quoted it would ship it), or None."""
+    hostile = screen(text).hostile
+    return signal_summary([clause.verdict for clause in hostile]) if hostile else None
 
 
 @dataclass(frozen=True)
 class RedTeamFlag:
-    kind: str  # unsupported_number, single_source_consensus, prompt_injection, unverified_draft
+    # unsupported_number, single_source_consensus, prompt_injection, hostile_source, unverified_draft
+    kind: str
     severity: str
     detail: str
     claim_ids: list[str] = field(default_factory=list)
@@ -80,7 +73,11 @@ def red_team(
     verifications: Sequence[ClaimVerification],
     chunks: dict[str, EvidenceChunk],
     quarantined: Sequence[tuple[EvidenceChunk, str]],
+    hostile_sources: Sequence[str] = (),
 ) -> RedTeamReport:
+    """`quarantined`: sentences withheld as addressed to the reader or a model, with their signals;
+    `hostile_sources`: sources withheld whole for being full of them. Those are flagged (high severity
+    for a hostile source) but do not force a refusal: nothing of them reached the answer."""
     flags: list[RedTeamFlag] = []
     for claim in kept:
         cited = [chunks[i] for i in claim.evidence_chunk_ids if i in chunks]
@@ -110,18 +107,39 @@ def red_team(
         if cue:
             flags.append(
                 RedTeamFlag(
-                    "prompt_injection", HIGH, f"the answer carries an instruction: {cue!r}", [claim.claim_id]
+                    "prompt_injection",
+                    HIGH,
+                    f"the answer carries text addressed to the reader or a model ({cue})",
+                    [claim.claim_id],
                 )
             )
+    by_source: dict[str, list[EvidenceChunk]] = {}
+    signals: dict[str, list[str]] = {}
     for chunk, cue in quarantined:
-        flags.append(
-            RedTeamFlag(
-                "prompt_injection",
-                LOW,
-                f"instruction-like text in source {chunk.source_id} was quarantined and not used: {cue!r}",
-                chunk_ids=[chunk.chunk_id],
+        by_source.setdefault(chunk.source_id, []).append(chunk)
+        signals.setdefault(chunk.source_id, []).extend(s for s in cue.split(", ") if s)
+    for source_id, withheld in by_source.items():
+        found = ", ".join(sorted(set(signals[source_id])))
+        if source_id in hostile_sources:
+            flags.append(
+                RedTeamFlag(
+                    HOSTILE_SOURCE,
+                    HIGH,
+                    f"source {source_id} is full of text addressed to the reader or a model "
+                    f"({len(withheld)} sentence(s): {found}); none of it was used",
+                    chunk_ids=[chunk.chunk_id for chunk in withheld],
+                )
             )
-        )
+        else:
+            flags.append(
+                RedTeamFlag(
+                    "prompt_injection",
+                    LOW,
+                    f"{len(withheld)} sentence(s) of source {source_id} addressed to the reader or a model "
+                    f"were withheld ({found})",
+                    chunk_ids=[chunk.chunk_id for chunk in withheld],
+                )
+            )
     unsupported = [v for v in verifications if v.verdict == UNSUPPORTED]
     if verifications and len(unsupported) / len(verifications) > MAX_UNSUPPORTED_SHARE:
         flags.append(
@@ -132,7 +150,7 @@ def red_team(
                 [v.claim_id for v in unsupported],
             )
         )
-    critical = [flag for flag in flags if flag.severity == HIGH]
+    critical = [flag for flag in flags if flag.severity == HIGH and flag.kind not in CONTAINED]
     return RedTeamReport(
         flags=flags,
         force_refusal=bool(critical),

@@ -21,10 +21,10 @@ from functions.research.chunks import Bm25Index, bounded, sentence_spans
 from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc, chunk_id_for, source_id_for
 from functions.research.planner import AnswerPlan, broadened
 from functions.research.presets import EFFORT_LOW
-from functions.research.redteam import injection_cue
 from functions.research.relevance import RelevanceScorer
 from functions.research.screening import document_text
 from functions.research.trace import RETRIEVER, TraceRecorder
+from functions.research.untrusted_text import Screened, hostile_source, own_links, screen, without_hostile
 from functions.search.models import PaperQuery, SearchOutcome
 
 RRF_K = 60
@@ -83,7 +83,9 @@ class Retrieval:
     failed_connectors: dict[str, str]
     total_found: int
     filtered_sources: int  # fused sources left out as not relevant to the question
+    # What was withheld as text addressed to the reader or a model: (chunk, the signals found).
     quarantined: list[tuple[EvidenceChunk, str]] = field(default_factory=list)
+    hostile_sources: list[str] = field(default_factory=list)  # sources full of it: nothing of them used
     full_text_read: list[str] = field(default_factory=list)  # source ids
     notes: list[str] = field(default_factory=list)
 
@@ -443,19 +445,8 @@ class Retriever:
         for source, paper in uploads:
             candidates += page_chunks(source.source_id, paper)
         sources = [source for source, _ in uploads] + sources
-        clean: list[EvidenceChunk] = []
-        quarantined: list[tuple[EvidenceChunk, str]] = []
-        seen_text: set[str] = set()
-        for chunk in candidates:
-            cue = injection_cue(chunk.text)
-            if cue:
-                quarantined.append((chunk, cue))
-                continue
-            key = " ".join(chunk.text.lower().split())
-            if key in seen_text:
-                continue
-            seen_text.add(key)
-            clean.append(chunk)
+        clean, quarantined, hostile = screen_chunks(candidates, sources)
+        sources = [scrubbed(source, hostile) for source in sources]
         chunks = await asyncio.to_thread(self.rank_chunks, plan, sources, clean)
         covered = self.covered_sub_questions(plan, chunks)
         await trace.emit(
@@ -465,6 +456,7 @@ class Retriever:
             sources=len(sources),
             chunks=[c.chunk_id for c in chunks],
             quarantined=[c.chunk_id for c, _ in quarantined],
+            hostile_sources=sorted(hostile),
             coverage=round(len(covered) / len(plan.sub_questions), 3) if plan.sub_questions else 0.0,
         )
         return Retrieval(
@@ -475,6 +467,7 @@ class Retriever:
             total_found=total,
             filtered_sources=filtered,
             quarantined=quarantined,
+            hostile_sources=sorted(hostile),
             full_text_read=sorted(full_texts),
             notes=notes,
         )
@@ -501,6 +494,65 @@ class Retriever:
             for question, phrase in zip(plan.sub_questions, phrases, strict=False)
             if index.mentions(phrase or question)
         ]
+
+
+def source_links(source: SourceDoc) -> frozenset[str]:
+    return own_links(source.url, source.doi)
+
+
+def screen_chunks(
+    candidates: Sequence[EvidenceChunk], sources: Sequence[SourceDoc]
+) -> tuple[list[EvidenceChunk], list[tuple[EvidenceChunk, str]], set[str]]:
+    """Retrieved text is data: each chunk is judged sentence by sentence, and only its runs of clean
+    sentences (verbatim, with their own offsets) stay evidence; a sentence addressed to the reader or
+    to a model is quarantined, and a source full of them is withheld whole. Duplicate texts count once."""
+    links = {source.source_id: source_links(source) for source in sources}
+    screened: list[tuple[EvidenceChunk, Screened]] = [
+        (chunk, screen(chunk.text, links.get(chunk.source_id, frozenset()))) for chunk in candidates
+    ]
+    by_source: dict[str, list[Screened]] = {}
+    for chunk, result in screened:
+        by_source.setdefault(chunk.source_id, []).append(result)
+    hostile = {source_id for source_id, results in by_source.items() if hostile_source(results)}
+    clean: list[EvidenceChunk] = []
+    quarantined: list[tuple[EvidenceChunk, str]] = []
+    seen_text: set[str] = set()
+    for chunk, result in screened:
+        for clause in result.hostile:
+            quarantined.append((_part(chunk, clause.start, clause.end), ", ".join(clause.verdict.signals)))
+        if chunk.source_id in hostile:
+            continue
+        for start, end in result.clean_runs:
+            part = _part(chunk, start, end)
+            key = " ".join(part.text.lower().split())
+            if len(key) < 20 or key in seen_text:
+                continue
+            seen_text.add(key)
+            clean.append(part)
+    return clean, quarantined, hostile
+
+
+def _part(chunk: EvidenceChunk, start: int, end: int) -> EvidenceChunk:
+    """The span [start, end) of a chunk's text as a chunk of its own (offsets into the same origin)."""
+    if start == 0 and end == len(chunk.text):
+        return chunk
+    char_start = chunk.char_start + start
+    return replace(
+        chunk,
+        chunk_id=chunk_id_for(chunk.source_id, chunk.origin, chunk.page, char_start),
+        text=chunk.text[start:end],
+        char_start=char_start,
+        char_end=chunk.char_start + end,
+    )
+
+
+def scrubbed(source: SourceDoc, hostile: set[str]) -> SourceDoc:
+    """The source as a response shows it: its abstract without sentences addressed to the reader or a
+    model (nothing of it when the source is full of them)."""
+    if source.source_id in hostile:
+        return replace(source, snippet="")
+    snippet = without_hostile(source.snippet, source_links(source))
+    return source if snippet == source.snippet else replace(source, snippet=snippet)
 
 
 def ranked_papers(outcome: SearchOutcome) -> list[Paper]:

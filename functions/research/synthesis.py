@@ -14,13 +14,14 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from functions.common.models import ExtractedPaper, short_hash
+from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
 from functions.research.evidence import PAGE, EvidenceChunk
 from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP
 from functions.research.planning import ResearchPlan, content_tokens
 from functions.research.presets import STYLE_REPORT
-from functions.research.redteam import injection_cue, red_team
+from functions.research.redteam import red_team
 from functions.research.screening import Candidate
+from functions.research.untrusted_text import Screened, hostile_source, own_links, screen
 from functions.research.verifier import PARTIAL, SUPPORTED, UNSUPPORTED, Verifier, verify_claim
 from functions.research.writer import GAPS_SECTION, LlmWriter
 
@@ -188,34 +189,76 @@ class SynthesisResult:
         return asdict(self)  # evidence and claims become dicts too
 
 
+@dataclass
+class ScreenedEvidence:
+    """The evidence of the screened sources, and what was withheld from it as text addressed to the
+    reader or a model: (quote span, signals) per sentence, and the sources full of it."""
+
+    evidence: list[Evidence]
+    quarantined: list[tuple[EvidenceChunk, str]]
+    hostile_sources: list[str]
+
+
 def build_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> list[Evidence]:
+    return screen_evidence(sources).evidence
+
+
+def screen_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> ScreenedEvidence:
+    """Each quote judged sentence by sentence: its runs of clean sentences are evidence (verbatim, with
+    their own offsets); the rest is quarantined, and a source full of it gives no evidence at all."""
     evidence: list[Evidence] = []
+    quarantined: list[tuple[EvidenceChunk, str]] = []
+    hostile: list[str] = []
     seen: set[str] = set()
     for candidate, paper in sources:
-        for quote in paper.evidence:
-            text = " ".join(quote.quote.split())
-            if len(text) < 20 or injection_cue(text):  # retrieved text is data: instructions are dropped
-                continue
-            evidence_id = "ev-" + short_hash(
-                f"{candidate.source_id}|{quote.page}|{quote.char_start}|{text}", 10
-            )
-            if evidence_id in seen:
-                continue
-            seen.add(evidence_id)
-            evidence.append(
-                Evidence(
-                    evidence_id=evidence_id,
-                    source_id=candidate.source_id,
-                    quote=text,
-                    page=quote.page,
-                    section=quote.section,
-                    kind=quote.kind,
-                    relevance_score=quote.relevance_score,
-                    char_start=quote.char_start,
-                    char_end=quote.char_end,
+        links = own_links(candidate.paper.url, candidate.paper.doi, paper.source_url)
+        screened: list[tuple[EvidenceQuote, Screened]] = [(q, screen(q.quote, links)) for q in paper.evidence]
+        for quote, result in screened:
+            for clause in result.hostile:
+                quarantined.append(
+                    (
+                        EvidenceChunk(
+                            "quarantined",
+                            candidate.source_id,
+                            "",
+                            0.0,
+                            PAGE,
+                            quote.page,
+                            quote.char_start + clause.start,
+                            quote.char_start + clause.end,
+                        ),
+                        ", ".join(clause.verdict.signals),
+                    )
                 )
-            )
-    return evidence
+        if hostile_source(result for _, result in screened):
+            hostile.append(candidate.source_id)
+            continue
+        for quote, result in screened:
+            for start, end in result.clean_runs:
+                text = " ".join(quote.quote[start:end].split())
+                if len(text) < 20:
+                    continue
+                char_start = quote.char_start + start
+                evidence_id = "ev-" + short_hash(
+                    f"{candidate.source_id}|{quote.page}|{char_start}|{text}", 10
+                )
+                if evidence_id in seen:
+                    continue
+                seen.add(evidence_id)
+                evidence.append(
+                    Evidence(
+                        evidence_id=evidence_id,
+                        source_id=candidate.source_id,
+                        quote=text,
+                        page=quote.page,
+                        section=quote.section,
+                        kind=quote.kind,
+                        relevance_score=quote.relevance_score,
+                        char_start=char_start,
+                        char_end=quote.char_start + end,
+                    )
+                )
+    return ScreenedEvidence(evidence, quarantined, hostile)
 
 
 def _stem(token: str) -> str:
@@ -383,7 +426,8 @@ async def synthesize(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + llm_budget_seconds
     required_sources = min_sources or plan.policies.min_sources
-    evidence = build_evidence(sources)
+    screened = screen_evidence(sources)
+    evidence = screened.evidence
     by_id = {item.evidence_id: item for item in evidence}
     sources_with_evidence = {item.source_id for item in evidence}
     notes: list[str] = []
@@ -429,25 +473,13 @@ async def synthesize(
     ]
     claim_index = {(text, ids): claim for (text, ids), claim in zip(drafted, claims, strict=True)}
     chunks = {e.evidence_id: e.as_chunk() for e in evidence}
-    quarantined = [
-        (
-            EvidenceChunk(
-                "quarantined",
-                candidate.source_id,
-                quote.quote,
-                0.0,
-                PAGE,
-                quote.page,
-                quote.char_start,
-                quote.char_end,
-            ),
-            cue,
-        )
-        for candidate, paper in sources
-        for quote in paper.evidence
-        if (cue := injection_cue(quote.quote))
-    ]
-    report = red_team([v for v in verifications if v.kept], verifications, chunks, quarantined)
+    report = red_team(
+        [v for v in verifications if v.kept],
+        verifications,
+        chunks,
+        screened.quarantined,
+        screened.hostile_sources,
+    )
 
     def check(text: str, ids: list[str]) -> Claim:
         return claim_index[(text, tuple(ids))]

@@ -4,7 +4,8 @@ Without an LLM the check is lexical and numeric (no registry package ships an en
 is supported when the cited text contains it (fuzzy containment) or nearly all its terms, and never when
 it carries a number the evidence does not. With an LLM configured, claims in the uncertain band (partly
 covered) go to the model as a judge, which can only confirm or reject them; a clear lexical verdict
-stands. Unsupported claims are removed from the answer, never shipped as supported.
+stands. A claim addressed to the reader or a model (functions/research/untrusted_text.py) is never
+supported. Unsupported claims are removed from the answer, never shipped as supported.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from functions.research.untrusted_text import is_hostile
 from functions.search.text import stem, terms
 
 if TYPE_CHECKING:
@@ -87,6 +89,8 @@ def verify_claim(claim_text: str, quotes: Sequence[str]) -> tuple[str, float, st
 
     if not quotes:
         return UNSUPPORTED, 0.0, "cites no known evidence"
+    if is_hostile(claim_text):
+        return UNSUPPORTED, 0.0, "addressed to the reader or a model: not a finding"
     claim = normalise(claim_text)
     normalised = [normalise(quote) for quote in quotes]
     joined = " ".join(normalised)
@@ -121,6 +125,7 @@ class Verifier:
         self.judge = judge
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self._judged = 0  # LLM judgements so far, across calls (at most MAX_JUDGED_CLAIMS)
 
     async def verify(
         self, claims: Sequence[tuple[str, list[str]]], evidence: dict[str, str], *, first_id: int = 1
@@ -128,7 +133,6 @@ class Verifier:
         """One verification per (claim text, cited evidence ids); ids that are not evidence of this
         answer make the claim unsupported."""
         results = []
-        judged = 0
         for offset, (text, ids) in enumerate(claims):
             claim_id = f"clm-{first_id + offset:03d}"
             known = [i for i in ids if i in evidence]
@@ -140,8 +144,8 @@ class Verifier:
                 )
             else:
                 verdict, confidence, why = verify_claim(text, [evidence[i] for i in known])
-                if verdict == PARTIAL and self.judge is not None and judged < MAX_JUDGED_CLAIMS:
-                    judged += 1
+                if verdict == PARTIAL and self.judge is not None and self._judged < MAX_JUDGED_CLAIMS:
+                    self._judged += 1
                     verdict, confidence, why = await self._judge(
                         text, [evidence[i] for i in known], confidence
                     )

@@ -315,7 +315,11 @@ class LlmWriter:
         *,
         on_delta: Delta | None = None,
         temperature: float | None = None,
+        on_model_text: Delta | None = None,
     ) -> Draft:
+        """`on_delta` hears the draft's text as it streams, ids rewritten to numbers (unverified: for
+        callers that mark it as a draft); `on_model_text` hears the model's own text, ids included, which
+        the answer pipeline verifies sentence by sentence before anything is shown."""
         rewriter = MarkerRewriter({c.chunk_id for c in chunks}, CitationNumbers())
         pieces: list[str] = []
         stream = self.provider.stream(
@@ -327,6 +331,8 @@ class LlmWriter:
         async with stream:
             async for delta in stream:
                 pieces.append(delta)
+                if on_model_text is not None:
+                    await on_model_text(delta)
                 visible = rewriter.feed(delta)
                 if visible and on_delta is not None:
                     await on_delta(visible)

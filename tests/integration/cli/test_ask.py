@@ -170,7 +170,7 @@ class Terminal(io.StringIO):
 
 
 def streamed_answer(release: threading.Event) -> list[bytes | threading.Event | float]:
-    first = sse("answer_delta", {"text": "Sparse attention "})
+    first = sse("answer_delta", {"text": "Sparse attention ", "verified": True})
     return [
         sse("trace_event", TRACE),
         b": keep-alive\n\nevent: ping\ndata: not json, and not an event the client reads\n\n",
@@ -178,7 +178,7 @@ def streamed_answer(release: threading.Event) -> list[bytes | threading.Event | 
         0.05,
         first[17:],
         release,  # nothing more until the client has shown the first delta
-        sse("answer_delta", {"text": "keeps accuracy on long documents [1]."}),
+        sse("answer_delta", {"text": "keeps accuracy on long documents [1].", "verified": True}),
         sse("citation", {"citations": FINAL["citations"]}),
         sse("final", FINAL),
     ]
@@ -262,7 +262,7 @@ def test_the_module_entry_point_streams_to_a_real_pipe(
 def test_an_error_event_prints_its_message_and_exits_non_zero() -> None:
     error = {"error": {"code": "upstream_unavailable", "message": "every search connector failed"}}
     script: list[bytes | threading.Event | float] = [
-        sse("answer_delta", {"text": "Partial "}),
+        sse("answer_delta", {"text": "Partial ", "verified": True}),
         sse("error", error),
         sse("final", FINAL),  # never read: the client stops at the error
     ]
@@ -271,6 +271,34 @@ def test_an_error_event_prints_its_message_and_exits_non_zero() -> None:
         assert main(["ask", QUESTION, "--url", server.url], out=out, err=err) == 1
     assert out.getvalue() == "Partial "
     assert err.getvalue() == "error: upstream_unavailable: every search connector failed\n"
+
+
+def test_draft_deltas_are_never_printed_and_a_refusal_shows_only_its_reason() -> None:
+    """Only deltas marked verified are the answer; a refused final shows its reason, no draft text."""
+    draft = "Readers should paste their API token at http://evil.example/login [1]."
+    refused = {
+        **FINAL,
+        "answer": "No answer: Red-Team: the draft was not supported.",
+        "citations": [],
+        "claim_verifications": [],
+        "confidence_score": 0.0,
+        "refusal": True,
+        "refusal_reason": "Red-Team: the draft was not supported",
+        "refusal_code": "red_team",
+    }
+    script: list[bytes | threading.Event | float] = [
+        sse("answer_delta", {"text": draft}),
+        sse("answer_delta", {"text": draft, "verified": False}),
+        sse("final", refused),
+    ]
+    with StreamServer(script=script) as server:
+        out, err = io.StringIO(), io.StringIO()
+        assert main(["ask", QUESTION, "--url", server.url], out=out, err=err) == 0
+    text = out.getvalue()
+    assert "evil.example" not in text and "API token" not in text
+    assert text.startswith("No answer: Red-Team: the draft was not supported.\n")
+    assert "Refused: Red-Team: the draft was not supported\n" in text
+    assert text.endswith("Refused; confidence 0.00; trace trace-789\n")
 
 
 def test_an_http_error_prints_the_error_body_message() -> None:
