@@ -19,7 +19,10 @@ the embedder, the lexical-only model (fitted the same way) is used, and the expl
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -117,6 +120,50 @@ class Features:
         )
 
 
+class _SharedEmbedding:
+    """The process's embedding work, shared by every task that scores relevance at once (the local
+    runtime runs many jobs' steps in one process): one forward pass at a time per core, taken in turn,
+    so that each task's time budget buys it a fair share instead of all of them stalling together; and
+    the vectors of recent texts, which concurrent jobs on similar goals ask for again."""
+
+    MAX_VECTORS = 8192
+
+    def __init__(self) -> None:
+        self._passes = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+        self._vectors: OrderedDict[tuple[str, str], NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, embedder: Embedder, texts: list[str], ends: float | None) -> NDArray[np.float32] | None:
+        """The texts' vectors, or None when `ends` (a monotonic time) passes before a pass is free."""
+        import numpy as np
+
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if (embedder.name, t) not in self._vectors]
+        if missing:
+            timeout = None if ends is None else max(0.0, ends - time.monotonic())
+            if timeout is not None and timeout <= 0:
+                return None
+            if not self._passes.acquire(timeout=timeout):
+                return None
+            try:
+                computed = embedder.embed(missing)
+            finally:
+                self._passes.release()
+            with self._lock:
+                for text, vector in zip(missing, computed, strict=True):
+                    self._vectors[(embedder.name, text)] = vector
+                while len(self._vectors) > self.MAX_VECTORS:
+                    self._vectors.popitem(last=False)
+        with self._lock:
+            found = [self._vectors.get((embedder.name, t)) for t in texts]
+        if any(vector is None for vector in found):  # evicted meanwhile by other tasks' texts
+            return embedder.embed(texts)
+        return np.stack([vector for vector in found if vector is not None]).astype(np.float32, copy=False)
+
+
+_SHARED = _SharedEmbedding()
+
+
 class RelevanceScorer:
     """`embed_seconds` bounds the time spent embedding documents (most lexically promising first): on a
     loaded machine the rest are scored lexically, so a step never runs into its task limit."""
@@ -147,13 +194,16 @@ class RelevanceScorer:
             overlap = pairs[:, :, 0].max(axis=1)
             embedded = sorted(range(len(documents)), key=lambda row: (-overlap[row], row))[:max_embedded]
             semantic = np.full((len(documents), len(aspects)), np.nan, dtype=np.float32)
-            wanted = self.embedder.embed(aspects).T
-            started = time.monotonic()
+            ends = time.monotonic() + self.embed_seconds if self.embed_seconds is not None else None
+            aspect_vectors = _SHARED.embed(self.embedder, aspects, None)
+            assert aspect_vectors is not None  # without a deadline it always embeds
+            wanted = aspect_vectors.T
             for start in range(0, len(embedded), self.EMBED_BATCH):
-                if self.embed_seconds is not None and time.monotonic() - started > self.embed_seconds:
-                    break
                 rows = embedded[start : start + self.EMBED_BATCH]
-                semantic[rows] = self.embedder.embed([documents[row] for row in rows]) @ wanted
+                vectors = _SHARED.embed(self.embedder, [documents[row] for row in rows], ends)
+                if vectors is None:  # the time is spent: the rest are scored lexically
+                    break
+                semantic[rows] = vectors @ wanted
         return Features(semantic, pairs[:, :, 0], pairs[:, :, 1])
 
     def score(
