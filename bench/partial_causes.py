@@ -50,6 +50,8 @@ def job_causes(status: Mapping[str, Any] | None, results: Mapping[str, Any] | No
     for source in (status, results):
         if source.get("failure_reason"):
             causes.append(f"failed: {_plain(source['failure_reason'])}")
+    if results.get("refusal_reason"):
+        causes.append(f"refused: {_plain(results['refusal_reason'])}")
     summary = results.get("execution_summary")
     summary = summary if isinstance(summary, Mapping) else {}
     for holder in (results, summary):
