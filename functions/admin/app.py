@@ -30,5 +30,8 @@ document_errors(
         "POST /admin/teams/{team_id}/tokens": (TrustErrorResponse, [404, 409, 503]),
         "DELETE /admin/teams/{team_id}/tokens/{token_id}": (TrustErrorResponse, [404, 503]),
         "POST /admin/teams/{team_id}/webhook-secret": (TrustErrorResponse, [400, 404, 503]),
+        "PUT /admin/teams/{team_id}/upstream-keys/{provider}": (TrustErrorResponse, [400, 404, 503]),
+        "DELETE /admin/teams/{team_id}/upstream-keys/{provider}": (TrustErrorResponse, [400, 404, 503]),
+        "GET /admin/teams/{team_id}/upstream-keys": (TrustErrorResponse, [404, 503]),
     },
 )

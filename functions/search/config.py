@@ -11,6 +11,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from functions.common.upstream_turns import ProviderManners
+from functions.search.team_keys import base_provider
 
 
 class SearchSettings(BaseSettings):
@@ -41,7 +42,8 @@ class SearchSettings(BaseSettings):
     # (deployed), or this process's memory (the single-process local runtime, unit tests).
     turns_backend: Literal["dynamodb", "memory"] | None = None  # None: as `state_backend`
     # Daily allowances: OpenAlex `search=` calls on the service's key (1,000 a day on a free key; lookups
-    # by id are free), Unpaywall calls. 0 = unlimited.
+    # by id are free), Unpaywall calls. 0 = unlimited. A team with its own OpenAlex key has as many again,
+    # counted apart.
     openalex_searches_per_day: int = Field(default=1000, ge=0)
     unpaywall_calls_per_day: int = Field(default=100_000, ge=0)
     # Circuit breaker per provider.
@@ -55,10 +57,12 @@ class SearchSettings(BaseSettings):
     default_per_connector: int = Field(default=20, ge=1, le=100)
 
     def min_interval(self, connector: str) -> float:
-        value = getattr(self, f"{connector}_min_interval_seconds", 0.0)
+        value = getattr(self, f"{base_provider(connector)}_min_interval_seconds", 0.0)
         return float(value)
 
     def manners(self, provider: str) -> ProviderManners:
+        """A team's own budget at a provider (`<provider>@team:<id>`) keeps the provider's manners."""
+        provider = base_provider(provider)
         exclusive = {name.strip() for name in self.exclusive_providers.split(",") if name.strip()}
         return ProviderManners(
             interval=self.min_interval(provider),

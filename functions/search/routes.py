@@ -25,6 +25,7 @@ from functions.search.schemas import (
     V1SearchResponse,
     V1Source,
 )
+from functions.search.team_keys import base_provider
 from functions.search.text import snippet_from
 
 if TYPE_CHECKING:
@@ -154,7 +155,11 @@ async def v1_search(
 
 @v1_router.get("/health", response_model=HealthResponse)
 async def health(service: ServiceDep) -> HealthResponse:
-    breakers = service.breakers.states()
+    # the providers' own breakers: a team's own key (`<provider>@team:<id>`) failing is that team's
+    # matter, and its id is no one else's
+    breakers = {
+        name: state for name, state in service.breakers.states().items() if base_provider(name) == name
+    }
     return HealthResponse(
         status="degraded" if any(state == "open" for state in breakers.values()) else "healthy",
         connectors=service.connector_names,

@@ -13,6 +13,10 @@ from typing import Literal, get_args
 Tier = Literal["basic", "standard", "premium"]
 TIERS: tuple[str, ...] = get_args(Tier)  # the usage tiers of infra/config.py DEFAULT_TIERS
 NAME_MAX_CHARS = 100
+# Upstreams where a team may bring its own API key, which gives it its own budget there.
+UpstreamKeyProvider = Literal["semantic_scholar", "openalex"]
+UPSTREAM_KEY_PROVIDERS: tuple[str, ...] = get_args(UpstreamKeyProvider)
+UPSTREAM_KEY_MAX_CHARS = 256
 
 
 def new_team_id() -> str:

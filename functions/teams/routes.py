@@ -6,6 +6,9 @@
     DELETE /admin/teams/{team_id}/tokens/{token_id}   -> 204
     PATCH  /admin/teams/{team_id}                     {"monthly_budget_usd": number|null} -> 200 the team
     POST   /admin/teams/{team_id}/webhook-secret      -> 201 {"webhook_secret"} (new, or rotated)
+    PUT    /admin/teams/{team_id}/upstream-keys/{provider}  {"api_key"} -> 204 (the team's own key)
+    DELETE /admin/teams/{team_id}/upstream-keys/{provider}  -> 204
+    GET    /admin/teams/{team_id}/upstream-keys       -> 200 {"providers": [...]} (never the keys)
 
 Every route needs the admin credential. Locally (`ADMIN_AUTH=token`, the default) that is
 `Authorization: Bearer <ADMIN_TOKEN>`; with ADMIN_TOKEN unset the routes are disabled (503). On AWS
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
@@ -24,7 +27,7 @@ from fastapi.security import HTTPBearer
 from pydantic import AfterValidator, BaseModel, Field
 
 from functions.common.errors import DomainError
-from functions.teams.models import NAME_MAX_CHARS, Tier
+from functions.teams.models import NAME_MAX_CHARS, UPSTREAM_KEY_MAX_CHARS, Tier, UpstreamKeyProvider
 from functions.teams.service import TeamService
 from functions.teams.tokens import bearer_token
 from functions.teams.wiring import admin_auth, admin_token, team_service
@@ -184,3 +187,48 @@ class WebhookSecret(BaseModel):
 )
 def rotate_webhook_secret(team_id: str, service: Service) -> WebhookSecret:
     return WebhookSecret(webhook_secret=service.rotate_webhook_secret(team_id))
+
+
+class UpstreamKey(BaseModel):
+    api_key: str = Field(
+        min_length=1,
+        max_length=UPSTREAM_KEY_MAX_CHARS,
+        pattern=r"^[!-~]+$",
+        description="the team's own API key at the provider (printable ASCII, no spaces); never shown again",
+    )
+
+
+class UpstreamKeyProviders(BaseModel):
+    providers: list[UpstreamKeyProvider] = Field(description="where the team has a key of its own")
+
+
+@router.put(
+    "/{team_id}/upstream-keys/{provider}",
+    status_code=204,
+    summary="Set the team's own API key at an upstream (its own budget there)",
+)
+def put_upstream_key(
+    team_id: str, provider: UpstreamKeyProvider, body: UpstreamKey, service: Service
+) -> Response:
+    service.set_upstream_key(team_id, provider, body.api_key)
+    return Response(status_code=204)
+
+
+@router.delete(
+    "/{team_id}/upstream-keys/{provider}",
+    status_code=204,
+    summary="Remove the team's own API key at an upstream",
+)
+def delete_upstream_key(team_id: str, provider: UpstreamKeyProvider, service: Service) -> Response:
+    service.remove_upstream_key(team_id, provider)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{team_id}/upstream-keys",
+    response_model=UpstreamKeyProviders,
+    summary="The upstreams where the team has its own API key",
+)
+def list_upstream_keys(team_id: str, service: Service) -> UpstreamKeyProviders:
+    providers = cast(list[UpstreamKeyProvider], service.upstream_key_providers(team_id))
+    return UpstreamKeyProviders(providers=providers)

@@ -22,6 +22,8 @@ from functions.common.settings import get_settings
 from functions.teams.models import (
     NAME_MAX_CHARS,
     TIERS,
+    UPSTREAM_KEY_MAX_CHARS,
+    UPSTREAM_KEY_PROVIDERS,
     ApiKeyRecord,
     Team,
     Tier,
@@ -32,7 +34,7 @@ from functions.teams.models import (
 from functions.teams.store import TeamStore
 from functions.teams.tokens import MAX_TOKEN_CHARS, new_token, token_hash
 from functions.teams.usage_keys import NoUsageKeys, UsageKeys
-from functions.webhooks.secret_cipher import SecretCipher, is_plaintext
+from functions.webhooks.secret_cipher import UPSTREAM_KEY_PURPOSE, SecretCipher, is_plaintext
 from functions.webhooks.secret_cipher import secret_cipher as cipher_from_settings
 from functions.webhooks.signing import new_secret as new_webhook_secret
 
@@ -41,6 +43,10 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _printable(text: str) -> bool:
+    return all("!" <= char <= "~" for char in text)
 
 
 def _iso(moment: datetime) -> str:
@@ -65,12 +71,15 @@ class TeamService:
         *,
         usage_keys: UsageKeys | None = None,
         secret_cipher: SecretCipher | None = None,
+        upstream_key_cipher: SecretCipher | None = None,
     ) -> None:
-        """`secret_cipher` seals webhook secrets; None: the settings' (KMS on AWS), built on first use."""
+        """`secret_cipher` seals webhook secrets, `upstream_key_cipher` the teams' own upstream API keys;
+        None: the settings' (KMS on AWS, each for its purpose), built on first use."""
         self.store = store
         self._clock = clock
         self.usage_keys: UsageKeys = usage_keys or NoUsageKeys()
         self.secret_cipher = secret_cipher
+        self.upstream_key_cipher = upstream_key_cipher
 
     def create_team(self, name: str, tier: str) -> tuple[Team, str, str]:
         """The new team, its first token's id and the token (shown once); see `onboard` for its API key."""
@@ -168,6 +177,51 @@ class TeamService:
         if stored is None or is_plaintext(stored):  # None, or stored in plain text by an earlier version
             return stored
         return self._cipher().open(stored, team_id)
+
+    def set_upstream_key(self, team_id: str, provider: str, api_key: str) -> None:
+        """Store the team's own API key at `provider` (replacing any earlier one), sealed: the team's
+        searches there then send it and have a budget of their own. NotFound for an unknown team or
+        provider; InvalidInput for a key that is empty, too long or not printable ASCII."""
+        self._check_provider(provider)
+        if not api_key or len(api_key) > UPSTREAM_KEY_MAX_CHARS or not _printable(api_key):
+            raise InvalidInput(
+                f"api_key must be 1 to {UPSTREAM_KEY_MAX_CHARS} printable ASCII characters without spaces",
+                field="api_key",
+            )
+        if self.store.get_team(team_id) is None:
+            raise NotFound("team not found")
+        sealed = self._upstream_cipher().seal(api_key, team_id)
+        self.store.put_upstream_key(team_id, provider, sealed, created_at=self._now())
+
+    def remove_upstream_key(self, team_id: str, provider: str) -> None:
+        """Forget the team's own key at `provider` (idempotent); NotFound for an unknown team or provider."""
+        self._check_provider(provider)
+        if self.store.get_team(team_id) is None:
+            raise NotFound("team not found")
+        self.store.delete_upstream_key(team_id, provider)
+
+    def upstream_key_providers(self, team_id: str) -> list[str]:
+        """The providers where the team has a key of its own (never the keys); NotFound for an unknown team."""
+        if self.store.get_team(team_id) is None:
+            raise NotFound("team not found")
+        return sorted(self.store.upstream_keys(team_id))
+
+    def upstream_keys(self, team_id: str) -> dict[str, str]:
+        """The team's own keys by provider, opened (for the connectors that send them). SecretUnreadable
+        when a stored one cannot be opened."""
+        sealed = self.store.upstream_keys(team_id)
+        return {provider: self._upstream_cipher().open(value, team_id) for provider, value in sealed.items()}
+
+    def _check_provider(self, provider: str) -> None:
+        if provider not in UPSTREAM_KEY_PROVIDERS:
+            raise NotFound(
+                f"no upstream takes a team's key by that name (one of {', '.join(UPSTREAM_KEY_PROVIDERS)})"
+            )
+
+    def _upstream_cipher(self) -> SecretCipher:
+        if self.upstream_key_cipher is None:
+            self.upstream_key_cipher = cipher_from_settings(get_settings(), UPSTREAM_KEY_PURPOSE)
+        return self.upstream_key_cipher
 
     def _cipher(self) -> SecretCipher:
         if self.secret_cipher is None:

@@ -10,13 +10,15 @@ Items (one table, `pk` + `sk`):
 | `APIKEY#<sha256>`  | `APIKEY`            | api_key_id, team_id, created_at: an `x-api-key`'s team |
 | `TEAM#<team_id>`   | `APIKEY`            | the same: the team's API key (at most one)            |
 | `TEAM#<team_id>`   | `WEBHOOK_SECRET`    | webhook_secret (sealed), created_at: signs webhooks   |
+| `TEAM#<team_id>`   | `UPSTREAM_KEY#<p>`  | sealed_key, created_at: the team's own key at p       |
 
 Resolving a token is one GetItem on its hash. A token is written (both items, and a check that its team
 exists) in one transaction, and revoked the same way; the token itself is never stored. A team's API
 Gateway API key (on AWS) is stored the same way: both items in one transaction, by the SHA-256 of its value.
 The webhook secret is an HMAC key the service must sign with, so it is not hashed: the store keeps it
 sealed, as `TeamService` hands it over (KMS on AWS, AES-GCM locally: functions/webhooks/secret_cipher.py);
-rotating it replaces it.
+rotating it replaces it. A team's own upstream API keys (Semantic Scholar, OpenAlex) are kept the same
+way, sealed, one item per provider.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ TEAM_SK = "TEAM"
 TOKEN_SK = "TOKEN"  # noqa: S105 (a sort key, not a secret)
 API_KEY_SK = "APIKEY"
 WEBHOOK_SECRET_SK = "WEBHOOK_SECRET"  # noqa: S105 (a sort key, not a secret)
+UPSTREAM_KEY_SK = "UPSTREAM_KEY#"
 
 
 def utc_now_iso() -> str:
@@ -82,6 +85,16 @@ class TeamStore(Protocol):
 
     def webhook_secret(self, team_id: str) -> str | None: ...
 
+    def put_upstream_key(self, team_id: str, provider: str, sealed: str, created_at: str) -> None:
+        """Set (or replace) the team's sealed key at `provider`; NotFound when the team does not exist."""
+        ...
+
+    def delete_upstream_key(self, team_id: str, provider: str) -> None: ...
+
+    def upstream_keys(self, team_id: str) -> dict[str, str]:
+        """The team's sealed keys by provider (empty when it has none)."""
+        ...
+
 
 def _team_key(team_id: str) -> dict[str, str]:
     return {"pk": f"TEAM#{team_id}", "sk": TEAM_SK}
@@ -89,6 +102,10 @@ def _team_key(team_id: str) -> dict[str, str]:
 
 def _webhook_secret_key(team_id: str) -> dict[str, str]:
     return {"pk": f"TEAM#{team_id}", "sk": WEBHOOK_SECRET_SK}
+
+
+def _upstream_key_key(team_id: str, provider: str) -> dict[str, str]:
+    return {"pk": f"TEAM#{team_id}", "sk": f"{UPSTREAM_KEY_SK}{provider}"}
 
 
 def _hash_key(token_hash: str) -> dict[str, str]:
@@ -282,6 +299,32 @@ class DynamoDbTeamStore:
         item = self._table.get_item(Key=_webhook_secret_key(team_id), ConsistentRead=True).get("Item")
         return str(item["webhook_secret"]) if item and item.get("webhook_secret") else None
 
+    def put_upstream_key(self, team_id: str, provider: str, sealed: str, created_at: str) -> None:
+        item = {
+            **_upstream_key_key(team_id, provider),
+            "team_id": team_id,
+            "provider": provider,
+            "sealed_key": sealed,
+            "created_at": created_at,
+        }
+        self._write_for_team(team_id, [item], conflict=None)  # a new key replaces the old one
+
+    def delete_upstream_key(self, team_id: str, provider: str) -> None:
+        self._table.delete_item(Key=_upstream_key_key(team_id, provider))
+
+    def upstream_keys(self, team_id: str) -> dict[str, str]:
+        from boto3.dynamodb.conditions import Key  # here: the admin handler's import stays light
+
+        response = self._table.query(
+            KeyConditionExpression=Key("pk").eq(f"TEAM#{team_id}") & Key("sk").begins_with(UPSTREAM_KEY_SK),
+            ConsistentRead=True,
+        )
+        return {
+            str(item["provider"]): str(item["sealed_key"])
+            for item in response.get("Items", [])
+            if item.get("provider") and item.get("sealed_key")
+        }
+
 
 def _team_fields(team: Team) -> dict[str, Any]:
     fields: dict[str, Any] = {
@@ -316,6 +359,7 @@ class InMemoryTeamStore:
         self._ids: dict[tuple[str, str], str] = {}  # (team_id, token_id) -> hash
         self.api_keys: dict[str, ApiKeyRecord] = {}  # by the hash of the key's value
         self.webhook_secrets: dict[str, str] = {}  # by team id
+        self.sealed_upstream_keys: dict[tuple[str, str], str] = {}  # by (team id, provider)
         self._lock = threading.Lock()
 
     def create_team(self, team: Team) -> None:
@@ -385,3 +429,17 @@ class InMemoryTeamStore:
     def webhook_secret(self, team_id: str) -> str | None:
         with self._lock:
             return self.webhook_secrets.get(team_id)
+
+    def put_upstream_key(self, team_id: str, provider: str, sealed: str, created_at: str) -> None:
+        with self._lock:
+            if team_id not in self.teams:
+                raise NotFound("team not found")
+            self.sealed_upstream_keys[(team_id, provider)] = sealed
+
+    def delete_upstream_key(self, team_id: str, provider: str) -> None:
+        with self._lock:
+            self.sealed_upstream_keys.pop((team_id, provider), None)
+
+    def upstream_keys(self, team_id: str) -> dict[str, str]:
+        with self._lock:
+            return {p: sealed for (team, p), sealed in self.sealed_upstream_keys.items() if team == team_id}

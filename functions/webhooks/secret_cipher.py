@@ -13,6 +13,11 @@ to another team's item does not open):
 
 A secret stored in plain text by an earlier version (`whsec_...`) is still read as it is; rotating it
 stores it sealed.
+
+The same key seals the teams' own upstream API keys (functions/teams/service.py) under another purpose,
+`upstream-key`: a cipher is made for one purpose, which is its KMS encryption context (and the local
+associated data), so a value sealed for one purpose never opens for the other and KMS grants can be
+given per purpose.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any, Protocol
 from functions.common.settings import Settings
 
 PURPOSE = "webhook-secret"
+UPSTREAM_KEY_PURPOSE = "upstream-key"
 KEY_FILE = "webhook-secret.key"
 _KMS_PREFIX = "kms:v1:"
 _LOCAL_PREFIX = "local:v1:"
@@ -43,14 +49,15 @@ class SecretUnreadable(Exception):
     """A sealed secret that this cipher cannot open (another key, another team, a damaged value)."""
 
 
-def _context(team_id: str) -> dict[str, str]:
-    return {"purpose": PURPOSE, "team_id": team_id}
+def _context(purpose: str, team_id: str) -> dict[str, str]:
+    return {"purpose": purpose, "team_id": team_id}
 
 
 @dataclass
 class KmsSecretCipher:
     key_id: str
     client_factory: Any = None  # () -> a boto3 KMS client; the first seal or open builds it
+    purpose: str = PURPOSE
 
     _client: Any = field(default=None, init=False, repr=False)
 
@@ -66,7 +73,9 @@ class KmsSecretCipher:
 
     def seal(self, secret: str, team_id: str) -> str:
         blob = self._kms().encrypt(
-            KeyId=self.key_id, Plaintext=secret.encode("utf-8"), EncryptionContext=_context(team_id)
+            KeyId=self.key_id,
+            Plaintext=secret.encode("utf-8"),
+            EncryptionContext=_context(self.purpose, team_id),
         )["CiphertextBlob"]
         return _KMS_PREFIX + base64.b64encode(blob).decode("ascii")
 
@@ -77,7 +86,7 @@ class KmsSecretCipher:
             plain = self._kms().decrypt(
                 KeyId=self.key_id,
                 CiphertextBlob=base64.b64decode(sealed[len(_KMS_PREFIX) :]),
-                EncryptionContext=_context(team_id),
+                EncryptionContext=_context(self.purpose, team_id),
             )["Plaintext"]
         except Exception as exc:  # botocore's InvalidCiphertextException and kin, never the value
             raise SecretUnreadable(f"KMS could not open the secret: {exc.__class__.__name__}") from None
@@ -90,8 +99,9 @@ class LocalSecretCipher:
     _process_key: bytes | None = None
     _lock = threading.Lock()
 
-    def __init__(self, key_file: Path | None) -> None:
+    def __init__(self, key_file: Path | None, purpose: str = PURPOSE) -> None:
         self._key_file = key_file
+        self.purpose = purpose
         self._key: bytes | None = None
 
     def _aead(self) -> Any:
@@ -124,7 +134,7 @@ class LocalSecretCipher:
 
     def seal(self, secret: str, team_id: str) -> str:
         nonce = os.urandom(12)
-        sealed = self._aead().encrypt(nonce, secret.encode("utf-8"), _aad(team_id))
+        sealed = self._aead().encrypt(nonce, secret.encode("utf-8"), _aad(self.purpose, team_id))
         return _LOCAL_PREFIX + base64.b64encode(nonce + sealed).decode("ascii")
 
     def open(self, sealed: str, team_id: str) -> str:
@@ -134,7 +144,7 @@ class LocalSecretCipher:
             raise SecretUnreadable("not sealed with the local key")
         raw = base64.b64decode(sealed[len(_LOCAL_PREFIX) :])
         try:
-            plain = self._aead().decrypt(raw[:12], raw[12:], _aad(team_id))
+            plain = self._aead().decrypt(raw[:12], raw[12:], _aad(self.purpose, team_id))
         except (InvalidTag, ValueError):
             raise SecretUnreadable("the local key does not open this secret (another key or team)") from None
         return bytes(plain).decode("utf-8")
@@ -150,20 +160,20 @@ class UnconfiguredCipher:
         raise SecretUnreadable("WEBHOOK_SECRET_KEY_ID is not set: webhook secrets cannot be opened")
 
 
-def _aad(team_id: str) -> bytes:
-    return f"{PURPOSE}:{team_id}".encode()
+def _aad(purpose: str, team_id: str) -> bytes:
+    return f"{purpose}:{team_id}".encode()
 
 
 def is_plaintext(stored: str) -> bool:
     return stored.startswith(_PLAINTEXT_PREFIX)
 
 
-def secret_cipher(settings: Settings) -> SecretCipher:
+def secret_cipher(settings: Settings, purpose: str = PURPOSE) -> SecretCipher:
     """KMS where a key is configured; the local key elsewhere (never on Lambda: a key per container would
     seal secrets no other container could open)."""
     if settings.webhook_secret_key_id:
-        return KmsSecretCipher(settings.webhook_secret_key_id)
+        return KmsSecretCipher(settings.webhook_secret_key_id, purpose=purpose)
     if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
         return UnconfiguredCipher()
     state_dir = settings.local_state_dir.strip()
-    return LocalSecretCipher(Path(state_dir) / KEY_FILE if state_dir else None)
+    return LocalSecretCipher(Path(state_dir) / KEY_FILE if state_dir else None, purpose)

@@ -31,10 +31,12 @@ from infra.nag import suppress, suppress_function_role
 # (`get_settings().documents_table`, ...): grants follow the code's import closure, so a new registry
 # entry or a new use of one needs no infra edit. These families only read the resources listed here:
 # the knowledge base its index; the answer function uploaded documents' records (uploading is the extract
-# function's route), while it does write the extraction cache in the data bucket.
+# function's route), while it does write the extraction cache in the data bucket. The functions that
+# search read the teams table only for the teams' own upstream keys.
 READ_ONLY: Mapping[str, frozenset[str]] = {
     "rag": frozenset({"data_bucket"}),
-    "answer": frozenset({"documents_table"}),
+    "search": frozenset({"teams_table"}),
+    "answer": frozenset({"documents_table", "teams_table"}),
     "authorizer": frozenset({"teams_table"}),
 }
 # Families whose grants are capped whatever their import closure names (the settings, and
@@ -46,6 +48,10 @@ ONLY: Mapping[str, frozenset[str]] = {"authorizer": frozenset({"teams_table"})}
 # deliveries) may only decrypt; either only for the webhook-secret encryption context.
 WEBHOOK_SECRET_WRITER = Path("functions/teams/routes.py")
 WEBHOOK_SECRET_READER = Path("functions/webhooks/sender.py")
+# The same key seals the teams' own upstream API keys under the upstream-key context: the admin function
+# seals them, the functions that search (they carry the team-key reader) may only open them.
+UPSTREAM_KEY_WRITER = WEBHOOK_SECRET_WRITER
+UPSTREAM_KEY_READER = Path("functions/search/team_keys.py")
 # numpy's BLAS threads only contend on Lambda's vCPUs for the knowledge base's small products
 # The alias every invoker names (a published version: what SnapStart snapshots).
 LIVE_ALIAS = "live"
@@ -163,7 +169,7 @@ class Functions(Construct):
         self.webhook_secret_key = kms.Key(
             self,
             "WebhookSecretKey",
-            description="Seals the teams' webhook signing secrets in the teams table",
+            description="Seals the teams' webhook signing secrets and own upstream API keys in the teams table",
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,  # deleting it would make every stored secret unreadable
         )
@@ -190,21 +196,28 @@ class Functions(Construct):
                 event_bus.grant_put_events_to(deployed.function)
 
     def _grant_webhook_secret_key(self, deployed: DeployedFunction) -> None:
-        actions = []
-        if WEBHOOK_SECRET_WRITER in deployed.sources.files:
-            actions.append("kms:Encrypt")
-        if WEBHOOK_SECRET_READER in deployed.sources.files and deployed.family not in ONLY:
-            actions.append("kms:Decrypt")
-        if not actions:
-            return
-        deployed.function.add_environment("WEBHOOK_SECRET_KEY_ID", self.webhook_secret_key.key_arn)
-        deployed.function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=actions,
-                resources=[self.webhook_secret_key.key_arn],
-                conditions={"StringEquals": {"kms:EncryptionContext:purpose": "webhook-secret"}},
+        """Per purpose (the encryption context), only the actions the function's code needs."""
+        files = deployed.sources.files
+        readable = deployed.family not in ONLY
+        grants = {
+            "webhook-secret": (WEBHOOK_SECRET_WRITER in files, WEBHOOK_SECRET_READER in files and readable),
+            "upstream-key": (UPSTREAM_KEY_WRITER in files, UPSTREAM_KEY_READER in files and readable),
+        }
+        granted = False
+        for purpose, (encrypts, decrypts) in grants.items():
+            actions = [*(["kms:Encrypt"] if encrypts else []), *(["kms:Decrypt"] if decrypts else [])]
+            if not actions:
+                continue
+            granted = True
+            deployed.function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=actions,
+                    resources=[self.webhook_secret_key.key_arn],
+                    conditions={"StringEquals": {"kms:EncryptionContext:purpose": purpose}},
+                )
             )
-        )
+        if granted:
+            deployed.function.add_environment("WEBHOOK_SECRET_KEY_ID", self.webhook_secret_key.key_arn)
 
     def all(self) -> list[DeployedFunction]:
         return [

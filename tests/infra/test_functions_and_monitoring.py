@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from infra import bundling
-from infra.components.functions import ONLY, WEBHOOK_SECRET_READER, WEBHOOK_SECRET_WRITER
+from infra.components.functions import (
+    ONLY,
+    UPSTREAM_KEY_READER,
+    UPSTREAM_KEY_WRITER,
+    WEBHOOK_SECRET_READER,
+    WEBHOOK_SECRET_WRITER,
+)
 from infra.config import API_FUNCTIONS, WEB_ADAPTER
 from tests.infra.conftest import Synthesized
 from tests.infra.template_facts import rendered
@@ -238,6 +244,9 @@ def test_the_answer_function_gets_exactly_what_its_code_uses(deployed: Synthesiz
     assert {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan"} <= documents
     assert not {action for action in documents if action.startswith(("dynamodb:Put", "dynamodb:Update"))}
     assert not {a for a in documents if a.startswith(("dynamodb:Delete", "dynamodb:BatchWrite"))}
+    teams = _actions_on(deployed, role_id, tables["teams_table"])  # the teams' own upstream keys, read only
+    assert {"dynamodb:GetItem", "dynamodb:Query"} <= teams
+    assert not {a for a in teams if a.startswith(("dynamodb:Put", "dynamodb:Update", "dynamodb:Delete"))}
     data = _actions_on(deployed, role_id, buckets["data_bucket"])
     assert "s3:PutObject" in data and {"s3:GetObject*", "s3:List*"} <= data
     for resource in (tables["jobs_table"], buckets["artifacts_bucket"]):
@@ -247,36 +256,69 @@ def test_the_answer_function_gets_exactly_what_its_code_uses(deployed: Synthesiz
 
 
 def test_the_webhook_secret_key_is_used_only_as_each_function_needs(deployed: Synthesized) -> None:
-    """The admin function (it rotates secrets) may only encrypt, the functions that sign webhooks may only
-    decrypt, each only for the webhook-secret encryption context; the authorizer and the others get
-    neither, nor the key's id."""
+    """Per purpose (the encryption context): the admin function (it rotates webhook secrets and stores the
+    teams' own upstream keys) may only encrypt; the functions that sign webhooks may only decrypt
+    webhook secrets, the functions that search (search API, research steps, answer) may only decrypt
+    upstream keys; the authorizer and the others get nothing, nor the key's id."""
     functions = deployed.stack.functions
     key_id = deployed.logical_id(functions.webhook_secret_key)
     (key,) = deployed.resources("AWS::KMS::Key").values()
     assert key["Properties"]["EnableKeyRotation"] is True and key["DeletionPolicy"] == "Retain"
-    signers = []
+    signers, searchers = [], []
     for deployed_function in functions.all():
         role = deployed_function.function.role
         assert role is not None
-        actions = _actions_on(deployed, deployed.logical_id(role), key_id)
         files = deployed_function.sources.files
-        expected = set()
+        readable = deployed_function.family not in ONLY
+        expected: dict[str, set[str]] = {"webhook-secret": set(), "upstream-key": set()}
         if WEBHOOK_SECRET_WRITER in files:
-            expected.add("kms:Encrypt")
-        if WEBHOOK_SECRET_READER in files and deployed_function.family not in ONLY:
-            expected.add("kms:Decrypt")
+            expected["webhook-secret"].add("kms:Encrypt")
+        if WEBHOOK_SECRET_READER in files and readable:
+            expected["webhook-secret"].add("kms:Decrypt")
             signers.append(deployed_function.family)
-        assert actions == expected, deployed_function.function.node.id
+        if UPSTREAM_KEY_WRITER in files:
+            expected["upstream-key"].add("kms:Encrypt")
+        if UPSTREAM_KEY_READER in files and readable:
+            expected["upstream-key"].add("kms:Decrypt")
+            searchers.append(deployed_function.family)
+        role_id = deployed.logical_id(role)
+        for purpose, actions in expected.items():
+            assert _key_actions(deployed, role_id, key_id, purpose) == actions, (
+                deployed_function.function.node.id,
+                purpose,
+            )
         function_id = deployed.logical_id(deployed_function.function)
         variables = deployed.template_json["Resources"][function_id]["Properties"]["Environment"]["Variables"]
-        assert ("WEBHOOK_SECRET_KEY_ID" in variables) is bool(expected)
-    assert "kms:Encrypt" in _actions_on(
-        deployed, deployed.logical_id(functions.api["admin"].function.role), key_id
-    )
+        assert ("WEBHOOK_SECRET_KEY_ID" in variables) is any(expected.values())
+    admin_role = deployed.logical_id(functions.api["admin"].function.role)
+    assert "kms:Encrypt" in _key_actions(deployed, admin_role, key_id, "webhook-secret")
+    assert _key_actions(deployed, admin_role, key_id, "upstream-key") == {"kms:Encrypt"}
     assert "steps" in signers and "authorizer" not in signers
+    assert {"search", "steps", "answer"} <= set(searchers) and "authorizer" not in searchers
     for policy in deployed.resources("AWS::IAM::Policy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             if f'"{key_id}"' in json.dumps(statement["Resource"]):
-                assert statement["Condition"] == {
-                    "StringEquals": {"kms:EncryptionContext:purpose": "webhook-secret"}
-                }
+                assert statement["Condition"]["StringEquals"]["kms:EncryptionContext:purpose"] in (
+                    "webhook-secret",
+                    "upstream-key",
+                )
+                assert set(statement["Condition"]) == {"StringEquals"}
+
+
+def _key_actions(deployed: Synthesized, role_id: str, key_id: str, purpose: str) -> set[str]:
+    """The actions the role's policies allow on the key under one encryption-context purpose."""
+    actions: set[str] = set()
+    for policy in deployed.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} not in policy["Properties"].get("Roles", []):
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if f'"{key_id}"' not in json.dumps(statement["Resource"]):
+                continue
+            if (
+                statement.get("Condition", {}).get("StringEquals", {}).get("kms:EncryptionContext:purpose")
+                != purpose
+            ):
+                continue
+            found = statement["Action"]
+            actions.update([found] if isinstance(found, str) else found)
+    return actions

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import math
 import re
 import time
@@ -29,9 +30,27 @@ from functions.common.settings import Settings, get_settings
 from functions.common.upstream_turns import Turn, TurnNotGranted, UpstreamTurns
 from functions.search.config import SearchSettings
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
+from functions.search.team_keys import TeamKeys, process_team_keys, team_provider
 from functions.search.turns import process_turns
 
 logger = get_logger("search")
+_KEY_IN_URL = re.compile(r"(\b(?:api_key|key)=)[^&\s\"']+", re.IGNORECASE)
+
+
+class _KeysRedacted(logging.Filter):
+    """httpx logs every request's URL at INFO: an API key sent as a query parameter (OpenAlex's
+    `api_key`, the service's or a team's own) must not reach the logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if _KEY_IN_URL.search(message):
+            record.msg, record.args = _KEY_IN_URL.sub(r"\1[redacted]", message), ()
+        return True
+
+
+_httpx_logger = logging.getLogger("httpx")
+if not any(isinstance(f, _KeysRedacted) for f in _httpx_logger.filters):
+    _httpx_logger.addFilter(_KeysRedacted())
 # The longest pause a provider's Retry-After imposes on every waiter (a broken header must not stop it
 # for hours); past it the breaker, which the 429 also opens, keeps requests away.
 MAX_PAUSE_SECONDS = 60.0
@@ -46,10 +65,13 @@ class ConnectorContext:
     http: Callable[[], HttpClient] | None = None  # the caller's (event-loop bound) shared client
     turns: UpstreamTurns | None = None  # None: the process's turns for `search_settings`
     breakers: BreakerRegistry = field(default_factory=BreakerRegistry)
+    team_keys: TeamKeys | None = None  # None: the process's (functions/search/team_keys.py)
 
     def __post_init__(self) -> None:
         if self.turns is None:
             self.turns = process_turns(self.search_settings)
+        if self.team_keys is None:
+            self.team_keys = process_team_keys()
 
     @property
     def upstream_turns(self) -> UpstreamTurns:
@@ -71,6 +93,9 @@ class Asker:
     served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None
     # A search (not a lookup by id): it spends the provider's daily search allowance where it has one.
     search: bool = False
+    # Where its turns and allowance are taken: the provider's own name (the service's budget), or a
+    # team's own budget there (`team_keys.team_provider`) when the request carries the team's key.
+    provider: str | None = None
 
 
 class AllowanceSpent(Exception):
@@ -258,6 +283,8 @@ class HttpConnector(ABC):
     name: str
     prefix: str
     cacheable = True
+    # Whether a team may bring its own key here (its searches then send it: `with_api_key`).
+    takes_team_keys = False
 
     def __init__(self, context: ConnectorContext) -> None:
         self.context = context
@@ -280,6 +307,16 @@ class HttpConnector(ABC):
 
     def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
         return LookupResult(connector=self.name, error=f"{self.name} has no lookup parser")
+
+    def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
+        """`request` carrying `api_key` in place of the service's key (connectors that take team keys)."""
+        return request
+
+    async def _team_key(self, team_id: str | None) -> str | None:
+        keys = self.context.team_keys
+        if not self.takes_team_keys or not team_id or keys is None:
+            return None
+        return await asyncio.to_thread(keys.key, team_id, self.name)
 
     async def search(
         self,
@@ -322,8 +359,14 @@ class HttpConnector(ABC):
         if query.deadline is not None:
             # a scheduled request waits for its turn up to its deadline; the exchange then has its budget
             budget = max(0.1, query.deadline - time.time()) + cfg.connector_timeout_seconds
+        team_key = await self._team_key(query.team_id)
+
+        def build() -> UpstreamRequest:
+            request = self.build_request(query, limit)
+            return request if team_key is None else self.with_api_key(request, team_key)
+
         return await self._exchange(
-            lambda: self.build_request(query, limit),
+            build,
             budget,
             self.parse,
             lambda message, not_run: ConnectorResult(connector=self.name, error=message, not_run=not_run),
@@ -335,12 +378,13 @@ class HttpConnector(ABC):
                 turn_deadline=query.deadline,
                 served_meanwhile=served_meanwhile,
                 search=True,
+                provider=team_provider(self.name, query.team_id) if team_key and query.team_id else None,
             ),
         )
 
-    def spend_search_allowance(self) -> bool:
-        """Take one search from the provider's daily allowance; False when it is spent. Providers
-        without a daily allowance always answer True."""
+    def spend_search_allowance(self, provider: str) -> bool:
+        """Take one search from the daily allowance at `provider` (the provider's name, or a team's own
+        budget there); False when it is spent. Providers without a daily allowance always answer True."""
         return True
 
     def observe(self, response: FetchedResponse, turn: Turn) -> None:
@@ -365,7 +409,8 @@ class HttpConnector(ABC):
         are spaced like any request; a 429/503 `Retry-After` pauses the provider for every waiter. Only
         the upstream's answers (5xx, 429, time-outs of the request itself, transport errors) count
         against its circuit breaker; our own waiting never does."""
-        breaker = self.context.breakers.get(self.name)
+        # a team's own key has its own breaker: its key's 429s do not stop the service's requests
+        breaker = self.context.breakers.get(asker.provider or self.name)
         try:
             breaker.before_call()
         except CircuitOpen as exc:
@@ -431,8 +476,9 @@ class HttpConnector(ABC):
         """Wait for the provider's turn, send, and hand the turn back (as soon as the request is written,
         or after the whole exchange for a provider that allows one connection at a time)."""
         turns = self.context.upstream_turns
+        provider = asker.provider or self.name
         turn = await turns.acquire_async(
-            self.name, team=asker.team, job=asker.job, priority=asker.priority, deadline=turn_deadline
+            provider, team=asker.team, job=asker.job, priority=asker.priority, deadline=turn_deadline
         )
         exclusive = turn.manners.exclusive
         if asker.served_meanwhile is not None:
@@ -444,7 +490,7 @@ class HttpConnector(ABC):
             if served is not None:
                 turns.release(turn)  # never sent: the provider's spacing is kept
                 raise ServedMeanwhile(served)
-        if asker.search and not await asyncio.to_thread(self.spend_search_allowance):
+        if asker.search and not await asyncio.to_thread(self.spend_search_allowance, provider):
             turns.release(turn)
             raise AllowanceSpent(f"{self.name}'s daily search allowance is spent")
 

@@ -204,11 +204,16 @@ class OpenAlexConnector(HttpConnector):
     name = NAME
     prefix = "oa"
 
-    def spend_search_allowance(self) -> bool:
-        """`search=` calls are OpenAlex's scarce allowance (1,000 a day on a free key); lookups by id
-        are free and do not come here."""
+    takes_team_keys = True
+
+    def spend_search_allowance(self, provider: str) -> bool:
+        """`search=` calls are OpenAlex's scarce allowance (1,000 a day on a free key, a team's own key
+        has its own); lookups by id are free and do not come here."""
         per_day = self.context.search_settings.openalex_searches_per_day
-        return per_day == 0 or self.context.upstream_turns.spend_allowance(NAME, "search", per_day)
+        return per_day == 0 or self.context.upstream_turns.spend_allowance(provider, "search", per_day)
+
+    def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
+        return UpstreamRequest(request.url, {**request.params, "api_key": api_key}, request.headers)
 
     def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
         settings = self.context.settings

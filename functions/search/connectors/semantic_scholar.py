@@ -157,6 +157,7 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
 class SemanticScholarConnector(HttpConnector):
     name = NAME
     prefix = "ss"
+    takes_team_keys = True
 
     def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
         params: dict[str, Any] = {
@@ -177,6 +178,9 @@ class SemanticScholarConnector(HttpConnector):
 
     def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
         return parse_response(status_code, body)
+
+    def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
+        return UpstreamRequest(request.url, request.params, {**request.headers, "x-api-key": api_key})
 
     def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
         return build_lookup_request(self.context.settings, kind, value)

@@ -221,6 +221,8 @@ def test_the_admin_app_documents_its_routes_and_the_bearer_scheme() -> None:
         "/admin/teams/{team_id}/tokens",
         "/admin/teams/{team_id}/tokens/{token_id}",
         "/admin/teams/{team_id}/webhook-secret",
+        "/admin/teams/{team_id}/upstream-keys",
+        "/admin/teams/{team_id}/upstream-keys/{provider}",
     }
     assert spec["components"]["securitySchemes"]["AdminToken"]["scheme"] == "bearer"
 

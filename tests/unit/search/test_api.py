@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -173,6 +174,17 @@ def test_health(client: TestClient) -> None:
     assert body["status"] == "healthy"
     assert body["connectors"] == ["semantic_scholar", "crossref"]
     assert body["llm_configured"] is False
+
+
+def test_health_shows_the_providers_breakers_not_a_teams_own_key(use_service: Any) -> None:
+    service = service_with(s2_stub(), crossref_stub())
+    client = use_service(service)
+    for _ in range(5):
+        service.breakers.get("semantic_scholar@team:team-0123456789ab").record_failure()
+    service.breakers.get("crossref").record_success()
+    body = client.get("/api/v1/health").json()
+    assert body["status"] == "healthy" and "team-0123456789ab" not in json.dumps(body)
+    assert body["circuit_breakers"] == {"crossref": "closed"}
 
 
 def test_lambda_handler_serves_an_api_gateway_event(use_service: Any) -> None:
