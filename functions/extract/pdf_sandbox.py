@@ -19,6 +19,7 @@ import threading
 import time
 from functools import cache
 
+from functions.common.fair_slots import FairSlots
 from functions.extract.config import MIB, PdfParseLimits
 from functions.extract.pdf import (
     DEFAULT_MAX_PAGES,
@@ -39,8 +40,10 @@ _WORKER_ENVIRONMENT = ("PATH", "LD_LIBRARY_PATH", "PYTHONHOME", "LANG", "LC_ALL"
 
 
 @cache
-def _slots(count: int) -> threading.BoundedSemaphore:
-    return threading.BoundedSemaphore(count)
+def _slots(count: int) -> FairSlots:
+    """The process's parse slots, shared fairly between teams (a big parse of one team never makes
+    another team's small one wait behind a queue of the first team's)."""
+    return FairSlots(count)
 
 
 def parse_pdf_isolated(
@@ -57,7 +60,7 @@ def parse_pdf_isolated(
     limits = limits or PdfParseLimits()
     if not is_pdf(data):
         raise PdfParseError("not a PDF file (no %PDF header)")
-    with _slots(limits.max_concurrent):
+    with _slots(limits.max_concurrent).slot():
         parsed = _Worker(limits, max_pages, time_budget_seconds).parse(data)
     parsed.metadata.update(embedded_hints(data))
     return parsed

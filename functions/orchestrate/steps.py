@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from functions.common import snapstart
+from functions.common.fair_slots import working_for
 from functions.common.observability import get_logger
-from functions.metering.steps import metered_step
+from functions.metering.steps import metered_step, step_ids
 from functions.orchestrate.workflow import Workflow
 
 logger = get_logger("orchestrate-steps")
@@ -37,6 +38,7 @@ def _run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Every step logs as JSON with its job id, step name and Lambda request id."""
     request_id = getattr(context, "aws_request_id", None)
     logger.thread_safe_append_keys(job_id=_job_id(event), step=step, request_id=request_id)
+    working_for(step_ids(event)[0])  # CPU-bound work shared in this process goes to teams in turn
     started = time.perf_counter()
     try:
         phase: Callable[[dict[str, Any]], dict[str, Any]] = getattr(_flow(), step)

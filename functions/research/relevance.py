@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from functions.common.embedder import Embedder
+from functions.common.fair_slots import FairSlots
 
 if TYPE_CHECKING:  # numpy is imported where features are computed: not on the handlers' import path
     import numpy as np
@@ -122,14 +123,15 @@ class Features:
 
 class _SharedEmbedding:
     """The process's embedding work, shared by every task that scores relevance at once (the local
-    runtime runs many jobs' steps in one process): one forward pass at a time per core, taken in turn,
-    so that each task's time budget buys it a fair share instead of all of them stalling together; and
+    runtime runs many jobs' steps in one process): one forward pass at a time per core, given in turn to
+    the team served least recently, so that each task's time budget buys it a fair share instead of all
+    of them stalling together; and
     the vectors of recent texts, which concurrent jobs on similar goals ask for again."""
 
     MAX_VECTORS = 8192
 
     def __init__(self) -> None:
-        self._passes = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+        self._passes = FairSlots(max(1, os.cpu_count() or 1))
         self._vectors: OrderedDict[tuple[str, str], NDArray[np.float32]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -143,12 +145,10 @@ class _SharedEmbedding:
             timeout = None if ends is None else max(0.0, ends - time.monotonic())
             if timeout is not None and timeout <= 0:
                 return None
-            if not self._passes.acquire(timeout=timeout):
-                return None
-            try:
+            with self._passes.slot(timeout=timeout) as granted:
+                if not granted:
+                    return None
                 computed = embedder.embed(missing)
-            finally:
-                self._passes.release()
             with self._lock:
                 for text, vector in zip(missing, computed, strict=True):
                     self._vectors[(embedder.name, text)] = vector

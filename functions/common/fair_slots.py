@@ -1,0 +1,75 @@
+"""A few slots of scarce work (a CPU-bound parse, a model's forward pass) shared fairly between teams.
+
+When several teams' tasks wait, a freed slot goes to the team served least recently, then first come
+within that team; one team's burst of work therefore cannot make another team's single task wait
+behind all of it. The team is the one the running task works for (`working_for`), set once where a
+request or a workflow step begins and carried by the context into its coroutines and threads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_TEAM: ContextVar[str] = ContextVar("fair_slots_team", default="")
+
+
+def working_for(team_id: str) -> None:
+    """The team the current task works for (a workflow step, a request)."""
+    _TEAM.set(team_id)
+
+
+def current_team() -> str:
+    return _TEAM.get()
+
+
+class FairSlots:
+    def __init__(self, count: int) -> None:
+        self._count = max(1, count)
+        self._busy = 0
+        self._changed = threading.Condition()
+        self._waiting: dict[str, deque[object]] = {}
+        self._served: dict[str, float] = {}
+
+    def _next(self) -> object | None:
+        teams = [team for team, queue in self._waiting.items() if queue]
+        if not teams:
+            return None
+        team = min(teams, key=lambda t: self._served.get(t, 0.0))
+        return self._waiting[team][0]
+
+    @contextmanager
+    def slot(self, team: str | None = None, timeout: float | None = None) -> Iterator[bool]:
+        """Hold a slot while the body runs; yields False (no slot held) when `timeout` passed first."""
+        team = current_team() if team is None else team
+        ticket = object()
+        ends = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            queue = self._waiting.setdefault(team, deque())
+            queue.append(ticket)
+            while not (self._busy < self._count and self._next() is ticket):
+                left = None if ends is None else ends - time.monotonic()
+                if left is not None and left <= 0:
+                    queue.remove(ticket)
+                    self._changed.notify_all()
+                    break
+                self._changed.wait(left)
+            else:
+                queue.popleft()
+                self._busy += 1
+                self._served[team] = time.monotonic()
+                granted = True
+                ticket = None
+            if ticket is not None:
+                granted = False
+        try:
+            yield granted
+        finally:
+            if granted:
+                with self._changed:
+                    self._busy -= 1
+                    self._changed.notify_all()

@@ -1,0 +1,65 @@
+"""Scarce slots go to the team served least recently: one team's queue does not hold another's task."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from functions.common.fair_slots import FairSlots, current_team, working_for
+
+
+def test_a_freed_slot_goes_to_the_team_served_least_recently() -> None:
+    slots = FairSlots(1)
+    order: list[str] = []
+    release = threading.Event()
+
+    def work(team: str) -> None:
+        with slots.slot(team) as granted:
+            assert granted
+            order.append(team)
+            if team == "first":
+                release.wait(5)
+            else:
+                time.sleep(0.01)
+
+    holder = threading.Thread(target=work, args=("first",))
+    holder.start()
+    time.sleep(0.05)
+    crowd = [threading.Thread(target=work, args=("big",)) for _ in range(6)]
+    for thread in crowd:
+        thread.start()
+        time.sleep(0.01)
+    small = threading.Thread(target=work, args=("small",))
+    small.start()
+    time.sleep(0.05)
+    release.set()
+    for thread in [holder, *crowd, small]:
+        thread.join(10)
+    # "small" arrived after six of "big": it is served second after the holder, not seventh
+    assert order[:3] in (["first", "big", "small"], ["first", "small", "big"])
+    assert sorted(order) == sorted(["first", "small", *["big"] * 6])
+
+
+def test_a_waiter_gives_up_at_its_timeout_without_a_slot() -> None:
+    slots = FairSlots(1)
+    with slots.slot("a") as first:
+        assert first
+        started = time.monotonic()
+        with slots.slot("b", timeout=0.1) as second:
+            assert not second
+        assert time.monotonic() - started >= 0.09
+    with slots.slot("b", timeout=0.1) as third:
+        assert third
+
+
+def test_the_team_is_carried_by_the_context() -> None:
+    seen: list[str] = []
+
+    def step() -> None:
+        working_for("team-x")
+        seen.append(current_team())
+
+    thread = threading.Thread(target=step)
+    thread.start()
+    thread.join()
+    assert seen == ["team-x"] and current_team() == ""
