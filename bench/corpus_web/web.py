@@ -29,9 +29,11 @@ POLITENESS_SETTINGS = (
     "SEARCH_SEMANTIC_SCHOLAR_MIN_INTERVAL_SECONDS",
     "SEARCH_OPENALEX_MIN_INTERVAL_SECONDS",
     "SEARCH_CROSSREF_MIN_INTERVAL_SECONDS",
+    "SEARCH_ARXIV_PDF_MIN_INTERVAL_SECONDS",
+    "SEARCH_UNPAYWALL_MIN_INTERVAL_SECONDS",
 )
 
-SPACED_PROVIDERS = ("arxiv", "semantic_scholar", "openalex", "crossref")
+SPACED_PROVIDERS = ("arxiv", "semantic_scholar", "openalex", "crossref", "arxiv_pdf")
 
 
 def project_intervals() -> dict[str, float]:

@@ -137,8 +137,10 @@ class _Deadline:
     priority: int = 0
 
     def turn_deadline(self, keep: float) -> float:
-        """The epoch time by which a fetch must have had its turn, keeping `keep` seconds to fetch."""
-        return time.time() + max(0.0, self.ends_at - time.monotonic() - keep)
+        """The epoch time by which a fetch must have had its turn, keeping `keep` seconds (at most half
+        of what is left) to fetch."""
+        left = max(0.0, self.ends_at - time.monotonic())
+        return time.time() + left - min(keep, left / 2)
 
     def remaining(self, cap: float | None = None) -> float:
         left = self.ends_at - time.monotonic()

@@ -153,6 +153,8 @@ def environment(web: ScholarlyWeb, **extra: str) -> dict[str, str]:
         "SEARCH_SEMANTIC_SCHOLAR_MIN_INTERVAL_SECONDS": "0",
         "SEARCH_OPENALEX_MIN_INTERVAL_SECONDS": "0",
         "SEARCH_CROSSREF_MIN_INTERVAL_SECONDS": "0",
+        "SEARCH_ARXIV_PDF_MIN_INTERVAL_SECONDS": "0",
+        "SEARCH_UNPAYWALL_MIN_INTERVAL_SECONDS": "0",
         "LLM_PROVIDER": "none",
         **extra,
     }
