@@ -39,7 +39,9 @@ class StepProfile:
 # see the module docstring; the extraction waits for its PDF and for the metadata lookups.
 STEP_PROFILES: Mapping[str, StepProfile] = {
     "plan": StepProfile(0.2, 0.8, 0, 0, 5, 2),
-    "search": StepProfile(0.8, 2.0, 1, 0, 4, 2),
+    # one Search iteration: its queries' results stored (one S3 put each) and recorded; at most the
+    # iteration's 26 s when its queries wait for their turns at the providers
+    "search": StepProfile(2.0, 26.0, 8, 0, 16, 4),
     "screen": StepProfile(0.5, 2.5, 1, 6, 4, 1),
     "extract": StepProfile(2.5, 4.5, 5, 2, 5, 3),
     "synthesize": StepProfile(0.3, 1.5, 1, 31, 8, 2),
@@ -48,6 +50,9 @@ STEP_PROFILES: Mapping[str, StepProfile] = {
 # A unit the budget refused still runs as a Map iteration: its invocation, transition, budget check
 # (ledger and job read) and the job record's update are billed.
 SKIPPED_PROFILE = StepProfile(0.1, 0.6, 0, 0, 1, 2)
+# Search iterations of a job: one when every query has its turn at once; up to the plan's search time in
+# 26 s iterations and a refinement round (docs/workflow.md, "Searching under the upstreams' limits").
+SEARCH_ITERATIONS = (1, 3)
 # What the synthesis's LLM writer reads and writes (functions/research/synthesis.py: at most 60 evidence
 # quotes, 400 answer tokens) and its judge (at most 8 calls of a few hundred tokens); the LLM's own time
 # is Lambda time of the synthesis step, waiting.
@@ -146,12 +151,14 @@ class CostModel:
         return quantities.cost(self.prices).total_usd
 
     def least_job_cost(self, queries: int) -> float:
-        """What a job costs even when the budget refuses every unit it can (high profile): the plan, each
-        query's iteration saying it was skipped, the screening, the skipped synthesis, the finalisation.
-        A `max_cost_usd` below it cannot be kept."""
+        """What a job costs even when the budget refuses every unit it can (high profile): the plan, the
+        search iteration saying its queries were skipped, the screening, the skipped synthesis, the
+        finalisation. A `max_cost_usd` below it cannot be kept. (`queries` no longer changes it: a job's
+        queries share their Search iterations.)"""
+        del queries
         return (
             self.step_cost("plan", high=True)
-            + queries * self.skipped_cost("search")
+            + self.skipped_cost("search")
             + self.step_cost("screen", high=True)
             + self.skipped_cost("synthesize")
             + self.step_cost("finalize", high=True)
@@ -191,13 +198,13 @@ class CostModel:
         sources = int(plan.get("target_sources") or 0)
         counts_low = {
             "plan": 1,
-            "search": queries,
+            "search": SEARCH_ITERATIONS[0],
             "screen": 1,
             "extract": sources,
             "synthesize": 1,
             "finalize": 1,
         }
-        counts_high = {**counts_low, "search": 2 * queries, "screen": 2}
+        counts_high = {**counts_low, "search": SEARCH_ITERATIONS[1], "screen": 2}
         low, low_quantities = self._scenario(counts_low, sources, high=False)
         high, high_quantities = self._scenario(counts_high, sources, high=True)
         low_tokens = self.synthesis_tokens(sources, high=False)
@@ -209,6 +216,7 @@ class CostModel:
             "basis": {
                 "queries": queries,
                 "refinement_queries_max": queries,
+                "search_iterations": {"low": SEARCH_ITERATIONS[0], "high": SEARCH_ITERATIONS[1]},
                 "target_sources": sources,
                 "extractions": sources,
                 "steps": {"low": counts_low, "high": counts_high},

@@ -113,6 +113,24 @@ class SearchRound:
         started = state.started_at if state.started_at is not None else now
         phase_end = started + search_seconds
         deadline = min(now + self.iteration_seconds, phase_end)
+        if state.pending:
+            # one budget check per iteration: its queries run together in this one step
+            reason = await asyncio.to_thread(
+                self.over_budget,
+                team_id,
+                job_id,
+                f"{len(state.pending)} queries of search round {state.round + 1}",
+            )
+            if reason is not None:
+                skipped = await asyncio.to_thread(self._budget_skipped, team_id, job_id, state.pending)
+                return SearchState(
+                    pending=[],
+                    results=[*state.results, *skipped],
+                    round=state.round + 1,
+                    started_at=started,
+                    phase=state.phase,
+                    done=True,
+                )
         by_connector: dict[str, list[PlannedQuery]] = {}
         for item in state.pending:
             query = PlannedQuery(**item)
@@ -162,11 +180,6 @@ class SearchRound:
         from functions.search.models import PaperQuery
 
         base = _result_base(query)
-        reason = await asyncio.to_thread(
-            self.over_budget, team_id, job_id, f"{query.connector}: {query.query}"
-        )
-        if reason is not None:
-            return {**base, "error": BUDGET_REACHED, "budget_skipped": True}
         request = PaperQuery(
             query=query.query,
             concepts=query.concepts or None,
@@ -247,6 +260,20 @@ class SearchRound:
             coalesced=bool(outcome.coalesced),
         )
         return {**base, "key": key, "count": len(outcome.papers), "failed_connectors": failed}
+
+    def _budget_skipped(
+        self, team_id: str, job_id: str, pending: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The iteration's queries, skipped for the budget (the refusal counted the first of them)."""
+        if len(pending) > 1:
+            extra = len(pending) - 1
+            self.jobs.update(
+                team_id, job_id, add_counters={"budget_skipped_queries": extra, "queries_done": extra}
+            )
+        return [
+            {**_result_base(PlannedQuery(**item)), "error": BUDGET_REACHED, "budget_skipped": True}
+            for item in pending
+        ]
 
     def _not_run(self, team_id: str, job_id: str, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
         counts = Counter(str(item["connector"]) for item in pending)

@@ -941,8 +941,9 @@ class Workflow:
         return refusal.reason
 
     def _pending_units(self, team_id: str, job_id: str, unit: Unit) -> int:
-        """How many units of the same Map come after this one (they run even when the budget refuses)."""
-        if unit == "synthesize":
+        """How many units of the same Map come after this one (they run even when the budget refuses).
+        A search unit is a Search iteration, which runs the job's queries together: none come after."""
+        if unit in ("synthesize", "search"):
             return 0
         job = self.jobs.get(team_id, job_id) or {}
         total, done = (

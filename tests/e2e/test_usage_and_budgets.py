@@ -88,7 +88,12 @@ def test_the_quote_of_a_comprehensive_job_is_within_2x_of_what_it_records(client
     assert low / 2 <= recorded <= 2 * high
     # What it recorded is what it used: every step, measured.
     assert job["steps"]["extract"] == quote["basis"]["extractions"] == 30
-    assert job["steps"]["search"] == quote["basis"]["queries"]
+    # the job's queries share their Search iterations (one when every query had its turn at once)
+    assert (
+        quote["basis"]["steps"]["low"]["search"]
+        <= job["steps"]["search"]
+        <= quote["basis"]["steps"]["high"]["search"]
+    )
     assert job["usage"]["lambda_requests"] == sum(job["steps"].values())
     assert job["usage"]["sfn_transitions"] >= quote["basis"]["state_transitions"]["low"]
     assert job["usage"]["s3_tier1_requests"] > 0 and job["usage"]["dynamodb_write_requests"] > 0

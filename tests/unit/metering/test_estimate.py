@@ -28,7 +28,8 @@ def test_a_quote_has_a_range_and_its_basis() -> None:
     basis = quote["basis"]
     assert basis["queries"] == len(plan["queries"])  # type: ignore[arg-type]
     assert basis["target_sources"] == basis["extractions"] == 30
-    assert basis["steps"]["low"]["extract"] == 30 and basis["steps"]["high"]["search"] == 2 * basis["queries"]
+    assert basis["steps"]["low"]["extract"] == 30 and basis["steps"]["high"]["search"] == 3  # iterations
+    assert basis["search_iterations"] == {"low": 1, "high": 3}
     assert basis["llm_tokens_in"] == {"low": 0, "high": 0}
     assert basis["prices"]["region"] == "us-east-1"
     assert basis["step_memory_mb"]["extract"] == 2048
