@@ -33,9 +33,9 @@ class SlowEmbedder:
 
 
 def test_past_its_embedding_time_the_rest_are_scored_lexically() -> None:
-    embedder = SlowEmbedder("slow-a", seconds_per_call=0.05)
-    documents = [f"sparse attention for long documents, study {i}" for i in range(64)]
-    features = RelevanceScorer(embedder, embed_seconds=0.12).features(["sparse attention"], documents)
+    embedder = SlowEmbedder("slow-a", seconds_per_call=0.1)
+    documents = [f"sparse attention for long documents, study {i}" for i in range(160)]
+    features = RelevanceScorer(embedder, embed_seconds=0.5).features(["sparse attention"], documents)
     assert features.semantic is not None
     embedded_rows = sum(1 for row in range(len(documents)) if features.semantic_at(row, 0) is not None)
     assert 0 < embedded_rows < len(documents)  # some batches fitted the time, not all
