@@ -500,7 +500,10 @@ class HttpConnector(ABC):
                 turns.release(turn)
 
         try:
-            remaining = max(0.1, deadline - time.time())
+            # the exchange itself gets the connector's timeout once its turn has come; a scheduled
+            # request's longer deadline is for waiting for that turn, never for a hanging upstream
+            timeout = self.context.search_settings.connector_timeout_seconds
+            remaining = max(0.1, min(deadline - time.time(), timeout))
             async with asyncio.timeout(remaining):
                 response = await client.get(
                     request.url,
