@@ -18,9 +18,14 @@ from contextvars import ContextVar
 _TEAM: ContextVar[str] = ContextVar("fair_slots_team", default="")
 
 
-def working_for(team_id: str) -> None:
-    """The team the current task works for (a workflow step, a request)."""
-    _TEAM.set(team_id)
+@contextmanager
+def working_for(team_id: str) -> Iterator[None]:
+    """The team the current task works for (a workflow step, a request), while the block runs."""
+    token = _TEAM.set(team_id)
+    try:
+        yield
+    finally:
+        _TEAM.reset(token)
 
 
 def current_team() -> str:

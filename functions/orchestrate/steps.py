@@ -38,11 +38,12 @@ def _run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Every step logs as JSON with its job id, step name and Lambda request id."""
     request_id = getattr(context, "aws_request_id", None)
     logger.thread_safe_append_keys(job_id=_job_id(event), step=step, request_id=request_id)
-    working_for(step_ids(event)[0])  # CPU-bound work shared in this process goes to teams in turn
     started = time.perf_counter()
     try:
         phase: Callable[[dict[str, Any]], dict[str, Any]] = getattr(_flow(), step)
-        result = phase(event)
+        # CPU-bound work this process shares (PDF parses, embedding passes) goes to teams in turn
+        with working_for(step_ids(event)[0]):
+            result = phase(event)
     except Exception:
         logger.exception("step failed", duration_ms=round((time.perf_counter() - started) * 1000, 1))
         raise

@@ -52,14 +52,16 @@ def test_a_waiter_gives_up_at_its_timeout_without_a_slot() -> None:
         assert third
 
 
-def test_the_team_is_carried_by_the_context() -> None:
+def test_the_team_is_set_for_the_block_only() -> None:
     seen: list[str] = []
+    before = current_team()
 
     def step() -> None:
-        working_for("team-x")
+        with working_for("team-x"):
+            seen.append(current_team())
         seen.append(current_team())
 
     thread = threading.Thread(target=step)
     thread.start()
     thread.join()
-    assert seen == ["team-x"] and current_team() == ""
+    assert seen == ["team-x", ""] and current_team() == before
