@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 
-# Small matrix products: BLAS threads only contend on a 2-core machine (set before numpy loads).
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # no access log line per timed request
-os.environ.setdefault(
-    "USAGE_METERING", "false"
-)  # no usage table here: each request would log the failed write
+if __name__ == "__main__":  # run as the bench, never when a test imports its scoring helpers
+    # Small matrix products: BLAS threads only contend on a 2-core machine (set before numpy loads).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # no access log line per timed request
+    # no usage table here: each request would log the failed write
+    os.environ.setdefault("USAGE_METERING", "false")
 
 import argparse
 import json
