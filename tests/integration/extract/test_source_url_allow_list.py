@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from functions.common.rate_limit import InMemoryRateLimiter
 from functions.common.settings import reset_settings_cache
 from functions.common.storage import InMemoryBlobStore, InMemoryTtlCache
 from functions.extract import api as extract_api
@@ -29,7 +28,7 @@ def client(web: ScholarlyWeb, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestC
     monkeypatch.setattr(extract_api, "_blobs", lambda: blobs)
     monkeypatch.setattr(extract_api, "_documents", lambda: documents)
     monkeypatch.setattr(extract_api, "_lookup_cache", InMemoryTtlCache)
-    monkeypatch.setattr(extract_api, "_lookup_limiter", InMemoryRateLimiter)
+    monkeypatch.setenv("SEARCH_TURNS_BACKEND", "memory")  # turns at the providers in this process
     web.set_response("/arxiv-site/pdf/2401.12345", PDF, content_type="application/pdf")
     web.set_response("/team/paper.pdf", PDF, content_type="application/pdf")
     with TestClient(app) as test_client:
