@@ -52,7 +52,7 @@ from functions.research.retriever import FullTextPort, Retriever, SearchPort
 from functions.search.models import PaperQuery, SearchOutcome
 from functions.search.service import SearchService
 from tests.e2e.answer_topic import QUESTION, answer_papers, gateway_server
-from tests.e2e.scholarly_topic import environment, serve
+from tests.e2e.scholarly_topic import NO_POLITENESS, environment, serve
 from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
 
 PRESETS = ("fast", "comprehensive", "contracrow", "academic", "tutorial")
@@ -388,6 +388,7 @@ def report(concurrent: Results, sequential: Results, labels: list[str]) -> None:
 
 
 def main() -> None:
+    print(f"conditions: {NO_POLITENESS}")
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

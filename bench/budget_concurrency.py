@@ -31,7 +31,7 @@ from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
-from tests.e2e.scholarly_topic import GOAL, environment, serve, topic_papers
+from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, serve, topic_papers
 from tests.support.scholarly_web import ScholarlyWeb
 
 JOB_TIMEOUT_SECONDS = 150.0
@@ -141,6 +141,7 @@ def job_cap_run(client: TestClient, fraction: float, jobs: int = 3) -> dict[str,
 
 
 def main() -> None:
+    print(f"conditions: {NO_POLITENESS}")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
         "--budget-usd", type=float, default=0.01, help="the team's monthly budget (issue 19's)"

@@ -31,7 +31,7 @@ from functions.local_runtime import lambda_adapter
 from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
-from tests.e2e.scholarly_topic import GOAL, environment, topic_papers
+from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, topic_papers
 
 # us-east-1 list prices (USD) used for the estimate; check https://aws.amazon.com/pricing before relying.
 PRICES = {
@@ -161,6 +161,7 @@ def report(meter: Meter, transitions: int, polls: int, wall: float, results: dic
 
 
 def main() -> None:
+    print(f"conditions: {NO_POLITENESS}")
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

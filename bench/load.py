@@ -34,7 +34,7 @@ from typing import IO, Any
 
 import httpx
 
-from tests.e2e.scholarly_topic import GOAL, environment, serve, topic_papers
+from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, serve, topic_papers
 from tests.support.scholarly_web import ScholarlyWeb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -285,6 +285,7 @@ def _report(
 
 
 def main() -> None:
+    print(f"conditions: {NO_POLITENESS}")
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -88,6 +88,7 @@ def main() -> None:
         reset_settings_cache()
         print("upstream latencies (ms):", {p.split("/")[1]: int(s * 1000) for p, s in LATENCY.items()})
         print(f"machine: {os.cpu_count()} CPUs, shared with other work (figures are noisy)")
+        print("conditions: provider intervals 1 ms (not the real web's rate limits): the fan-out is measured")
 
         os.environ["SEARCH_STATE_BACKEND"] = "memory"
         _report(

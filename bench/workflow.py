@@ -29,7 +29,7 @@ from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.lambda_adapter import resolve_handler
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import ExecuteRequest, JobStatus
-from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, serve, topic_papers
+from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, TopicPaper, environment, serve, topic_papers
 from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
 
 PHASES = ["PLANNING", "SEARCHING", "VALIDATING", "EXTRACTING", "SYNTHESIZING"]
@@ -163,6 +163,7 @@ def run_sequential(web: ScholarlyWeb) -> dict[str, Any]:
 
 
 def main() -> None:
+    print(f"conditions: {NO_POLITENESS}")
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

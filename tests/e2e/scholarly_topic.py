@@ -143,8 +143,16 @@ def serve(web: ScholarlyWeb, papers: list[TopicPaper]) -> None:
     web.set_handler(DOI_PREFIX + "/", pdf, prefix=True)
 
 
+# What a figure measured under `environment()` must say beside it.
+NO_POLITENESS = (
+    "provider intervals OFF (every SEARCH_*_MIN_INTERVAL_SECONDS = 0): not the real web's rate limits "
+    "(bench.concurrency and bench.quality measure under those)"
+)
+
+
 def environment(web: ScholarlyWeb, **extra: str) -> dict[str, str]:
-    """Settings that point every upstream (search APIs, PDF hosts) at the local web, fast limits."""
+    """Settings that point every upstream (search APIs, PDF hosts) at the local web, provider spacing
+    off (`NO_POLITENESS` says so beside a bench's figures)."""
     return {
         **web.env(),
         "ARXIV_PDF_BASE_URL": web.url(ARXIV_PDF_PREFIX),
