@@ -35,7 +35,6 @@ import math
 import os
 import secrets
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,7 @@ from typing import IO, Any
 import httpx
 
 from bench.corpus_web import CorpusMissing, CorpusWeb, describe_conditions, literature, project_intervals
+from bench.load import free_port, wait_ready
 from bench.partial_causes import job_causes
 from bench.quality import DEPTH, GOALS, WINDOW_YEARS, Goal
 
@@ -103,12 +103,6 @@ class Run:
 # --- the runtime ------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _start_runtime(env: Mapping[str, str], port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "functions.local_runtime", "--port", str(port)],
@@ -131,27 +125,14 @@ def _stop_runtime(server: subprocess.Popen[bytes]) -> None:
 @contextlib.asynccontextmanager
 async def local_runtime(env: Mapping[str, str], log: IO[bytes]) -> AsyncIterator[str]:
     """A fresh `python -m functions.local_runtime` (state in memory) on a free port; yields its base URL."""
-    port = _free_port()
+    port = free_port()
     server = _start_runtime(env, port, log)
     base = f"http://127.0.0.1:{port}"
     try:
-        await _wait_ready(base, server)
+        await wait_ready(base, server, timeout=180)
         yield base
     finally:
         await asyncio.to_thread(_stop_runtime, server)
-
-
-async def _wait_ready(base: str, server: subprocess.Popen[bytes], timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    async with httpx.AsyncClient(base_url=base, timeout=5) as client:
-        while time.monotonic() < deadline:
-            if server.poll() is not None:
-                raise SystemExit(f"the local runtime exited with {server.returncode}")
-            with contextlib.suppress(httpx.HTTPError):
-                if (await client.get("/v1/health")).status_code == 200:
-                    return
-            await asyncio.sleep(0.3)
-    raise SystemExit("the local runtime did not become ready")
 
 
 async def _onboard(client: httpx.AsyncClient, admin_token: str) -> dict[str, Team]:

@@ -62,7 +62,7 @@ class Stats:
     job_seconds: list[float] = field(default_factory=list)  # start to terminal, per job
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -84,7 +84,8 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
 
 
-async def _wait_ready(base: str, server: subprocess.Popen[bytes], timeout: float = 120) -> None:
+async def wait_ready(base: str, server: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    """Until the local runtime `server` answers /v1/health at `base` (SystemExit if it exits or never does)."""
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(base_url=base, timeout=5) as client:
         while time.monotonic() < deadline:
@@ -181,7 +182,7 @@ async def run(args: argparse.Namespace) -> int:
     papers = topic_papers(12, off_topic=2)
     with ScholarlyWeb() as web:
         serve(web, papers)
-        port = _free_port()
+        port = free_port()
         env = {
             **os.environ,
             **environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="20"),
@@ -192,7 +193,7 @@ async def run(args: argparse.Namespace) -> int:
         server, log = _start_server(env, port, args.server_log)
         base = f"http://127.0.0.1:{port}"
         try:
-            await _wait_ready(base, server)
+            await wait_ready(base, server)
             idle_mb = _rss_mb(server.pid)
             pdf_urls = [web.url(paper.pdf_path) for paper in papers]
             stats = Stats()

@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from bench.load import _free_port, _start_server
+from bench.load import _start_server, free_port
 from tests.support.pdfgen import bomb_pdf, sample_paper_pdf
 from tests.support.scholarly_web import ScholarlyWeb
 
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     bomb = bomb_pdf(args.inflated_mb * 1024 * 1024)
     with ScholarlyWeb() as web:
         web.set_response("/reports/figures.pdf", bomb, content_type="application/pdf")
-        port = _free_port()
+        port = free_port()
         env = {
             **os.environ,
             **web.env(),

@@ -25,7 +25,8 @@ class PoliteRequests:
     # calls a day a provider allows for requests of this kind (Unpaywall: 100,000); 0 or absent: no cap
     calls_per_day: Mapping[str, int] = field(default_factory=dict)
 
-    def provider_of(self, url: str) -> str | None:
+    def __post_init__(self) -> None:
+        # longest base first: "arxiv_pdf" at arxiv.org must not swallow a longer, more specific base
         bases = {
             "arxiv_pdf": self.settings.arxiv_pdf_base_url,
             "arxiv": self.settings.arxiv_api_url,
@@ -33,12 +34,12 @@ class PoliteRequests:
             "crossref": self.settings.crossref_api_url,
             "unpaywall": self.settings.unpaywall_api_url,
         }
-        matches = [
-            (len(base), name)
-            for name, base in bases.items()
-            if base and (url == base.rstrip("/") or url.startswith(base.rstrip("/") + "/"))
-        ]
-        return max(matches)[1] if matches else None
+        self._bases = sorted(
+            ((base.rstrip("/"), name) for name, base in bases.items() if base), key=lambda item: -len(item[0])
+        )
+
+    def provider_of(self, url: str) -> str | None:
+        return next((name for base, name in self._bases if url == base or url.startswith(base + "/")), None)
 
     async def send(
         self,

@@ -183,8 +183,7 @@ class Budgets:
         no check before a step could then keep the job within one step of it."""
         if max_cost_usd is None:
             return
-        basis = quote.get("basis") or {}
-        least = self.costs.least_job_cost(int(basis.get("queries", 0)))
+        least = self.costs.least_job_cost()
         if max_cost_usd < least:
             raise InvalidInput(
                 f"max_cost_usd {usd(max_cost_usd)} is less than the {usd(least)} this job costs even if "

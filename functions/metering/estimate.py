@@ -150,12 +150,11 @@ class CostModel:
         )
         return quantities.cost(self.prices).total_usd
 
-    def least_job_cost(self, queries: int) -> float:
+    def least_job_cost(self) -> float:
         """What a job costs even when the budget refuses every unit it can (high profile): the plan, the
         search iteration saying its queries were skipped, the screening, the skipped synthesis, the
-        finalisation. A `max_cost_usd` below it cannot be kept. (`queries` no longer changes it: a job's
-        queries share their Search iterations.)"""
-        del queries
+        finalisation. A `max_cost_usd` below it cannot be kept (a job's queries share their Search
+        iterations, so their number does not change it)."""
         return (
             self.step_cost("plan", high=True)
             + self.skipped_cost("search")

@@ -277,7 +277,7 @@ def test_a_cap_below_what_the_job_costs_doing_nothing_is_refused_at_submission(
     api: tuple[TestClient, JobService], store: UsageStore
 ) -> None:
     client, _ = api
-    least = MODEL.least_job_cost(QUOTE["basis"]["queries"])
+    least = MODEL.least_job_cost()
     response = client.post(
         "/api/agent/execute",
         json={
