@@ -40,11 +40,11 @@ import httpx
 
 from functions.answer.service import AnswerService, Listeners
 from functions.answer.wiring import UploadedDocuments, relevance_scorer
+from functions.common.documents import DynamoDocumentRepository
 from functions.common.models import ExtractedPaper
 from functions.common.settings import get_settings
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.common.traces import InMemoryTraceStore
-from functions.extract.documents import DynamoDocumentRepository
 from functions.extract.service import ExtractionService
 from functions.local_runtime.aws import EmbeddedAws
 from functions.research.pipeline import AnswerPipeline, AnswerRequest

@@ -37,11 +37,11 @@ from typing import Any
 
 import httpx
 
+from functions.common.documents import InMemoryDocumentRepository
 from functions.common.http import HttpClient
 from functions.common.models import ExtractedPaper
 from functions.common.settings import get_settings, reset_settings_cache
 from functions.common.storage import InMemoryBlobStore
-from functions.extract.documents import InMemoryDocumentRepository
 from functions.extract.extraction import from_parsed, parse_or_failure
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "papers"

@@ -28,7 +28,8 @@ from functions.common.tenancy import DEFAULT_TEAM
 from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.lambda_adapter import resolve_handler
 from functions.orchestrate.config import reset_workflow_settings_cache
-from functions.orchestrate.models import ExecuteRequest, JobStatus
+from functions.orchestrate.models import JobStatus
+from functions.research.request import ExecuteRequest
 from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, TopicPaper, environment, serve, topic_papers
 from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
 

@@ -11,6 +11,7 @@ from functions.common import snapstart
 from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
+from functions.metering.middleware import UsageMiddleware
 from functions.search.errors import MultiSourceError
 
 logger = get_logger("answer")
@@ -23,6 +24,7 @@ app = create_app(
     routers=[research.router, trust.router],
     logger=logger,
     install_error_handlers=install_error_handlers,
+    middlewares=[UsageMiddleware],  # counts each request per team, route and month (docs/usage.md)
 )
 
 # 400 validation, 404 nothing found (multi-source) or an unknown uploaded document (trust), 429 the

@@ -21,7 +21,7 @@ from functions.common.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from functions.answer.service import AnswerService
-    from functions.extract.documents import DocumentRepository
+    from functions.common.documents import DocumentRepository
     from functions.research.pipeline import AnswerPipeline
     from functions.research.relevance import RelevanceScorer
     from functions.research.retriever import UploadedDocument
@@ -68,9 +68,9 @@ def answer_service() -> AnswerService:
 
 def build_service(settings: Settings) -> AnswerService:
     from functions.answer.service import AnswerService
+    from functions.common.documents import DynamoDocumentRepository
     from functions.common.llm import provider_from_settings
     from functions.common.traces import DynamoDbTraceStore
-    from functions.extract.documents import DynamoDocumentRepository
     from functions.extract.service import ExtractionService
     from functions.metering.meter import MeteredFullText, metered_llm
     from functions.research.pipeline import AnswerPipeline

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Annotated
 
 from aws_lambda_powertools import Logger
@@ -16,11 +16,11 @@ from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp
 
 from functions.common.settings import get_settings
 from functions.common.tenancy import team_for
 from functions.common.validation import bounded_request_id, json_text_problem
-from functions.metering.middleware import UsageMiddleware
 
 REQUEST_ID_HEADER = "X-Request-Id"
 
@@ -32,7 +32,10 @@ def create_app(
     routers: Iterable[APIRouter],
     logger: Logger,
     install_error_handlers: Callable[[FastAPI], None],
+    middlewares: Sequence[Callable[[ASGIApp], ASGIApp]] = (),
 ) -> FastAPI:
+    """`middlewares` are the app's own (e.g. usage metering), handed in by its composition root: each wraps
+    the request context (its id and access log) and the ones before it, and CORS wraps them all."""
     app = FastAPI(title=title, description=description, version="0.1.0")
     for router in routers:
         app.include_router(router)
@@ -59,8 +62,8 @@ def create_app(
         logger.remove_keys(["request_id"])
         return response
 
-    # Counts the request per team, route and month once its response is sent (docs/usage.md).
-    app.add_middleware(UsageMiddleware)
+    for middleware in middlewares:
+        app.add_middleware(middleware)
     origins = get_settings().cors_origin_list
     if origins:
         # Outermost, so that error answers carry the headers too and a browser can read their bodies. No

@@ -22,9 +22,9 @@ from functions.common.settings import get_settings
 from functions.extract.errors import DocumentTooLarge
 
 if TYPE_CHECKING:
+    from functions.common.documents import DocumentRecord, DocumentRepository
     from functions.common.models import ExtractedPaper
     from functions.common.storage import BlobStore, TtlCache
-    from functions.extract.documents import DocumentRecord, DocumentRepository
     from functions.extract.service import ExtractionService
 
 # The extraction service (PDF parsing: pypdfium2; the HTTP client: httpcore; the metadata connectors) and
@@ -96,7 +96,7 @@ def _blobs() -> BlobStore:
 
 @lru_cache(maxsize=1)
 def _documents() -> DocumentRepository:
-    from functions.extract.documents import DynamoDocumentRepository
+    from functions.common.documents import DynamoDocumentRepository
 
     return DynamoDocumentRepository()
 

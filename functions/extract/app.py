@@ -8,6 +8,7 @@ from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
 from functions.extract.api import documents_router, tools_router
 from functions.extract.http_errors import install_error_handlers
+from functions.metering.middleware import UsageMiddleware
 from functions.orchestrate.error_schemas import AgentError
 
 logger = get_logger("extract")
@@ -18,6 +19,7 @@ app = create_app(
     routers=[tools_router, documents_router],
     logger=logger,
     install_error_handlers=install_error_handlers,
+    middlewares=[UsageMiddleware],  # counts each request per team, route and month (docs/usage.md)
 )
 
 # /api/tools/extract (the agent API): 400 validation or a refused address, 404 the source could not be

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
+from functions.common.documents import LIBRARY_SCHEME
 from functions.common.errors import InvalidInput
 from functions.common.models import normalise_doi, short_hash
 
-LIBRARY_SCHEME = "library://"
 _NEW_ARXIV = r"\d{4}\.\d{4,5}"
 _OLD_ARXIV = r"[a-z][a-z.-]+(?:\.[A-Z]{2})?/\d{7}"
 _ARXIV_ID = re.compile(rf"^(?P<id>{_NEW_ARXIV}|{_OLD_ARXIV})(?P<version>v\d+)?$")

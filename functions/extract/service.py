@@ -26,6 +26,12 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal
 
+from functions.common.documents import (
+    LIBRARY_SCHEME,
+    DocumentRecord,
+    DocumentRepository,
+    DynamoDocumentRepository,
+)
 from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
 from functions.common.http import FetchedResponse, HttpClient
 from functions.common.models import ExtractedPaper, short_hash
@@ -37,9 +43,6 @@ from functions.common.tenancy import checked_team, valid_team_id
 from functions.common.upstream_turns import TurnNotGranted
 from functions.extract.documents import (
     SEARCH_TEXT_LIMIT,
-    DocumentRecord,
-    DocumentRepository,
-    DynamoDocumentRepository,
     document_id_for,
     parse_metadata_field,
     utc_now,
@@ -58,7 +61,7 @@ from functions.extract.metadata import (
 )
 from functions.extract.metadata_connectors import ConnectorMetadata
 from functions.extract.pdf import ParsedPdf, is_pdf
-from functions.extract.resolve import LIBRARY_SCHEME, Target, classify, library_target
+from functions.extract.resolve import Target, classify, library_target
 from functions.search.turns import polite_requests
 
 PDF_ACCEPT = "application/pdf,text/html;q=0.9,*/*;q=0.5"

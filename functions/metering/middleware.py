@@ -1,4 +1,5 @@
-"""Requests by route, per team and month: an ASGI middleware every function app installs (create_app).
+"""Requests by route, per team and month: an ASGI middleware that each metered function app
+hands to create_app from its composition root (every app but admin, whose routes are never counted).
 
 A request is counted under its route template (`GET /api/agent/status/{job_id}`, never the raw path)
 once its response has been sent: the usage write happens after the last body chunk went out, off the

@@ -5,21 +5,35 @@ from __future__ import annotations
 from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
+from functions.metering.middleware import UsageMiddleware
 from functions.metering.routes import router as usage_router
 from functions.orchestrate.errors import AgentError, install_error_handlers
 from functions.orchestrate.routes import router as agent_router
 from functions.schedules.routes import router as schedule_router
-from functions.webhooks.routes import router as webhooks_router
+from functions.webhooks.queries import DeliveryQueries
+from functions.webhooks.routes import deliveries_router
 
 logger = get_logger("orchestrate")
+
+
+def delivery_queries() -> DeliveryQueries:
+    """The webhook delivery log, answering only for the calling team's own jobs (imported when first used,
+    like the routes' other services)."""
+    from functions.orchestrate.store import DynamoDbJobStore
+    from functions.webhooks.wiring import delivery_queries as queries_of
+
+    jobs = DynamoDbJobStore()
+    return queries_of(job_exists=lambda team_id, job_id: jobs.get(team_id, job_id) is not None)
+
 
 app = create_app(
     title="orchestrate",
     description="Autonomous research jobs: plan, search, screen, extract, synthesise with cited evidence; "
     "scheduled research (living reviews) and webhook deliveries; the team's metered usage and cost.",
-    routers=[agent_router, schedule_router, webhooks_router, usage_router],
+    routers=[agent_router, schedule_router, deliveries_router(delivery_queries), usage_router],
     logger=logger,
     install_error_handlers=install_error_handlers,
+    middlewares=[UsageMiddleware],  # counts each request per team, route and month (docs/usage.md)
 )
 
 # The agent API's errors (functions/orchestrate/errors.py): 400 validation, 402 the team's budget, 404

@@ -22,7 +22,6 @@ from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.models import (
     ARTIFACT_NAMES,
     PHASE_DESCRIPTIONS,
-    ExecuteRequest,
     JobStatus,
     audit_event,
     decision,
@@ -38,6 +37,7 @@ from functions.research.planning import (
     default_search_budget,
     describe,
 )
+from functions.research.request import ExecuteRequest
 
 COUNTERS = (
     "queries_total",

@@ -9,8 +9,9 @@ from fastapi.responses import JSONResponse
 
 from functions.common.api import TeamId, client_identity
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import CheckpointDecision, ExecuteRequest
+from functions.orchestrate.models import CheckpointDecision
 from functions.orchestrate.wiring import job_service
+from functions.research.request import ExecuteRequest
 
 router = APIRouter(prefix="/api/agent", tags=["agent jobs"])
 

@@ -14,7 +14,6 @@ from functions.metering.meter import MeteredFullText, metered_llm
 from functions.metering.wiring import budgets as metering_budgets
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.store import (
     DynamoDbJobStore,
     EventBridgePublisher,
@@ -23,6 +22,7 @@ from functions.orchestrate.store import (
     presigned_artifact_url,
 )
 from functions.research.planning import CONNECTORS, SearchBudget, connector_syntax
+from functions.research.request import ExecuteRequest
 from functions.search.config import SearchSettings
 
 if TYPE_CHECKING:
@@ -146,6 +146,7 @@ def workflow() -> Workflow:
     from functions.orchestrate.workflow import Workflow
     from functions.research.relevance import RelevanceScorer
     from functions.schedules.wiring import living_review
+    from functions.teams.wiring import team_service
     from functions.webhooks.wiring import notifier
 
     settings = get_settings()
@@ -167,7 +168,7 @@ def workflow() -> Workflow:
         artifact_uri=lambda key: f"s3://{settings.artifacts_bucket}/{key}",
         traces=DynamoDbTraceStore,
         living_review=living_review,
-        webhooks=notifier,
+        webhooks=lambda: notifier(secret_of=team_service().webhook_secret),
         budget=metering_budgets,
     )
 

@@ -33,7 +33,6 @@ from functions.common.tenancy import DEFAULT_TEAM, checked_team
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.models import (
     ARTIFACT_NAMES,
-    ExecuteRequest,
     JobStatus,
     audit_event,
     decision,
@@ -58,6 +57,7 @@ from functions.research.planning import (
     refined_queries,
 )
 from functions.research.relevance import RelevanceScorer
+from functions.research.request import ExecuteRequest
 from functions.research.retriever import FullTextPort
 from functions.research.screening import Candidate, screen
 from functions.research.synthesis import synthesize

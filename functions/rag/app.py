@@ -14,6 +14,7 @@ from fastapi import APIRouter, Path, Request, Response
 from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
+from functions.metering.middleware import UsageMiddleware
 from functions.rag.api_models import (
     ENTITY_NUMBER_PATTERN,
     ENTITY_TYPE_SCHEMA,
@@ -131,6 +132,7 @@ app = create_app(
     routers=[router],
     logger=logger,
     install_error_handlers=install_error_handlers,
+    middlewares=[UsageMiddleware],  # counts each request per team, route and month (docs/usage.md)
 )
 # 400 validation, 404 unknown entity (expand-graph reports unknown ids in its metadata), 503 no index loaded (Retry-After), 500 catch-all
 document_errors(

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from itertools import combinations
 from typing import Any
 
-from functions.orchestrate.models import ScopeParameters
 from functions.research.facets import Facet, decompose, facet_questions
+from functions.research.request import ScopeParameters
 from functions.research.vocabulary import FRAMING, STOPWORDS
 
 CONNECTORS: tuple[str, ...] = ("arxiv", "semantic_scholar", "openalex", "crossref")

@@ -31,11 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, GetPyda
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
+from functions.common.callback_urls import check_callback_url
 from functions.common.errors import Conflict, InvalidInput, NotFound
 from functions.common.settings import get_settings
-from functions.orchestrate.models import RESEARCH_GOAL_PATTERN, ExecuteRequest, ScopeParameters
+from functions.research.request import RESEARCH_GOAL_PATTERN, ExecuteRequest, ScopeParameters
 from functions.schedules.runs import ScheduleRunStore
-from functions.webhooks.urls import check_callback_url
 
 SCHEDULE_SOURCE = "schedule"
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")

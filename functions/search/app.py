@@ -5,6 +5,7 @@ from __future__ import annotations
 from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
+from functions.metering.middleware import UsageMiddleware
 from functions.search.errors import MultiSourceError, SearchToolError, install_error_handlers
 from functions.search.routes import tools_router, v1_router
 
@@ -17,6 +18,7 @@ app = create_app(
     routers=[tools_router, v1_router],
     logger=logger,
     install_error_handlers=install_error_handlers,
+    middlewares=[UsageMiddleware],  # counts each request per team, route and month (docs/usage.md)
 )
 
 # 400 validation, 429 the per-client limit, 500 every source failed (API 1's seed mandates it) or a

@@ -1,7 +1,10 @@
-"""Default adapters of webhooks: the delivery log in the jobs table, the team's secret from the teams
-registry, the guarded HTTP client (on AWS and on the local runtime alike)."""
+"""Default adapters of webhooks: the delivery log in the jobs table and the guarded HTTP client (on AWS and
+on the local runtime alike). The lookups that belong to other families (a team's secret, whether a team's
+job exists) are handed in by the composition root of the function that serves them."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from functions.webhooks.deliveries import DynamoDbDeliveryLog
 from functions.webhooks.notify import WebhookNotifier
@@ -9,20 +12,9 @@ from functions.webhooks.queries import DeliveryQueries
 from functions.webhooks.sender import WebhookSender
 
 
-def team_secret(team_id: str) -> str | None:
-    from functions.teams.wiring import team_service
-
-    return team_service().webhook_secret(team_id)
+def notifier(secret_of: Callable[[str], str | None]) -> WebhookNotifier:
+    return WebhookNotifier(log=DynamoDbDeliveryLog(), secret_of=secret_of, sender=WebhookSender())
 
 
-def notifier() -> WebhookNotifier:
-    return WebhookNotifier(log=DynamoDbDeliveryLog(), secret_of=team_secret, sender=WebhookSender())
-
-
-def delivery_queries() -> DeliveryQueries:
-    from functions.orchestrate.store import DynamoDbJobStore
-
-    jobs = DynamoDbJobStore()
-    return DeliveryQueries(
-        log=DynamoDbDeliveryLog(), job_exists=lambda team_id, job_id: jobs.get(team_id, job_id) is not None
-    )
+def delivery_queries(job_exists: Callable[[str, str], bool]) -> DeliveryQueries:
+    return DeliveryQueries(log=DynamoDbDeliveryLog(), job_exists=job_exists)

@@ -113,6 +113,7 @@ from fastapi.responses import StreamingResponse
 
 from functions.common.api import create_app
 from functions.common.observability import get_logger
+from functions.metering.middleware import UsageMiddleware
 
 router = APIRouter()
 released = asyncio.Event()
@@ -140,7 +141,7 @@ def no_error_handlers(app: FastAPI) -> None:
 
 app = create_app(
     title="sse", description="probe", routers=[router], logger=get_logger("sse"),
-    install_error_handlers=no_error_handlers,
+    install_error_handlers=no_error_handlers, middlewares=[UsageMiddleware],
 )
 """
 

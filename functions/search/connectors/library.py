@@ -10,7 +10,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from functions.extract.documents import DocumentRecord, DocumentRepository, DynamoDocumentRepository
+from functions.common.documents import DocumentRecord, DocumentRepository, DynamoDocumentRepository
 from functions.search.connectors.base import ConnectorContext
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
 from functions.search.text import stem, terms

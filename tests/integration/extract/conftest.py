@@ -9,10 +9,10 @@ from typing import Any, TypeVar
 import pytest
 from fastapi.testclient import TestClient
 
+from functions.common.documents import InMemoryDocumentRepository
 from functions.common.http import HttpClient, Resolver
 from functions.common.settings import get_settings, reset_settings_cache
 from functions.common.storage import InMemoryBlobStore
-from functions.extract.documents import InMemoryDocumentRepository
 from functions.extract.service import ExtractionService
 from tests.support.scholarly_web import ScholarlyWeb, serving
 

@@ -10,12 +10,12 @@ import time
 
 import pytest
 
+from functions.common.documents import InMemoryDocumentRepository
 from functions.common.http import HttpClient
 from functions.common.models import ExtractedPaper
 from functions.common.settings import get_settings, reset_settings_cache
 from functions.common.storage import InMemoryBlobStore
 from functions.extract import metadata_connectors
-from functions.extract.documents import InMemoryDocumentRepository
 from functions.extract.metadata_connectors import ConnectorMetadata
 from functions.extract.service import ExtractionService
 from functions.search.config import SearchSettings

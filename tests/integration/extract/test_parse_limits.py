@@ -7,8 +7,8 @@ import asyncio
 
 from fastapi.testclient import TestClient
 
+from functions.common.documents import DocumentRecord, InMemoryDocumentRepository
 from functions.common.storage import InMemoryBlobStore
-from functions.extract.documents import DocumentRecord, InMemoryDocumentRepository
 from functions.extract.errors import UnprocessableDocument
 from functions.extract.service import ExtractionService
 from tests.integration.extract.conftest import Harness

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from functions.common.documents import InMemoryDocumentRepository
 from functions.common.settings import reset_settings_cache
 from functions.common.storage import InMemoryBlobStore, InMemoryTtlCache
 from functions.extract import api as extract_api
-from functions.extract.documents import InMemoryDocumentRepository
 from tests.support.pdfgen import sample_paper_pdf
 from tests.support.scholarly_web import ScholarlyWeb
 

@@ -8,11 +8,11 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
+from functions.common.documents import InMemoryDocumentRepository
 from functions.common.models import ExtractedPaper
 from functions.common.settings import reset_settings_cache
 from functions.common.storage import InMemoryBlobStore
 from functions.common.tenancy import DEFAULT_TEAM, TEAM_HEADER
-from functions.extract.documents import InMemoryDocumentRepository
 from functions.extract.errors import SourceUnavailable
 from functions.extract.service import ExtractionService, document_keys, document_pdf_key
 from tests.integration.extract.conftest import Harness

@@ -15,8 +15,8 @@ from functions.common.errors import aws_outage
 from functions.common.openapi import document_errors
 from functions.extract import http_errors as extract_errors
 from functions.orchestrate import errors as orchestrate_errors
-from functions.orchestrate.models import RESEARCH_GOAL_PATTERN, ExecuteRequest
 from functions.rag.api_models import QUERY_PATTERN, SemanticSearchRequest
+from functions.research.request import RESEARCH_GOAL_PATTERN, ExecuteRequest
 from functions.search.connectors import REGISTRY
 from functions.search.schemas import CONNECTOR_NAMES, V1SearchRequest
 from functions.teams.routes import TeamPatch

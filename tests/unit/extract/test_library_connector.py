@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from functions.extract.documents import DocumentRecord, InMemoryDocumentRepository
+from functions.common.documents import DocumentRecord, InMemoryDocumentRepository
 from functions.search.connectors.base import ConnectorContext
 from functions.search.connectors.library import LibraryConnector
 from functions.search.models import PaperQuery

@@ -26,9 +26,9 @@ from functions.metering.usage import step_memory_mb
 from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.routes import get_job_service
 from functions.orchestrate.store import InMemoryJobStore
+from functions.research.request import ExecuteRequest
 from tests.unit.orchestrate.test_jobs import RecordingStarter
 
 TEAM = "team-alpha"

@@ -15,6 +15,7 @@ from functions.common.api import create_app
 from functions.common.observability import get_logger
 from functions.common.settings import reset_settings_cache
 from functions.metering import wiring
+from functions.metering.middleware import UsageMiddleware
 from functions.metering.store import InMemoryUsageStore, route_dimension
 
 router = APIRouter()
@@ -42,6 +43,7 @@ def _app() -> FastAPI:
         routers=[router],
         logger=get_logger("test"),
         install_error_handlers=lambda app: None,
+        middlewares=[UsageMiddleware],
     )
 
 

@@ -17,9 +17,9 @@ from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.store import TOTALS, InMemoryUsageStore
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.store import InMemoryJobStore
 from functions.orchestrate.workflow import Workflow, _budget_decisions
+from functions.research.request import ExecuteRequest
 from tests.unit.orchestrate.test_jobs import RecordingStarter
 
 TEAM = "team-alpha"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, Paper
-from functions.orchestrate.models import ScopeParameters
 from functions.research.planning import ResearchPlan, build_plan
+from functions.research.request import ScopeParameters
 from functions.research.screening import Candidate, source_id_for
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

@@ -12,8 +12,9 @@ from functions.common.errors import Conflict, NotFound
 from functions.common.storage import InMemoryBlobStore
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobNotFinished, JobService, progress_percentage
-from functions.orchestrate.models import ExecuteRequest, JobStatus
+from functions.orchestrate.models import JobStatus
 from functions.orchestrate.store import DynamoDbJobStore, InMemoryJobStore, JobStore
+from functions.research.request import ExecuteRequest
 
 
 class RecordingStarter:

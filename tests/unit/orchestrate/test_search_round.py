@@ -9,10 +9,10 @@ from functions.common.errors import UpstreamError
 from functions.common.storage import InMemoryBlobStore
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.search_round import uncovered_concepts, upstream_failures
 from functions.orchestrate.store import InMemoryJobStore
 from functions.orchestrate.workflow import Workflow
+from functions.research.request import ExecuteRequest
 from functions.search.models import SearchOutcome
 from tests.unit.orchestrate.fixtures import paper
 from tests.unit.orchestrate.test_jobs import RecordingStarter

@@ -13,9 +13,9 @@ from functions.common.storage import InMemoryBlobStore, get_json
 from functions.extract.errors import SourceUnavailable
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.store import InMemoryJobStore
 from functions.orchestrate.workflow import Workflow
+from functions.research.request import ExecuteRequest
 from tests.unit.orchestrate.fixtures import extracted
 from tests.unit.orchestrate.test_jobs import RecordingStarter
 

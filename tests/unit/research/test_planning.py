@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from functions.orchestrate.models import ScopeParameters
 from functions.research.facets import decompose
 from functions.research.planning import (
     ConnectorBudget,
@@ -13,6 +12,7 @@ from functions.research.planning import (
     key_phrases,
     refined_queries,
 )
+from functions.research.request import ScopeParameters
 from functions.search.connectors.arxiv import build_search_query
 from functions.search.models import PaperQuery
 from tests.unit.orchestrate.fixtures import GOAL, NOW, plan

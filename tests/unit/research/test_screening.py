@@ -4,9 +4,9 @@ import pytest
 
 from functions.common.embedder import default_embedder
 from functions.common.models import Paper
-from functions.orchestrate.models import ScopeParameters
 from functions.research.planning import build_plan
 from functions.research.relevance import RelevanceScorer, probability, stems, term_coverage
+from functions.research.request import ScopeParameters
 from functions.research.screening import deduplicate, screen
 from tests.unit.orchestrate.fixtures import NOW, paper, plan
 

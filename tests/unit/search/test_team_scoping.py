@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from functions.common.documents import DocumentRecord, InMemoryDocumentRepository
 from functions.common.settings import reset_settings_cache
 from functions.common.storage import InMemoryTtlCache
 from functions.common.tenancy import DEFAULT_TEAM, TEAM_HEADER
-from functions.extract.documents import DocumentRecord, InMemoryDocumentRepository
 from functions.search.app import app
 from functions.search.connectors.base import ConnectorContext
 from functions.search.connectors.library import LibraryConnector

@@ -7,9 +7,9 @@ import hmac
 
 import pytest
 
+from functions.common.callback_urls import check_callback_url
 from functions.common.errors import InvalidInput
 from functions.webhooks.signing import new_secret, parse_header, signature_header, verify
-from functions.webhooks.urls import check_callback_url
 
 SECRET = "whsec_test-secret"
 BODY = b'{"event":"job.completed","job":{"job_id":"j1"}}'
@@ -90,7 +90,7 @@ def test_a_job_callback_is_judged_by_the_webhook_allow_list_not_the_connectors(
     from pydantic import ValidationError
 
     from functions.common.settings import reset_settings_cache
-    from functions.orchestrate.models import ExecuteRequest
+    from functions.research.request import ExecuteRequest
 
     goal = "Recent advances in transformer architectures"
     monkeypatch.setenv("FETCH_ALLOW_PRIVATE_HOSTS", "control.internal:8080,10.0.0.9:443")

@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 
 from functions.common import resources
-from functions.extract.documents import (
+from functions.common.documents import (
     DocumentRecord,
     DocumentRepository,
     DynamoDocumentRepository,
