@@ -4,45 +4,64 @@ focus modes) and the trust face (`/v1/query`, `/v1/query/stream`, `/v1/search`, 
 
 from __future__ import annotations
 
-from functions.answer.errors import install_error_handlers
+from functions.answer.errors import SearchUnavailable
 from functions.answer.routes import research, trust
-from functions.answer.schemas import TrustErrorResponse
 from functions.common import snapstart
 from functions.common.api import create_app
+from functions.common.errors import DomainError, UpstreamError
+from functions.common.faces import multisource
+from functions.common.faces import trust as trust_face
+from functions.common.faces.face import ErrorReply
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
 from functions.metering.middleware import UsageMiddleware
-from functions.search.errors import MultiSourceError
 
 logger = get_logger("answer")
+
+
+def _synthesis_failed(exc: BaseException) -> ErrorReply:
+    """The multi-source seed's 500: "Synthesis error: <why>" (an unexpected error's type alone)."""
+    message = exc.message if isinstance(exc, DomainError) else type(exc).__name__
+    return multisource.reply(500, f"Synthesis error: {message}")
+
+
+# The multi-source seed's words for a failed answer: no connector answered is 503, any other upstream
+# failure or fault is the seed's 500 "Synthesis error".
+RESEARCH_FACE = multisource.FACE.with_rules(
+    "multisource (answer)",
+    [
+        (SearchUnavailable, lambda exc: multisource.reply(503, exc.message)),
+        (UpstreamError, _synthesis_failed),
+    ],
+    otherwise=_synthesis_failed,
+)
 
 app = create_app(
     title="answer",
     description="Evidence-grounded answers with located citations, claim verification and agent traces "
     "(multi-source `/api/v1/research` and `/api/v1/ask`; trust `/v1/query`, `/v1/query/stream`, "
     "`/v1/search`, `/v1/traces/{trace_id}`, `/v1/health`).",
-    routers=[research.router, trust.router],
+    routers=[(RESEARCH_FACE, research.router), (trust_face.FACE, trust.router)],
     logger=logger,
-    install_error_handlers=install_error_handlers,
     middlewares=[UsageMiddleware],  # counts each request per team, route and month (docs/usage.md)
 )
 
 # 400 validation, 404 nothing found (multi-source) or an unknown uploaded document (trust), 429 the
 # per-client limit, 503 no search connector answered, 500 the multi-source seed's "Synthesis error".
-_MULTI_SOURCE = (MultiSourceError, [400, 404, 429, 503])
-_TRUST = (TrustErrorResponse, [400, 404, 429, 503])
+_MULTI_SOURCE = (multisource.MultiSourceError, [400, 404, 429, 503])
+_TRUST = (trust_face.TrustErrorResponse, [400, 404, 429, 503])
 document_errors(
     app,
     {
         "POST /api/v1/research": _MULTI_SOURCE,
         "POST /api/v1/ask": _MULTI_SOURCE,
-        "GET /api/v1/presets": (MultiSourceError, []),
-        "GET /api/v1/focus-modes": (MultiSourceError, []),
+        "GET /api/v1/presets": (multisource.MultiSourceError, []),
+        "GET /api/v1/focus-modes": (multisource.MultiSourceError, []),
         "POST /v1/query": _TRUST,
         "POST /v1/query/stream": _TRUST,
         "POST /v1/search": _TRUST,
-        "GET /v1/traces/{trace_id}": (TrustErrorResponse, [404]),
-        "GET /v1/health": (TrustErrorResponse, []),
+        "GET /v1/traces/{trace_id}": (trust_face.TrustErrorResponse, [404]),
+        "GET /v1/health": (trust_face.TrustErrorResponse, []),
     },
 )
 

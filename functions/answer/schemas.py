@@ -11,8 +11,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from functions.answer.error_schemas import TrustErrorDetail as TrustErrorDetail
-from functions.answer.error_schemas import TrustErrorResponse as TrustErrorResponse
 from functions.common.validation import JsonInt, integral_number
 from functions.search.schemas import (
     CONNECTOR_NAMES,

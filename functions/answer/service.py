@@ -3,7 +3,7 @@
 The pipeline (functions/research/pipeline.py) does the work; this module decides what a request means
 (connectors, freshness, effort), records the trace of every run (failed or cancelled runs included, with
 an error event), and maps an `AnswerResult` to the multi-source body (`to_research_response`) or the
-trust body (`to_query_response`). Errors are raised as domain errors; `errors.py` maps them to HTTP.
+trust body (`to_query_response`). Errors are raised as domain errors; the app's faces map them to HTTP.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from functions.answer.failures import NO_RESULTS as NO_RESULTS
-from functions.answer.failures import InternalFailure as InternalFailure
-from functions.answer.failures import NoResults as NoResults
-from functions.answer.failures import SearchUnavailable as SearchUnavailable
+from functions.answer.errors import InternalFailure, NoResults, SearchUnavailable
 from functions.common.errors import DomainError, InvalidInput, NotFound, UpstreamError
 from functions.common.observability import get_logger
 from functions.common.tenancy import DEFAULT_TEAM

@@ -18,9 +18,9 @@ from typing import Any
 
 import anyio
 
-from functions.answer.errors import error_reply
 from functions.answer.service import AnswerService, Listeners, query_citation, to_query_response
 from functions.answer.sse import KEEP_ALIVE, frame
+from functions.common.faces import trust
 from functions.research.pipeline import AnswerRequest
 
 HEARTBEAT_SECONDS = 15.0
@@ -59,7 +59,7 @@ async def answer_events(
             )
             queue.put_nowait(frame("final", to_query_response(answer_id, result)))
         except Exception as exc:
-            queue.put_nowait(frame("error", error_reply(exc, trust=True).body))
+            queue.put_nowait(frame("error", trust.FACE.reply(exc).body))
         finally:
             queue.put_nowait(None)
 

@@ -1,6 +1,5 @@
-"""What every function's FastAPI app shares: request ids, structured access logs, app construction.
-
-Error bodies are not shared: each app maps domain errors to its own seed contract in its `errors.py`.
+"""What every function's FastAPI app shares: request ids, structured access logs, app construction, and
+the error handlers of the public faces its routers declare (functions/common/faces/).
 """
 
 from __future__ import annotations
@@ -18,6 +17,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 
+from functions.common.errors import DomainError
+from functions.common.faces.face import Face, reraise
 from functions.common.settings import get_settings
 from functions.common.tenancy import team_for
 from functions.common.validation import bounded_request_id, json_text_problem
@@ -29,17 +30,20 @@ def create_app(
     *,
     title: str,
     description: str,
-    routers: Iterable[APIRouter],
+    routers: Iterable[tuple[Face, APIRouter]],
     logger: Logger,
-    install_error_handlers: Callable[[FastAPI], None],
     middlewares: Sequence[Callable[[ASGIApp], ASGIApp]] = (),
 ) -> FastAPI:
-    """`middlewares` are the app's own (e.g. usage metering), handed in by its composition root: each wraps
-    the request context (its id and access log) and the ones before it, and CORS wraps them all."""
+    """Each router comes with the face it answers on; the first router's face also answers what matches no
+    route and no face's prefix. `middlewares` are the app's own (e.g. usage metering), handed in by its
+    composition root: each wraps the request context (its id and access log) and the ones before it, and
+    CORS wraps them all."""
     app = FastAPI(title=title, description=description, version="0.1.0")
-    for router in routers:
+    faces = RouteFaces()
+    for face, router in routers:
+        faces.add(face, router)
         app.include_router(router)
-    install_error_handlers(app)
+    install_face_handlers(app, faces, logger)
 
     @app.middleware("http")
     async def request_context(
@@ -77,6 +81,47 @@ def create_app(
             max_age=600,
         )
     return app
+
+
+class RouteFaces:
+    """Which face answers a request: its route's, else the face whose prefix it bears, else the first."""
+
+    def __init__(self) -> None:
+        self.faces: list[Face] = []
+        self._by_endpoint: dict[object, Face] = {}
+
+    def add(self, face: Face, router: APIRouter) -> None:
+        if face not in self.faces:
+            self.faces.append(face)
+        for route in router.routes:
+            endpoint = getattr(route, "endpoint", None)
+            if endpoint is not None:
+                self._by_endpoint[endpoint] = face
+
+    def of(self, request: Request) -> Face:
+        face = self._by_endpoint.get(request.scope.get("endpoint"))  # set once a route matched the path
+        if face is not None:
+            return face
+        path = request.url.path
+        return next((face for face in self.faces if face.serves(path)), self.faces[0])
+
+
+def install_face_handlers(app: FastAPI, faces: RouteFaces, logger: Logger) -> None:
+    async def handle(request: Request, exc: Exception) -> Response:
+        reply = faces.of(request).reply(exc)
+        if reply.status >= 500 and isinstance(exc, DomainError):
+            logger.warning("request failed", path=request.url.path, status=reply.status, reason=exc.message)
+        elif reply.status >= 500:
+            logger.exception("request failed", path=request.url.path, status=reply.status)
+        return reply.response()
+
+    kinds = {kind for face in faces.faces for kind, _ in face.rules}
+    if any(face.otherwise is not reraise for face in faces.faces):
+        # DomainError's handler runs inside the middlewares (the reply keeps its X-Request-Id); Exception's
+        # runs outside them all, as the server's last word
+        kinds.update((DomainError, Exception))
+    for kind in kinds:
+        app.add_exception_handler(kind, handle)
 
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})

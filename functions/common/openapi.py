@@ -2,7 +2,7 @@
 
 `document_errors(app, operations)` replaces FastAPI's generated 422 (every app answers 400 for a request
 that fails validation, in its seed's format) by the statuses listed per operation, each with the body
-schema of the family's error model (a pydantic model in that family's `errors.py`). Every operation must
+schema of the face's error model (a pydantic model in `functions/common/faces/`). Every operation must
 be listed: an unlisted one fails the document, so a new route cannot ship with an undocumented contract.
 """
 

@@ -1,4 +1,4 @@
-"""Extraction's domain errors (their HTTP mapping is `functions.extract.http_errors`)."""
+"""Extraction's domain errors (functions/extract/app.py words them on the agent and trust faces)."""
 
 from __future__ import annotations
 

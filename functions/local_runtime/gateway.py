@@ -35,7 +35,6 @@ import importlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +44,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.routing import Match
 from starlette.types import Message, Receive, Scope, Send
 
+from functions.common.faces.registry import face_for
 from functions.common.validation import bounded_request_id
 from functions.local_runtime.console import DEFAULT_CONSOLE_DIR, ConsoleFiles, is_console_path
 from functions.teams.tokens import bearer_token
@@ -187,28 +187,14 @@ class TokenCache:
 def error_reply(
     path: str, status: int, code: str, title: str, message: str
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """A gateway-made error body (and extra headers) in the error format of the contract `path` belongs
-    to: `code` in snake case ("unauthorized"), `title` a short phrase ("Unauthorized")."""
-    if path.startswith(("/v1/", ADMIN_PREFIX + "/")) or path in ("/v1", ADMIN_PREFIX):
-        # trust API §8.4 (functions/answer/errors.py, extract /v1/*)
-        return {"error": {"code": code, "message": message, "details": {}}}, {}
-    if path.startswith("/api/v1/"):
-        return {"detail": title}, {}  # multi-source seed (answer and search /api/v1/*)
-    if path.startswith("/api/tools/search"):
-        # API 1's search tool (functions/search/errors.py): {"error": <what>, "message": <why>}
-        return {"error": title, "message": message}, {}
-    if path.startswith(("/api/tools/", "/api/agent/", "/api/schedules", "/api/webhooks")):
-        # the agent API's body (functions/orchestrate/errors.py, functions/extract/http_errors.py)
-        return {"error": code.upper(), "message": message}, {}
-    if path.startswith(("/search/", "/entity/")):
-        body = {  # the knowledge base's (functions/rag/errors.py)
-            "detail": message,
-            "status_code": status,
-            "error_code": code.upper(),
-            "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
-        return body, {"Cache-Control": "no-store"}
-    return {"detail": title}, {}
+    """A gateway-made error body (and extra headers) in the error format of the face `path` belongs to
+    (functions/common/faces/): `code` in snake case ("unauthorized"), `title` a short phrase
+    ("Unauthorized"); `{"detail": title}` on a path of no face."""
+    face = face_for(path)
+    if face is None or face.refusal is None:
+        return {"detail": title}, {}
+    reply = face.refusal(status, code, title, message)
+    return reply.body, reply.headers
 
 
 def unauthorized_reply(path: str, refusal: Refusal) -> tuple[dict[str, Any], dict[str, str]]:

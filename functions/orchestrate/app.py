@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from functions.common.api import create_app
+from functions.common.faces import agent
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
+from functions.metering.budget import BudgetExceeded
 from functions.metering.middleware import UsageMiddleware
 from functions.metering.routes import router as usage_router
-from functions.orchestrate.errors import AgentError, install_error_handlers
+from functions.orchestrate.jobs import JobNotFinished
 from functions.orchestrate.routes import router as agent_router
 from functions.schedules.routes import router as schedule_router
 from functions.webhooks.queries import DeliveryQueries
@@ -26,35 +28,48 @@ def delivery_queries() -> DeliveryQueries:
     return queries_of(job_exists=lambda team_id, job_id: jobs.get(team_id, job_id) is not None)
 
 
+# 402: money, not rate (docs/usage.md), retrying will not help; 409 names the job's status.
+JOBS_FACE = agent.FACE.with_rules(
+    "agent (jobs)",
+    [
+        (BudgetExceeded, lambda exc: agent.reply(402, exc.code, exc.message, **exc.details())),
+        (JobNotFinished, lambda exc: agent.reply(409, exc.code, exc.message, status=exc.status)),
+    ],
+)
+
 app = create_app(
     title="orchestrate",
     description="Autonomous research jobs: plan, search, screen, extract, synthesise with cited evidence; "
     "scheduled research (living reviews) and webhook deliveries; the team's metered usage and cost.",
-    routers=[agent_router, schedule_router, deliveries_router(delivery_queries), usage_router],
+    routers=[
+        (JOBS_FACE, agent_router),
+        (JOBS_FACE, schedule_router),
+        (JOBS_FACE, deliveries_router(delivery_queries)),
+        (JOBS_FACE, usage_router),
+    ],
     logger=logger,
-    install_error_handlers=install_error_handlers,
     middlewares=[UsageMiddleware],  # counts each request per team, route and month (docs/usage.md)
 )
 
-# The agent API's errors (functions/orchestrate/errors.py): 400 validation, 402 the team's budget, 404
+# The agent API's errors (functions/common/faces/agent.py): 400 validation, 402 the team's budget, 404
 # unknown job/schedule/artifact, 409 a job not finished or not at a checkpoint (or an Idempotency-Key
 # in use), 503 the workflow, the scheduler or a storage service (DynamoDB, S3) could not be reached.
 document_errors(
     app,
     {
-        "POST /api/agent/execute": (AgentError, [400, 402, 409, 503]),
-        "GET /api/agent/status/{job_id}": (AgentError, [404, 503]),
-        "GET /api/agent/results/{job_id}": (AgentError, [404, 409, 503]),
-        "GET /api/agent/results/{job_id}/artifacts/{name}": (AgentError, [404, 409, 503]),
-        "POST /api/agent/checkpoint/{job_id}/approve": (AgentError, [400, 404, 409, 503]),
-        "POST /api/agent/checkpoint/{job_id}/abort": (AgentError, [400, 404, 409, 503]),
-        "GET /api/schedules": (AgentError, [503]),
-        "POST /api/schedules": (AgentError, [400, 503]),
-        "GET /api/schedules/{schedule_id}": (AgentError, [404, 503]),
-        "DELETE /api/schedules/{schedule_id}": (AgentError, [404, 503]),
-        "GET /api/webhooks/deliveries": (AgentError, [400, 404, 503]),
-        "GET /api/usage": (AgentError, [400, 503]),
-        "GET /api/usage.csv": (AgentError, [400, 503]),
-        "GET /api/usage/jobs/{job_id}": (AgentError, [404, 503]),
+        "POST /api/agent/execute": (agent.AgentError, [400, 402, 409, 503]),
+        "GET /api/agent/status/{job_id}": (agent.AgentError, [404, 503]),
+        "GET /api/agent/results/{job_id}": (agent.AgentError, [404, 409, 503]),
+        "GET /api/agent/results/{job_id}/artifacts/{name}": (agent.AgentError, [404, 409, 503]),
+        "POST /api/agent/checkpoint/{job_id}/approve": (agent.AgentError, [400, 404, 409, 503]),
+        "POST /api/agent/checkpoint/{job_id}/abort": (agent.AgentError, [400, 404, 409, 503]),
+        "GET /api/schedules": (agent.AgentError, [503]),
+        "POST /api/schedules": (agent.AgentError, [400, 503]),
+        "GET /api/schedules/{schedule_id}": (agent.AgentError, [404, 503]),
+        "DELETE /api/schedules/{schedule_id}": (agent.AgentError, [404, 503]),
+        "GET /api/webhooks/deliveries": (agent.AgentError, [400, 404, 503]),
+        "GET /api/usage": (agent.AgentError, [400, 503]),
+        "GET /api/usage.csv": (agent.AgentError, [400, 503]),
+        "GET /api/usage/jobs/{job_id}": (agent.AgentError, [404, 503]),
     },
 )

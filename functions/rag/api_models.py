@@ -22,7 +22,7 @@ K_MIN, K_MAX, K_DEFAULT = 1, 20, 5
 MAX_DOCUMENT_IDS = 50
 
 # What the validation enforces, stated in the OpenAPI document (the messages stay the seed's, from
-# functions/rag/errors.py, so these are documentation, not a second validation):
+# functions/rag/invalid_requests.py, so these are documentation, not a second validation):
 # a query is 3..1000 characters once stripped of surrounding whitespace, at most 1000 as sent;
 QUERY_PATTERN = r"^\s*\S[\s\S]+\S\s*$"  # with minLength 3: at least 3 characters once stripped
 QUERY_SCHEMA: JsonDict = {
@@ -120,15 +120,3 @@ class ExpandGraphResponse(BaseModel):
 class EntityResponse(EntityFields):
     references: list[str]
     cited_by: list[str]
-
-
-class KnowledgeBaseError(BaseModel):
-    """The knowledge base's error body (functions/rag/errors.py), for every error status."""
-
-    detail: str
-    status_code: int
-    error_code: str
-    timestamp: str
-
-
-ErrorResponse = KnowledgeBaseError  # the earlier name

@@ -1,7 +1,7 @@
 """The knowledge base's FastAPI app (served by Lambda through Mangum, locally by the gateway).
 
-Thin routes: validate (pydantic + the seed's messages in errors.py), one call into the knowledge
-base, shape the answer with the seed's caching headers.
+Thin routes: validate (pydantic + the seed's messages in invalid_requests.py), one call into the
+knowledge base, shape the answer with the seed's caching headers.
 """
 
 from __future__ import annotations
@@ -10,8 +10,12 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, Response
+from fastapi.exceptions import RequestValidationError
 
 from functions.common.api import create_app
+from functions.common.faces import kb as kb_face
+from functions.common.faces.face import ErrorReply, Face
+from functions.common.faces.kb import KnowledgeBaseError
 from functions.common.observability import get_logger
 from functions.common.openapi import document_errors
 from functions.metering.middleware import UsageMiddleware
@@ -21,17 +25,19 @@ from functions.rag.api_models import (
     EntityResponse,
     ExpandGraphRequest,
     ExpandGraphResponse,
-    KnowledgeBaseError,
     SemanticSearchRequest,
     SemanticSearchResponse,
 )
 from functions.rag.caching import ENTITY_MAX_AGE, SEARCH_MAX_AGE, ResponseMemo, cached_json, encode
-from functions.rag.errors import install_error_handlers
+from functions.rag.invalid_requests import validation_message
 from functions.rag.knowledge_base import KnowledgeBase, SearchFilters, validate_entity_path
-from functions.rag.loader import get_knowledge_base
+from functions.rag.loader import KnowledgeBaseUnavailable, get_knowledge_base
+from functions.rag.model import RELATION_TYPES, SEED_SEARCHABLE_TYPES
 
 logger = get_logger("rag")
-router = APIRouter(tags=["knowledge base"])
+# Two routers only because a `traverse_types` value that is not valid is named with the route's own list.
+search_router = APIRouter(tags=["knowledge base"])
+graph_router = APIRouter(tags=["knowledge base"])
 memo = ResponseMemo()
 
 _ERRORS: dict[int | str, dict[str, object]] = {
@@ -40,7 +46,7 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 
-@router.post(
+@search_router.post(
     "/search/semantic",
     response_model=SemanticSearchResponse,
     responses={**_ERRORS, 304: {"description": "Not modified (If-None-Match)"}},
@@ -76,7 +82,7 @@ def _search_answer(kb: KnowledgeBase, body: SemanticSearchRequest) -> dict[str, 
     }
 
 
-@router.post(
+@graph_router.post(
     "/search/expand-graph",
     response_model=ExpandGraphResponse,
     responses={**_ERRORS, 304: {"description": "Not modified (If-None-Match)"}},
@@ -98,7 +104,7 @@ def _expand_answer(kb: KnowledgeBase, body: ExpandGraphRequest, types: list[str]
     }
 
 
-@router.get(
+@graph_router.get(
     "/entity/{entity_type}/{number}",
     response_model=EntityResponse,
     responses={
@@ -126,12 +132,29 @@ def get_entity(
     return cached_json(request, encode(kb.entity(entity_type, number)), ENTITY_MAX_AGE)
 
 
+def _face(name: str, valid_types: tuple[str, ...]) -> Face:
+    """The knowledge-base face with the seed's validation messages; 503 (Retry-After) until an index loads."""
+
+    def invalid_request(exc: RequestValidationError) -> ErrorReply:
+        return kb_face.reply(400, validation_message(exc.errors(), valid_types))
+
+    return kb_face.FACE.with_rules(
+        name,
+        [
+            (RequestValidationError, invalid_request),
+            (KnowledgeBaseUnavailable, lambda exc: kb_face.reply(503, exc.message, {"Retry-After": "30"})),
+        ],
+    )
+
+
 app = create_app(
     title="rag",
     description="Textbook knowledge base: semantic search, knowledge-graph expansion, numbered-entity lookup.",
-    routers=[router],
+    routers=[
+        (_face("kb (semantic search)", SEED_SEARCHABLE_TYPES), search_router),
+        (_face("kb (graph)", RELATION_TYPES), graph_router),
+    ],
     logger=logger,
-    install_error_handlers=install_error_handlers,
     middlewares=[UsageMiddleware],  # counts each request per team, route and month (docs/usage.md)
 )
 # 400 validation, 404 unknown entity (expand-graph reports unknown ids in its metadata), 503 no index loaded (Retry-After), 500 catch-all

@@ -108,10 +108,13 @@ def test_run_sh_serves_the_app_from_the_task_root(tmp_path: Path) -> None:
 SSE_APP = """
 import asyncio
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
+from pydantic import BaseModel
+
 from functions.common.api import create_app
+from functions.common.faces.face import Face
 from functions.common.observability import get_logger
 from functions.metering.middleware import UsageMiddleware
 
@@ -135,13 +138,9 @@ async def release() -> dict[str, bool]:
     return {"released": True}
 
 
-def no_error_handlers(app: FastAPI) -> None:
-    del app
-
-
 app = create_app(
-    title="sse", description="probe", routers=[router], logger=get_logger("sse"),
-    install_error_handlers=no_error_handlers, middlewares=[UsageMiddleware],
+    title="sse", description="probe", logger=get_logger("sse"), middlewares=[UsageMiddleware],
+    routers=[(Face(name="sse", error_body=BaseModel, prefixes=(), rules=()), router)],
 )
 """
 

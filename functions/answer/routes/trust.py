@@ -14,13 +14,13 @@ from functions.answer.schemas import (
     QueryRequest,
     QueryResponse,
     TraceResponse,
-    TrustErrorResponse,
     TrustHealthResponse,
     TrustSearchRequest,
     TrustSearchResponse,
 )
 from functions.answer.wiring import answer_service
 from functions.common.api import TeamId, client_identity
+from functions.common.faces.trust import TrustErrorResponse
 
 if TYPE_CHECKING:  # the service and the pipeline are imported by the first answer (bench/cold_start.py)
     from functions.answer.service import AnswerService

@@ -1,4 +1,4 @@
-"""Every domain error maps to each face's contract in one place."""
+"""Every domain error maps to each of the answer app's faces in one table per face."""
 
 from __future__ import annotations
 
@@ -8,9 +8,17 @@ import pytest
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from functions.answer.errors import error_reply
-from functions.answer.service import InternalFailure, NoResults, SearchUnavailable
+from functions.answer.app import RESEARCH_FACE
+from functions.answer.errors import InternalFailure, NoResults, SearchUnavailable
 from functions.common.errors import FetchError, InvalidInput, NotFound, RateLimited, UpstreamError
+from functions.common.faces import trust as trust_face
+from functions.common.faces.face import ErrorReply
+
+
+def error_reply(exc: BaseException, *, trust: bool) -> ErrorReply:
+    """How the answer app words `exc` on its trust face, else on its multi-source face."""
+    return (trust_face.FACE if trust else RESEARCH_FACE).reply(exc)
+
 
 CASES: list[tuple[BaseException, int, dict[str, Any], int, dict[str, Any]]] = [
     (

@@ -7,11 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from functions.answer.errors import InternalFailure, NoResults, SearchUnavailable
 from functions.answer.schemas import QueryResponse, ResearchResponse, TraceResponse
 from functions.answer.service import (
-    InternalFailure,
-    NoResults,
-    SearchUnavailable,
     freshness_year_start,
     new_answer_id,
     new_trace_id,

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 
 from functions.common.api import create_app
 from functions.common.errors import NotFound
+from functions.common.faces.face import ErrorReply, Face
 from functions.common.observability import get_logger
 from functions.common.settings import reset_settings_cache
 
@@ -29,17 +30,15 @@ def _app() -> FastAPI:
     def missing() -> dict[str, str]:
         raise NotFound("no such thing")
 
-    def install_error_handlers(app: FastAPI) -> None:
-        @app.exception_handler(NotFound)
-        def not_found(request: object, exc: NotFound) -> JSONResponse:
-            return JSONResponse({"error": {"code": "not_found", "message": exc.message}}, status_code=404)
+    def not_found(exc: NotFound) -> ErrorReply:
+        return ErrorReply(404, {"error": {"code": "not_found", "message": exc.message}})
 
+    face = Face(name="cors-test", error_body=BaseModel, prefixes=(), rules=((NotFound, not_found),))
     return create_app(
         title="cors-test",
         description="",
-        routers=[router],
+        routers=[(face, router)],
         logger=get_logger("cors-test"),
-        install_error_handlers=install_error_handlers,
     )
 
 

@@ -7,14 +7,14 @@ import re
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from pydantic import BaseModel, ValidationError
 
-from functions.admin import errors as admin_errors
+from functions.admin.app import ADMIN_FACE
 from functions.common.errors import aws_outage
 from functions.common.openapi import document_errors
-from functions.extract import http_errors as extract_errors
-from functions.orchestrate import errors as orchestrate_errors
+from functions.extract.app import DOCUMENTS_FACE
+from functions.orchestrate.app import JOBS_FACE
 from functions.rag.api_models import QUERY_PATTERN, SemanticSearchRequest
 from functions.research.request import RESEARCH_GOAL_PATTERN, ExecuteRequest
 from functions.search.connectors import REGISTRY
@@ -112,13 +112,12 @@ def test_an_aws_outage_is_a_503_with_a_clear_body_not_a_bare_500() -> None:
     assert aws_outage(_client_error("ValidationException")) is None  # our bug: stays a 500
     assert aws_outage(ValueError("x")) is None
 
-    agent = orchestrate_errors.error_response(_client_error("ThrottlingException"))
+    agent = JOBS_FACE.reply(_client_error("ThrottlingException")).response()
     assert agent.status_code == 503
     assert json.loads(bytes(agent.body))["error"] == "SERVICE_UNAVAILABLE"
-    assert orchestrate_errors.error_response(_client_error("ValidationException")).status_code == 500
+    assert JOBS_FACE.reply(_client_error("ValidationException")).response().status_code == 500
 
-    request = Request({"type": "http", "method": "POST", "path": "/v1/documents", "headers": []})
-    trust = extract_errors.error_response(request, _client_error("SlowDown"))
+    trust = DOCUMENTS_FACE.reply(_client_error("SlowDown")).response()
     assert trust.status_code == 503
     assert json.loads(bytes(trust.body))["error"]["code"] == "upstream_unavailable"
-    assert admin_errors.error_response(_client_error("InternalServerError")).status_code == 503
+    assert ADMIN_FACE.reply(_client_error("InternalServerError")).response().status_code == 503

@@ -8,8 +8,10 @@ import pytest
 from aws_lambda_powertools import Logger
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 
 from functions.common.api import create_app
+from functions.common.faces.face import Face
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -21,15 +23,11 @@ def _app() -> FastAPI:
     def probe(request: Request) -> dict[str, str]:
         return {"stored": request.state.request_id}
 
-    def no_handlers(app: FastAPI) -> None:
-        return None
-
     return create_app(
         title="probe",
         description="",
-        routers=[router],
+        routers=[(Face(name="probe", error_body=BaseModel, prefixes=(), rules=()), router)],
         logger=Logger("probe"),
-        install_error_handlers=no_handlers,
     )
 
 

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 
 from functions.common.api import create_app
+from functions.common.faces.face import Face
 from functions.common.observability import get_logger
 from functions.common.settings import reset_settings_cache
 from functions.metering import wiring
@@ -40,9 +42,8 @@ def _app() -> FastAPI:
     return create_app(
         title="t",
         description="d",
-        routers=[router],
+        routers=[(Face(name="test", error_body=BaseModel, prefixes=(), rules=()), router)],
         logger=get_logger("test"),
-        install_error_handlers=lambda app: None,
         middlewares=[UsageMiddleware],
     )
 
