@@ -50,10 +50,7 @@ def classify(source_url: str) -> Target:
     if len(raw) > 2048:
         raise InvalidInput("source_url is longer than 2048 characters", field="source_url")
     if raw.startswith(LIBRARY_SCHEME):
-        document_id = raw[len(LIBRARY_SCHEME) :].strip("/")
-        if not _DOCUMENT_ID.match(document_id):
-            raise InvalidInput(f"not a document id: {document_id!r}", field="source_url")
-        return library_target(document_id)
+        return _library(raw)
     lowered = raw.lower()
     for prefix in ("arxiv:", "arxiv.org/abs/"):
         if lowered.startswith(prefix):
@@ -66,6 +63,18 @@ def classify(source_url: str) -> Target:
         doi = normalise_doi(raw)
         if doi:
             return Target("doi", doi, f"doi:{doi}")
+    return _web_target(raw)
+
+
+def _library(raw: str) -> Target:
+    document_id = raw[len(LIBRARY_SCHEME) :].strip("/")
+    if not _DOCUMENT_ID.match(document_id):
+        raise InvalidInput(f"not a document id: {document_id!r}", field="source_url")
+    return library_target(document_id)
+
+
+def _web_target(raw: str) -> Target:
+    """An http(s) URL: an arXiv or doi.org address names its paper, any other its page."""
     try:
         parts = urlsplit(raw)
     except ValueError as exc:
