@@ -76,9 +76,11 @@ embedding-model: $(MINILM_DIR)/model.safetensors
 ingest-textbook-hybrid: install
 	$(PY) -m functions.rag.ingest --index-dir $(RAG_INDEX) --embedding-model $(MINILM_DIR) $(TEXTBOOK)/*.pdf
 
+# lint-imports: the layering's contracts in pyproject.toml ([tool.importlinter]); reads sources only, no network.
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: install
 	$(VENV)/bin/mypy functions infra tests bench
