@@ -111,8 +111,6 @@ import asyncio
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from pydantic import BaseModel
-
 from functions.common.api import create_app
 from functions.common.faces.face import Face
 from functions.common.observability import get_logger
@@ -140,7 +138,7 @@ async def release() -> dict[str, bool]:
 
 app = create_app(
     title="sse", description="probe", logger=get_logger("sse"), middlewares=[UsageMiddleware],
-    routers=[(Face(name="sse", error_body=BaseModel, prefixes=(), rules=()), router)],
+    routers=[(Face(name="sse", prefixes=(), rules=()), router)],
 )
 """
 

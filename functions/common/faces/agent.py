@@ -115,7 +115,6 @@ def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
 
 FACE = Face(
     name="agent",
-    error_body=AgentError,
     prefixes=("/api/agent/", "/api/tools/", "/api/schedules", "/api/webhooks"),
     rules=(
         (RequestValidationError, validation),

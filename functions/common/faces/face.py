@@ -1,4 +1,5 @@
-"""A public API face: the error body its contract documents and the one table that maps errors to it.
+"""A public API face: the table that maps errors to the error body its contract documents (each face's
+module holds that body's pydantic model, which its apps document with `functions.common.openapi`).
 
 A table is an ordered list of rules, `(exception type, reply)`: the first rule whose type the error is an
 instance of answers. A family whose seed words an error differently on a face (the extraction tool's
@@ -14,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,6 @@ def reraise(exc: BaseException) -> ErrorReply:
 @dataclass(frozen=True)
 class Face:
     name: str
-    error_body: type[BaseModel]  # documented for every error status of the face's operations
     prefixes: tuple[str, ...]  # the paths it answers, for requests that match no route
     rules: tuple[Rule, ...]
     otherwise: Reply = reraise  # every other error

@@ -66,7 +66,6 @@ def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
 
 FACE = Face(
     name="kb",
-    error_body=KnowledgeBaseError,
     prefixes=("/search/", "/entity/"),
     rules=(
         (InvalidInput, invalid),

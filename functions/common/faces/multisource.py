@@ -81,7 +81,6 @@ def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
 
 FACE = Face(
     name="multisource",
-    error_body=MultiSourceError,
     prefixes=("/api/v1/",),
     rules=(
         (RequestValidationError, validation),

@@ -68,7 +68,6 @@ def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
 
 FACE = Face(
     name="search_tool",
-    error_body=SearchToolError,
     prefixes=("/api/tools/search",),
     rules=(
         (RequestValidationError, validation),

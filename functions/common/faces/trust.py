@@ -122,7 +122,6 @@ def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
 
 FACE = Face(
     name="trust",
-    error_body=TrustErrorResponse,
     prefixes=("/v1/", "/admin/"),
     rules=(
         (RequestValidationError, validation),

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
-from pydantic import BaseModel
 
 from functions.common.api import create_app
 from functions.common.errors import NotFound
@@ -33,7 +32,7 @@ def _app() -> FastAPI:
     def not_found(exc: NotFound) -> ErrorReply:
         return ErrorReply(404, {"error": {"code": "not_found", "message": exc.message}})
 
-    face = Face(name="cors-test", error_body=BaseModel, prefixes=(), rules=((NotFound, not_found),))
+    face = Face(name="cors-test", prefixes=(), rules=((NotFound, not_found),))
     return create_app(
         title="cors-test",
         description="",

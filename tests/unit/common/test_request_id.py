@@ -8,7 +8,6 @@ import pytest
 from aws_lambda_powertools import Logger
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.testclient import TestClient
-from pydantic import BaseModel
 
 from functions.common.api import create_app
 from functions.common.faces.face import Face
@@ -26,7 +25,7 @@ def _app() -> FastAPI:
     return create_app(
         title="probe",
         description="",
-        routers=[(Face(name="probe", error_body=BaseModel, prefixes=(), rules=()), router)],
+        routers=[(Face(name="probe", prefixes=(), rules=()), router)],
         logger=Logger("probe"),
     )
 

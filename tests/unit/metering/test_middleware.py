@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
-from pydantic import BaseModel
 
 from functions.common.api import create_app
 from functions.common.faces.face import Face
@@ -42,7 +41,7 @@ def _app() -> FastAPI:
     return create_app(
         title="t",
         description="d",
-        routers=[(Face(name="test", error_body=BaseModel, prefixes=(), rules=()), router)],
+        routers=[(Face(name="test", prefixes=(), rules=()), router)],
         logger=get_logger("test"),
         middlewares=[UsageMiddleware],
     )
