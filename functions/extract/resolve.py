@@ -66,6 +66,11 @@ def classify(source_url: str) -> Target:
         doi = normalise_doi(raw)
         if doi:
             return Target("doi", doi, f"doi:{doi}")
+    return _web_target(raw)
+
+
+def _web_target(raw: str) -> Target:
+    """An http(s) URL: an arXiv or doi.org address names its paper, any other is fetched as it is."""
     try:
         parts = urlsplit(raw)
     except ValueError as exc:
