@@ -111,21 +111,26 @@ def print_results(results: dict[str, Any], base_url: str, out: TextIO) -> None:
                 out.write(f"  {'':<26} {link['url']}\n")
 
 
-def run_status(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+def _get(http: httpx.Client, path: str, out: TextIO) -> httpx.Response | None:
+    """The API's answer; None (the error written to `out`) when the request got none."""
     try:
-        response = http.get(f"/api/agent/status/{args.job_id}")
+        return http.get(path)
     except httpx.HTTPError as exc:
         out.write(f"error: {exc}\n")
+        return None
+
+
+def run_status(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+    response = _get(http, f"/api/agent/status/{args.job_id}", out)
+    if response is None:
         return 1
     out.write(json.dumps(response.json(), indent=2) + "\n")
     return 0 if response.status_code == 200 else 1
 
 
 def run_results(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
-    try:
-        response = http.get(f"/api/agent/results/{args.job_id}")
-    except httpx.HTTPError as exc:
-        out.write(f"error: {exc}\n")
+    response = _get(http, f"/api/agent/results/{args.job_id}", out)
+    if response is None:
         return 1
     if response.status_code != 200:
         out.write(_error(response) + "\n")

@@ -6,6 +6,7 @@ implement the same interface for unit tests and are never wired into a deployed 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -18,6 +19,7 @@ from functions.common.aws import dynamodb_resource, s3_client
 from functions.common.settings import get_settings
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
     from mypy_boto3_dynamodb.service_resource import Table
     from mypy_boto3_s3.client import S3Client
 
@@ -116,6 +118,26 @@ class TtlCache(Protocol):
     def get(self, key: str) -> Any | None: ...
 
     def put(self, key: str, value: Any, ttl_seconds: int) -> None: ...
+
+
+async def cache_read(cache: TtlCache, key: str, logger: Logger, what: str) -> Any | None:
+    """The cached value; None for a miss and for a cache that fails: a cache is an optimisation, so a
+    broken one is a miss (logged as "<what> read failed")."""
+    try:
+        return await asyncio.to_thread(cache.get, key)
+    except Exception:
+        logger.warning(f"{what} read failed", key=key, exc_info=True)
+        return None
+
+
+async def cache_write(
+    cache: TtlCache, key: str, value: Any, ttl_seconds: int, logger: Logger, what: str
+) -> None:
+    """Cache `value`; a cache that fails is logged ("<what> write failed"), never raised."""
+    try:
+        await asyncio.to_thread(cache.put, key, value, ttl_seconds)
+    except Exception:
+        logger.warning(f"{what} write failed", key=key, exc_info=True)
 
 
 class DynamoDbTtlCache:

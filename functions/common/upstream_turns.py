@@ -387,23 +387,14 @@ class UpstreamTurns:
         manners = self._manners_for(provider)
         if manners.interval <= 0:
             return Turn(provider, "", manners, self._clock, self._clock(), 0.0)
-        return self._acquire(provider, manners, team, job, priority, deadline)
+        return self._acquire(_Attempt(self, provider, manners, team, job, priority, deadline))
 
-    def _acquire(
-        self,
-        provider: str,
-        manners: ProviderManners,
-        team: str,
-        job: str,
-        priority: int,
-        deadline: float | None,
-    ) -> Turn:
-        attempt = _Attempt(self, provider, manners, team, job, priority, deadline)
+    def _acquire(self, attempt: _Attempt) -> Turn:
         while True:
             turn, version, pause = attempt.step()
             if turn is not None:
                 return turn
-            self._store.wait(provider, version, pause)
+            self._store.wait(attempt.provider, version, pause)
 
     async def acquire_async(
         self, provider: str, *, team: str, job: str, priority: int = 0, deadline: float | None = None

@@ -5,7 +5,6 @@ breakers per provider, and the response cache table (keys `lookup:v1:<source>:<k
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -16,7 +15,13 @@ from functions.common.http import HttpClient
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
 from functions.common.settings import Settings
-from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache, TtlCache
+from functions.common.storage import (
+    DynamoDbTtlCache,
+    InMemoryTtlCache,
+    TtlCache,
+    cache_read,
+    cache_write,
+)
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY
 from functions.search.connectors.base import ConnectorContext, HttpConnector
@@ -111,17 +116,10 @@ class ConnectorMetadata:
             await self._cache_put(key, {"works": [asdict(w) for w in result.works]})
 
     async def _cache_get(self, key: str) -> Any | None:
-        try:
-            return await asyncio.to_thread(self._cache.get, key)
-        except Exception:  # the cache is an optimisation: a broken cache is a miss
-            logger.warning("lookup cache read failed", key=key, exc_info=True)
-            return None
+        return await cache_read(self._cache, key, logger, "lookup cache")
 
     async def _cache_put(self, key: str, value: dict[str, Any]) -> None:
-        try:
-            await asyncio.to_thread(self._cache.put, key, value, self._ttl)
-        except Exception:
-            logger.warning("lookup cache write failed", key=key, exc_info=True)
+        await cache_write(self._cache, key, value, self._ttl, logger, "lookup cache")
 
 
 def _tupled(record: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 import uvicorn
 
@@ -36,34 +37,7 @@ def main() -> None:
         raise SystemExit(str(exc)) from None  # one line on stderr, exit status 1
     try:
         gateway = Gateway(load_function_apps())
-        if state_dir is None:
-            print("state kept in memory only: LOCAL_STATE_DIR=<dir> keeps it across restarts", flush=True)
-        else:
-            print(f"state kept in {state_dir}: restored {aws.restored}", flush=True)
-            if aws.interrupted_jobs:
-                print(
-                    f"{len(aws.interrupted_jobs)} job(s) were running when the runtime stopped: now FAILED",
-                    flush=True,
-                )
-        print(f"embedded AWS ready: state machines {sorted(aws.state_machine_arns)}", flush=True)
-        print(
-            f"serving every API on http://{args.host}:{args.port} (docs at /docs, the research console at /console/); Ctrl-C stops",
-            flush=True,
-        )
-        if gateway.auth_required:
-            print("AUTH=required: every request needs `Authorization: Bearer <team token>`", flush=True)
-        else:
-            print(
-                f"no token needed: requests without one belong to the default team {DEFAULT_TEAM} "
-                "(AUTH=required enforces team tokens)",
-                flush=True,
-            )
-        if limit:
-            print(
-                f"at most {limit} requests served at once, the rest queue, served team by team "
-                "(LOCAL_MAX_CONCURRENT_REQUESTS)",
-                flush=True,
-            )
+        _announce(aws, gateway, state_dir, args.host, args.port, limit)
         scheduler = start_local_scheduler()  # due research schedules fire here as on EventBridge Scheduler
         try:
             uvicorn.run(
@@ -77,6 +51,40 @@ def main() -> None:
             scheduler.stop()
     finally:
         aws.stop()
+
+
+def _announce(
+    aws: EmbeddedAws, gateway: Gateway, state_dir: str | Path | None, host: str, port: int, limit: int | None
+) -> None:
+    """What the runtime serves and how: where its state is kept, its address, auth and admission."""
+    if state_dir is None:
+        print("state kept in memory only: LOCAL_STATE_DIR=<dir> keeps it across restarts", flush=True)
+    else:
+        print(f"state kept in {state_dir}: restored {aws.restored}", flush=True)
+        if aws.interrupted_jobs:
+            print(
+                f"{len(aws.interrupted_jobs)} job(s) were running when the runtime stopped: now FAILED",
+                flush=True,
+            )
+    print(f"embedded AWS ready: state machines {sorted(aws.state_machine_arns)}", flush=True)
+    print(
+        f"serving every API on http://{host}:{port} (docs at /docs, the research console at /console/); Ctrl-C stops",
+        flush=True,
+    )
+    if gateway.auth_required:
+        print("AUTH=required: every request needs `Authorization: Bearer <team token>`", flush=True)
+    else:
+        print(
+            f"no token needed: requests without one belong to the default team {DEFAULT_TEAM} "
+            "(AUTH=required enforces team tokens)",
+            flush=True,
+        )
+    if limit:
+        print(
+            f"at most {limit} requests served at once, the rest queue, served team by team "
+            "(LOCAL_MAX_CONCURRENT_REQUESTS)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -83,6 +83,50 @@ class Refusal:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class UnitNeed:
+    """What starting one unit of a job asks of its budgets, and how a refusal of it reads."""
+
+    unit: Unit
+    month: str
+    estimate: float
+    # what the job's remaining steps (and the Map's skipped units) still need after this one
+    closing: float
+    committed_usd: float
+    job_cap: float | None
+    # the cap is the job's hold on the team's month, not its own max_cost_usd
+    by_hold: bool
+    monthly_budget_usd: float | None
+
+    @property
+    def total(self) -> float:
+        return self.estimate + self.closing
+
+    def refuse_job(self) -> Refusal:
+        assert self.job_cap is not None
+        spent = f"{usd(self.committed_usd)} spent or reserved, and the next {self.unit} needs up to "
+        needs = f"{usd(self.estimate)} plus {usd(self.closing)} to finish the job"
+        if self.by_hold:
+            return Refusal(
+                "team",
+                f"the job's share of the team's monthly budget ({usd(self.job_cap)} held for {self.month}) "
+                f"would be exceeded: {spent}{needs}",
+            )
+        return Refusal(
+            "job",
+            f"the job's budget of {usd(self.job_cap)} (max_cost_usd) would be exceeded: {spent}{needs}",
+        )
+
+    def refuse_team(self) -> Refusal:
+        assert self.monthly_budget_usd is not None
+        return Refusal(
+            "team",
+            f"the team's monthly budget of {usd(self.monthly_budget_usd)} for {self.month} would be "
+            f"exceeded: the next {self.unit} needs up to {usd(self.estimate)} plus {usd(self.closing)} "
+            "to finish the job",
+        )
+
+
 class BudgetGate(Protocol):
     """What the workflow asks before each unit of work (Budgets.admit)."""
 
@@ -256,63 +300,44 @@ class Budgets:
         if not caps and ledger.monthly_budget_usd is None:
             return None
         ratio = self.costs.measured_ratio(ledger.counters)
-        estimate = ratio * self.costs.unit_cost(unit, sources=sources)
         skipped = max(0, pending) * self.costs.skipped_cost(unit)
-        closing = ratio * (self.costs.closing_cost(unit) + skipped)
-        need = estimate + closing
-        month = month_of(self.clock())
         job_cap = min(caps) if caps else None
-        by_hold = (
-            held is not None
+        need = UnitNeed(
+            unit=unit,
+            month=month_of(self.clock()),
+            estimate=ratio * self.costs.unit_cost(unit, sources=sources),
+            closing=ratio * (self.costs.closing_cost(unit) + skipped),
+            committed_usd=ledger.committed_usd,
+            job_cap=job_cap,
+            by_hold=held is not None
             and job_cap == held
-            and (ledger.max_cost_usd is None or held < ledger.max_cost_usd)
+            and (ledger.max_cost_usd is None or held < ledger.max_cost_usd),
+            monthly_budget_usd=ledger.monthly_budget_usd,
         )
+        return self._reserve(team_id, job_id, need, held)
 
-        def refuse_job() -> Refusal:
-            assert job_cap is not None
-            if by_hold:
-                return Refusal(
-                    "team",
-                    f"the job's share of the team's monthly budget ({usd(job_cap)} held for {month}) would "
-                    f"be exceeded: {usd(ledger.committed_usd)} spent or reserved, and the next {unit} needs "
-                    f"up to {usd(estimate)} plus {usd(closing)} to finish the job",
-                )
-            return Refusal(
-                "job",
-                f"the job's budget of {usd(job_cap)} (max_cost_usd) would be exceeded: "
-                f"{usd(ledger.committed_usd)} spent or reserved, and the next {unit} needs up to "
-                f"{usd(estimate)} plus {usd(closing)} to finish the job",
-            )
-
-        def refuse_team() -> Refusal:
-            assert ledger.monthly_budget_usd is not None
-            return Refusal(
-                "team",
-                f"the team's monthly budget of {usd(ledger.monthly_budget_usd)} for {month} would be "
-                f"exceeded: the next {unit} needs up to {usd(estimate)} plus {usd(closing)} to finish "
-                "the job",
-            )
-
-        job_limit = None if job_cap is None else job_cap - need
+    def _reserve(self, team_id: str, job_id: str, need: UnitNeed, held: float | None) -> Refusal | None:
+        """Reserve the unit's estimate within the job's cap and the month's budget, or refuse."""
+        job_limit = None if need.job_cap is None else need.job_cap - need.total
         month_limit = None
-        if held is None and ledger.monthly_budget_usd is not None:
-            month_limit = ledger.monthly_budget_usd - need
+        if held is None and need.monthly_budget_usd is not None:
+            month_limit = need.monthly_budget_usd - need.total
         if job_limit is not None and job_limit < 0:
-            return refuse_job()
+            return need.refuse_job()
         if month_limit is not None and month_limit < 0:
-            return refuse_team()
+            return need.refuse_team()
         meter = current_meter()
         if meter is None:  # nothing would settle a reservation: check without one
-            if job_limit is not None and ledger.committed_usd > job_limit:
-                return refuse_job()
-            if month_limit is not None and self.month_committed(team_id, month) > month_limit:
-                return refuse_team()
+            if job_limit is not None and need.committed_usd > job_limit:
+                return need.refuse_job()
+            if month_limit is not None and self.month_committed(team_id, need.month) > month_limit:
+                return need.refuse_team()
             return None
-        reserve_month = month if held is None else None
+        reserve_month = need.month if held is None else None
         refused = self.store.reserve(
-            team_id, job_id, reserve_month, estimate, job_limit=job_limit, month_limit=month_limit
+            team_id, job_id, reserve_month, need.estimate, job_limit=job_limit, month_limit=month_limit
         )
         if refused is None:
-            meter.reserve(estimate, reserve_month)
+            meter.reserve(need.estimate, reserve_month)
             return None
-        return refuse_job() if refused == "job" else refuse_team()
+        return need.refuse_job() if refused == "job" else need.refuse_team()

@@ -95,26 +95,7 @@ def _ledger(team_id: str, job_id: str, raw: Mapping[str, Any]) -> JobLedger:
         for name, value in raw.items()
         if name not in _DESCRIPTIVE and isinstance(value, Decimal | int | float)
     }
-    max_step = counters.pop("max_step_usd", 0.0)
-
-    def optional(name: str) -> float | None:
-        value = raw.get(name)
-        return float(value) if isinstance(value, Decimal | int | float) else None
-
-    depth = raw.get("depth")
-    hold_month = raw.get("hold_month")
-    return JobLedger(
-        team_id,
-        job_id,
-        counters,
-        depth=str(depth) if depth is not None else None,
-        max_cost_usd=optional("max_cost_usd"),
-        monthly_budget_usd=optional("monthly_budget_usd"),
-        max_step_usd=max_step,
-        held_usd=optional("held_usd"),
-        hold_month=str(hold_month) if hold_month is not None else None,
-        settled="settled_at" in raw,
-    )
+    return JobLedger.from_stored(team_id, job_id, counters, raw)
 
 
 def quick_table(settings: Settings) -> Table:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Literal, Protocol
 
 TOTALS = "TOTALS"
@@ -80,6 +81,33 @@ class JobLedger:
     held_usd: float | None = None  # what the job holds of its team's month (None: no hold)
     hold_month: str | None = None
     settled: bool = False  # the hold was settled: the job's costs now count in full
+
+    @classmethod
+    def from_stored(
+        cls, team_id: str, job_id: str, counters: Mapping[str, float], described: Mapping[str, object]
+    ) -> JobLedger:
+        """The ledger of a job's stored counters and its description (budget, depth, hold, settling)."""
+        counters = dict(counters)
+        max_step = counters.pop("max_step_usd", 0.0)
+
+        def number(name: str) -> float | None:
+            value = described.get(name)
+            return float(value) if isinstance(value, Decimal | int | float) else None
+
+        depth = described.get("depth")
+        hold_month = described.get("hold_month")
+        return cls(
+            team_id,
+            job_id,
+            counters,
+            depth=str(depth) if depth is not None else None,
+            max_cost_usd=number("max_cost_usd"),
+            monthly_budget_usd=number("monthly_budget_usd"),
+            max_step_usd=max_step,
+            held_usd=number("held_usd"),
+            hold_month=str(hold_month) if hold_month is not None else None,
+            settled="settled_at" in described,
+        )
 
     @property
     def cost_usd(self) -> float:
@@ -235,28 +263,7 @@ class InMemoryUsageStore:
         described = self.ledgers.get((team_id, job_id))
         if described is None and key not in self.items:
             return None
-        described = described or {}
-        counters = dict(self.items.get(key, {}))
-        max_step = counters.pop("max_step_usd", 0.0)
-
-        def number(name: str) -> float | None:
-            value = described.get(name)
-            return float(value) if isinstance(value, int | float) else None
-
-        depth = described.get("depth")
-        hold_month = described.get("hold_month")
-        return JobLedger(
-            team_id,
-            job_id,
-            counters,
-            depth=str(depth) if depth is not None else None,
-            max_cost_usd=number("max_cost_usd"),
-            monthly_budget_usd=number("monthly_budget_usd"),
-            max_step_usd=max_step,
-            held_usd=number("held_usd"),
-            hold_month=str(hold_month) if hold_month is not None else None,
-            settled="settled_at" in described,
-        )
+        return JobLedger.from_stored(team_id, job_id, self.items.get(key, {}), described or {})
 
     def job(self, team_id: str, job_id: str) -> JobLedger | None:
         with self._lock:

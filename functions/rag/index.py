@@ -87,38 +87,8 @@ def book_id_from_title(title: str) -> str:
 def build_index(
     sources: list[SourcePdf], book_id: str | None = None, embedder: Embedder | None = None
 ) -> BuiltIndex:
-    parsed = [(source, extract_pages(source.data, source.name)) for source in sources]
-    toc: list[TocEntry] = []
-    title = ""
-    chapters: list[tuple[str, str, list[PageText]]] = []
-    for source, pages in parsed:
-        opened = chapter_of(pages)
-        if opened is not None:
-            chapters.append((opened[0], opened[1], pages))
-        elif looks_like_toc(pages):
-            toc = parse_toc(pages)
-            title = _front_title(pages)
-        else:
-            raise ValueError(
-                f"{source.name}: neither a chapter (first page 'Chapter N') nor a table of contents"
-            )
-    if not chapters:
-        raise ValueError("no chapter found in the given PDFs")
-    starts = {entry.number: entry.printed_page for entry in toc if entry.level == 1}
-
-    entities: list[Entity] = []
-    for chapter, chapter_title, pages in sorted(chapters, key=lambda item: _chapter_key(item[0])):
-        if chapter in starts:  # the printed page: chapter start from the contents + page offset
-            for page in pages:
-                page.printed_page = starts[chapter] + page.page_index - 1
-        text = read_chapter(pages, chapter, chapter_title, toc)
-        entities.extend(section_entities(text))
-        entities.extend(extract_entities(text))
-        entities.extend(chunk_entities(text))
-    entities.extend(appendix_entities(toc))
-    if not entities:
-        raise ValueError("no text found in the chapter PDFs")
-
+    toc, title, chapters = _contents_and_chapters(sources)
+    entities = _book_entities(chapters, toc)
     _set_headings(entities)
     lexical = LexicalIndex.build([entity.search_text for entity in entities])
     heading_lexical = LexicalIndex.build([entity.heading for entity in entities])
@@ -150,6 +120,49 @@ def build_index(
         embedder=embedder,
         query_encoder=query_encoder,
     )
+
+
+def _contents_and_chapters(
+    sources: list[SourcePdf],
+) -> tuple[list[TocEntry], str, list[tuple[str, str, list[PageText]]]]:
+    """The table of contents, the book's title (from the contents' front page) and the chapters:
+    every given PDF is one or the other."""
+    toc: list[TocEntry] = []
+    title = ""
+    chapters: list[tuple[str, str, list[PageText]]] = []
+    parsed = [(source, extract_pages(source.data, source.name)) for source in sources]
+    for source, pages in parsed:
+        opened = chapter_of(pages)
+        if opened is not None:
+            chapters.append((opened[0], opened[1], pages))
+        elif looks_like_toc(pages):
+            toc = parse_toc(pages)
+            title = _front_title(pages)
+        else:
+            raise ValueError(
+                f"{source.name}: neither a chapter (first page 'Chapter N') nor a table of contents"
+            )
+    if not chapters:
+        raise ValueError("no chapter found in the given PDFs")
+    return toc, title, chapters
+
+
+def _book_entities(chapters: list[tuple[str, str, list[PageText]]], toc: list[TocEntry]) -> list[Entity]:
+    """Every chapter's sections, items and chunks, in chapter order, then the appendices."""
+    starts = {entry.number: entry.printed_page for entry in toc if entry.level == 1}
+    entities: list[Entity] = []
+    for chapter, chapter_title, pages in sorted(chapters, key=lambda item: _chapter_key(item[0])):
+        if chapter in starts:  # the printed page: chapter start from the contents + page offset
+            for page in pages:
+                page.printed_page = starts[chapter] + page.page_index - 1
+        text = read_chapter(pages, chapter, chapter_title, toc)
+        entities.extend(section_entities(text))
+        entities.extend(extract_entities(text))
+        entities.extend(chunk_entities(text))
+    entities.extend(appendix_entities(toc))
+    if not entities:
+        raise ValueError("no text found in the chapter PDFs")
+    return entities
 
 
 def _dense_text(entity: Entity) -> str:
@@ -316,21 +329,9 @@ def load_knowledge_base(
         if manifest.get("context_lexical_files")
         else None
     )
-    embeddings = None
-    query_embedder: Embedder | None = None
+    embeddings, query_embedder = None, None
     if dense and manifest.get("embedder"):
-        if query_encoder == "static" and manifest.get("query_encoder_files"):
-            files = _files(store, f"{prefix}/query_encoder", manifest["query_encoder_files"])
-            query_embedder = StaticQueryEncoder.from_artifacts(files)
-        elif embedder is not None and embedder.name == manifest["embedder"]:
-            query_embedder = embedder
-        elif manifest.get("embedder_files"):
-            files = _files(store, f"{prefix}/embedder", manifest["embedder_files"])
-            query_embedder = MiniLmEmbedder.from_artifacts(files)
-        # The vectors are of no use without a model to embed the queries with.
-        raw = store.get_bytes(f"{prefix}/embeddings.npy") if query_embedder is not None else None
-        if raw is not None:
-            embeddings = np.load(io.BytesIO(raw), allow_pickle=False)
+        embeddings, query_embedder = _dense_parts(store, prefix, manifest, embedder, query_encoder)
     return KnowledgeBase(
         book_id=pointer["book_id"],
         version=pointer["version"],
@@ -343,6 +344,30 @@ def load_knowledge_base(
         embedder=query_embedder,
         embeddings=embeddings,
     )
+
+
+def _dense_parts(
+    store: BlobStore,
+    prefix: str,
+    manifest: dict[str, Any],
+    embedder: Embedder | None,
+    query_encoder: QueryEncoding,
+) -> tuple[np.ndarray[Any, np.dtype[np.float32]] | None, Embedder | None]:
+    """The stored vectors and the model that embeds the queries (None, None: no model to serve them)."""
+    query_embedder: Embedder | None = None
+    if query_encoder == "static" and manifest.get("query_encoder_files"):
+        files = _files(store, f"{prefix}/query_encoder", manifest["query_encoder_files"])
+        query_embedder = StaticQueryEncoder.from_artifacts(files)
+    elif embedder is not None and embedder.name == manifest["embedder"]:
+        query_embedder = embedder
+    elif manifest.get("embedder_files"):
+        files = _files(store, f"{prefix}/embedder", manifest["embedder_files"])
+        query_embedder = MiniLmEmbedder.from_artifacts(files)
+    # The vectors are of no use without a model to embed the queries with.
+    raw = store.get_bytes(f"{prefix}/embeddings.npy") if query_embedder is not None else None
+    if raw is None:
+        return None, query_embedder
+    return np.load(io.BytesIO(raw), allow_pickle=False), query_embedder
 
 
 def _embedder_artifacts(embedder: Embedder | None) -> dict[str, bytes]:

@@ -137,9 +137,14 @@ class KnowledgeBase:
         self._mentionable = {ident for ident, entity in self.nodes.items() if not entity.is_chunk}
         self.prior = np.array([_prior(entity, self.nodes) for entity in self.documents], dtype=np.float32)
         self.is_item = np.array([_is_item(entity) for entity in self.documents], dtype=bool)
-        # (item, passage) pairs of document positions: the passage names the item.
+        cited = self._cited_pairs(edges)
+        self.cited_items = np.array([item for item, _ in cited], dtype=np.int64)
+        self.citing_passages = np.array([passage for _, passage in cited], dtype=np.int64)
+
+    def _cited_pairs(self, edges: list[Edge]) -> list[tuple[int, int]]:
+        """(item, passage) pairs of document positions: the passage names the item."""
         position = {entity.id: index for index, entity in enumerate(self.documents)}
-        cited = [
+        return [
             (position[edge.target], position[edge.source])
             for edge in edges
             if edge.type == RelationType.REFERENCES.value
@@ -148,8 +153,6 @@ class KnowledgeBase:
             and self.nodes[edge.source].is_chunk
             and _is_item(self.nodes[edge.target])
         ]
-        self.cited_items = np.array([item for item, _ in cited], dtype=np.int64)
-        self.citing_passages = np.array([passage for _, passage in cited], dtype=np.int64)
 
     @property
     def retrieval(self) -> str:
@@ -162,35 +165,12 @@ class KnowledgeBase:
     ) -> SearchOutcome:
         import numpy as np
 
-        from functions.rag.embedding import fuse_scores
-
         tokens = self.lexical.tokens(query)
-        corrections: dict[str, str] = {}
-        for word in _QUERY_WORD.findall(query):
-            stems = self.lexical.tokens(word)
-            if stems and not any(self.lexical.known(stem) for stem in stems):
-                suggestion = self.speller.correct(word)
-                if suggestion is not None and suggestion.lower() != word.lower():
-                    corrections[word] = suggestion
+        corrections = self._corrections(query)
         for suggestion in corrections.values():
             tokens.extend(self.lexical.tokens(suggestion))
         suggestions = [_apply_corrections(query, corrections)] if corrections else []
-
-        intent = query_intent(query)
-        lexical = self.lexical.scores(tokens) + HEADING_WEIGHT * self._heading_scores(tokens)
-        if self.context_lexical is not None:
-            lexical = lexical + CONTEXT_WEIGHT * self.context_lexical.scores(tokens)
-        scores = lexical * self.prior
-        if self.embedder is not None and self.embeddings is not None:
-            query_vector = self.embedder.embed([suggestions[0] if suggestions else query])[0]
-            scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior, self.lexical_share)
-        if self.cited_items.size:
-            borrowed = np.zeros_like(scores)
-            np.maximum.at(borrowed, self.cited_items, scores[self.citing_passages])
-            scores = np.maximum(scores, np.float32(CITED_SHARE) * borrowed)
-        if intent.entity_seeking:
-            named_type = np.isin(self.document_types, list(intent.wanted_types))
-            scores = np.where(named_type, scores * TYPE_BOOST, scores).astype(np.float32)
+        scores = self._scores(query, tokens, suggestions[0] if suggestions else query)
         wanted_types = set(types) if types else None
         active = filters or SearchFilters()
 
@@ -219,6 +199,41 @@ class KnowledgeBase:
                 for index in ranked[: k - len(results)]
             )
         return SearchOutcome(results=results, suggestions=suggestions, corrected_terms=corrections)
+
+    def _corrections(self, query: str) -> dict[str, str]:
+        """The query's words the book does not know, each with the speller's suggestion."""
+        corrections: dict[str, str] = {}
+        for word in _QUERY_WORD.findall(query):
+            stems = self.lexical.tokens(word)
+            if stems and not any(self.lexical.known(stem) for stem in stems):
+                suggestion = self.speller.correct(word)
+                if suggestion is not None and suggestion.lower() != word.lower():
+                    corrections[word] = suggestion
+        return corrections
+
+    def _scores(self, query: str, tokens: list[str], dense_query: str) -> NDArray[np.float32]:
+        """Every document's score: lexical fields (and the dense vectors, when hybrid) times its prior,
+        items lifted by the passages that cite them and, for an entity-seeking query, by type."""
+        import numpy as np
+
+        from functions.rag.embedding import fuse_scores
+
+        lexical = self.lexical.scores(tokens) + HEADING_WEIGHT * self._heading_scores(tokens)
+        if self.context_lexical is not None:
+            lexical = lexical + CONTEXT_WEIGHT * self.context_lexical.scores(tokens)
+        scores = lexical * self.prior
+        if self.embedder is not None and self.embeddings is not None:
+            query_vector = self.embedder.embed([dense_query])[0]
+            scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior, self.lexical_share)
+        if self.cited_items.size:
+            borrowed = np.zeros_like(scores)
+            np.maximum.at(borrowed, self.cited_items, scores[self.citing_passages])
+            scores = np.maximum(scores, np.float32(CITED_SHARE) * borrowed)
+        intent = query_intent(query)
+        if intent.entity_seeking:
+            named_type = np.isin(self.document_types, list(intent.wanted_types))
+            scores = np.where(named_type, scores * TYPE_BOOST, scores).astype(np.float32)
+        return scores
 
     def _heading_scores(self, tokens: list[str]) -> NDArray[np.float32]:
         """BM25 of the title field times the share of the query's words the title holds: a title that

@@ -25,7 +25,13 @@ from functions.common.http import HttpClient
 from functions.common.observability import get_logger, record_metric
 from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimit, RateLimiter
 from functions.common.settings import Settings, get_settings
-from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache, TtlCache
+from functions.common.storage import (
+    DynamoDbTtlCache,
+    InMemoryTtlCache,
+    TtlCache,
+    cache_read,
+    cache_write,
+)
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY, Connector, ConnectorContext, ConnectorFactory
 from functions.search.merge import merge_results, rrf_score
@@ -335,15 +341,8 @@ class SearchService:
             return ConnectorResult(connector=name, error=f"{name} failed: {exc.__class__.__name__}")
 
     async def _cache_get(self, key: str) -> object | None:
-        try:
-            return await asyncio.to_thread(self.cache.get, key)
-        except Exception:  # the cache is an optimisation: a broken cache is a miss
-            logger.warning("cache read failed", key=key, exc_info=True)
-            return None
+        return await cache_read(self.cache, key, logger, "cache")
 
     async def _cache_put(self, key: str, result: ConnectorResult) -> None:
         value = result.model_dump(mode="json", exclude={"from_cache", "elapsed_ms"})
-        try:
-            await asyncio.to_thread(self.cache.put, key, value, self.search_settings.cache_ttl_seconds)
-        except Exception:
-            logger.warning("cache write failed", key=key, exc_info=True)
+        await cache_write(self.cache, key, value, self.search_settings.cache_ttl_seconds, logger, "cache")

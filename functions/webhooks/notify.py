@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -114,7 +115,6 @@ class WebhookNotifier:
         url = job.get("callback_url")
         if not url:
             return None
-        job_id = str(job["job_id"])
         summary = completion_summary(
             team_id,
             job,
@@ -125,6 +125,38 @@ class WebhookNotifier:
         )
         event = event_name(status, digest is not None)
         delivery_id = f"dlv-{uuid.uuid4().hex}"
+        body = self._body(team_id, summary, event, delivery_id, digest)
+        context: dict[str, Any] = {
+            "team_id": team_id,
+            "job_id": str(job["job_id"]),
+            "delivery_id": delivery_id,
+            "event": event,
+            "schedule_id": job.get("schedule_id"),
+            "url": loggable_url(str(url)),
+        }
+        secret = self._secret(team_id, context)
+        if secret is None:
+            return "skipped"
+        outcome: Outcome = self.run(
+            self.sender.deliver(
+                str(url),
+                event=event,
+                delivery_id=delivery_id,
+                body=body,
+                secret=secret,
+                report=partial(self._report, context),
+            )
+        )
+        return outcome
+
+    def _body(
+        self,
+        team_id: str,
+        summary: dict[str, Any],
+        event: str,
+        delivery_id: str,
+        digest: Mapping[str, Any] | None,
+    ) -> bytes:
         payload: dict[str, Any] = {
             "event": event,
             "delivery_id": delivery_id,
@@ -134,15 +166,10 @@ class WebhookNotifier:
         }
         if digest is not None:
             payload["changes_since_last_run"] = dict(digest)
-        body = json.dumps(payload, separators=(",", ":"), default=str).encode("utf-8")
-        context: dict[str, Any] = {
-            "team_id": team_id,
-            "job_id": job_id,
-            "delivery_id": delivery_id,
-            "event": event,
-            "schedule_id": job.get("schedule_id"),
-            "url": loggable_url(str(url)),
-        }
+        return json.dumps(payload, separators=(",", ":"), default=str).encode("utf-8")
+
+    def _secret(self, team_id: str, context: Mapping[str, Any]) -> str | None:
+        """The team's webhook secret; None (the attempt logged as skipped) when there is none to use."""
         try:
             secret = self.secret_of(team_id)
         except Exception as exc:
@@ -150,31 +177,25 @@ class WebhookNotifier:
             self._record(
                 context, 0, "skipped", None, f"not sent: the team's secret could not be read ({exc})"
             )
-            return "skipped"
+            return None
         if not secret:
             logger.warning("webhook not sent: the team has no webhook secret", **context)
             self._record(context, 0, "skipped", None, NOT_SENT_WITHOUT_KEY.format(team_id=team_id))
-            return "skipped"
+            return None
+        return secret
 
-        def report(result: AttemptResult) -> None:
-            self._record(
-                context, result.attempt, result.outcome, result.status_code, result.error, result.duration_ms
-            )
-            logger.info(
-                "webhook attempt",
-                **context,
-                attempt=result.attempt,
-                outcome=result.outcome,
-                status_code=result.status_code,
-                error=result.error,
-            )
-
-        outcome: Outcome = self.run(
-            self.sender.deliver(
-                str(url), event=event, delivery_id=delivery_id, body=body, secret=secret, report=report
-            )
+    def _report(self, context: Mapping[str, Any], result: AttemptResult) -> None:
+        self._record(
+            context, result.attempt, result.outcome, result.status_code, result.error, result.duration_ms
         )
-        return outcome
+        logger.info(
+            "webhook attempt",
+            **context,
+            attempt=result.attempt,
+            outcome=result.outcome,
+            status_code=result.status_code,
+            error=result.error,
+        )
 
     def _record(
         self,

@@ -8,8 +8,9 @@ from typing import Any
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors.base import (
-    HttpConnector,
+    FormatConnector,
     LookupResult,
+    UpstreamFormat,
     UpstreamRequest,
     lookup_guard,
     never_raises,
@@ -141,8 +142,9 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     return UpstreamRequest(settings.arxiv_api_url, {"id_list": value, "max_results": 1})
 
 
-class ArxivConnector(HttpConnector):
+class ArxivConnector(FormatConnector):
     name = NAME
+    upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
     prefix = "ax"
 
     def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
@@ -154,12 +156,3 @@ class ArxivConnector(HttpConnector):
             "sortOrder": "descending",
         }
         return UpstreamRequest(self.context.settings.arxiv_api_url, params)
-
-    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
-        return parse_response(status_code, body)
-
-    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
-        return build_lookup_request(self.context.settings, kind, value)
-
-    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
-        return parse_lookup(status_code, body)

@@ -19,9 +19,9 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from functions.common.circuit_breaker import BreakerRegistry, CircuitOpen
+from functions.common.circuit_breaker import BreakerRegistry, CircuitBreaker, CircuitOpen
 from functions.common.errors import FetchError, FetchTimeout
 from functions.common.http import TRANSIENT_STATUSES, FetchedResponse, HttpClient, retry_after_seconds
 from functions.common.models import LookupKind, WorkMetadata
@@ -450,6 +450,16 @@ class HttpConnector(ABC):
                 continue
             break
         assert response is not None
+        return self._answer(response, breaker, parse, error)
+
+    def _answer(
+        self,
+        response: FetchedResponse,
+        breaker: CircuitBreaker,
+        parse: Callable[[int, bytes], _AnswerT],
+        error: Callable[[str, bool], _AnswerT],
+    ) -> _AnswerT:
+        """The upstream's final answer, parsed, and what it tells the breaker."""
         if response.status_code == 429:
             hinted = retry_after_seconds(response.headers)
             breaker.record_failure(open_for=hinted)
@@ -464,6 +474,23 @@ class HttpConnector(ABC):
         else:
             breaker.release()
         return result
+
+    async def _may_send(self, turn: Turn, asker: Asker, provider: str) -> None:
+        """Hand the turn back and raise when the request need not or must not be sent: another request
+        served it meanwhile (ServedMeanwhile), or the provider's daily allowance is spent."""
+        turns = self.context.upstream_turns
+        if asker.served_meanwhile is not None:
+            try:
+                served = await asker.served_meanwhile()
+            except BaseException:
+                turns.release(turn)
+                raise
+            if served is not None:
+                turns.release(turn)  # never sent: the provider's spacing is kept
+                raise ServedMeanwhile(served)
+        if asker.search and not await asyncio.to_thread(self.spend_search_allowance, provider):
+            turns.release(turn)
+            raise AllowanceSpent(f"{self.name}'s daily search allowance is spent")
 
     async def _attempt(
         self,
@@ -481,18 +508,7 @@ class HttpConnector(ABC):
             provider, team=asker.team, job=asker.job, priority=asker.priority, deadline=turn_deadline
         )
         exclusive = turn.manners.exclusive
-        if asker.served_meanwhile is not None:
-            try:
-                served = await asker.served_meanwhile()
-            except BaseException:
-                turns.release(turn)
-                raise
-            if served is not None:
-                turns.release(turn)  # never sent: the provider's spacing is kept
-                raise ServedMeanwhile(served)
-        if asker.search and not await asyncio.to_thread(self.spend_search_allowance, provider):
-            turns.release(turn)
-            raise AllowanceSpent(f"{self.name}'s daily search allowance is spent")
+        await self._may_send(turn, asker, provider)
 
         async def on_sent() -> None:
             turn.sent()
@@ -526,3 +542,27 @@ class HttpConnector(ABC):
             if turn.sent_at is None:
                 turn.sent()  # a request that failed on the way may still have reached the provider
             turns.release(turn)
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamFormat:
+    """How one upstream's answers are read and its works looked up: functions of its module."""
+
+    parse: Callable[[int, str | bytes], ConnectorResult]
+    lookup_request: Callable[[Settings, LookupKind, str], UpstreamRequest | None]
+    parse_lookup: Callable[[int, str | bytes], LookupResult]
+
+
+class FormatConnector(HttpConnector):
+    """An HTTP connector whose searches and lookups are read by its `upstream` format."""
+
+    upstream: ClassVar[UpstreamFormat]
+
+    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
+        return self.upstream.parse(status_code, body)
+
+    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
+        return self.upstream.lookup_request(self.context.settings, kind, value)
+
+    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
+        return self.upstream.parse_lookup(status_code, body)

@@ -8,8 +8,9 @@ from urllib.parse import quote
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors.base import (
-    HttpConnector,
+    FormatConnector,
     LookupResult,
+    UpstreamFormat,
     UpstreamRequest,
     load_json,
     lookup_guard,
@@ -150,8 +151,9 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     return None
 
 
-class CrossrefConnector(HttpConnector):
+class CrossrefConnector(FormatConnector):
     name = NAME
+    upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
     prefix = "cr"
 
     def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
@@ -167,12 +169,3 @@ class CrossrefConnector(HttpConnector):
         if settings.contact_email:
             params["mailto"] = settings.contact_email
         return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
-
-    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
-        return parse_response(status_code, body)
-
-    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
-        return build_lookup_request(self.context.settings, kind, value)
-
-    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
-        return parse_lookup(status_code, body)

@@ -8,9 +8,10 @@ from typing import Any
 from functions.common.models import ARXIV_DOI_PREFIX, LookupKind, WorkMetadata, normalise_doi
 from functions.common.settings import Settings
 from functions.search.connectors.base import (
-    HttpConnector,
+    FormatConnector,
     LookupResult,
     UnusableAnswer,
+    UpstreamFormat,
     UpstreamRequest,
     load_json,
     lookup_guard,
@@ -200,8 +201,9 @@ def parse_retractions(body: str | bytes) -> dict[str, bool]:
     return flags
 
 
-class OpenAlexConnector(HttpConnector):
+class OpenAlexConnector(FormatConnector):
     name = NAME
+    upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
     prefix = "oa"
 
     takes_team_keys = True
@@ -226,12 +228,3 @@ class OpenAlexConnector(HttpConnector):
         if settings.openalex_api_key is not None:
             params["api_key"] = settings.openalex_api_key.get_secret_value()
         return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
-
-    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
-        return parse_response(status_code, body)
-
-    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
-        return build_lookup_request(self.context.settings, kind, value)
-
-    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
-        return parse_lookup(status_code, body)

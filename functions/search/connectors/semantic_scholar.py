@@ -7,9 +7,10 @@ from typing import Any
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors.base import (
-    HttpConnector,
+    FormatConnector,
     LookupResult,
     UnusableAnswer,
+    UpstreamFormat,
     UpstreamRequest,
     load_json,
     lookup_guard,
@@ -154,8 +155,9 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     return UpstreamRequest(f"{base}/paper/{prefix}:{value}", {"fields": LOOKUP_FIELDS}, headers)
 
 
-class SemanticScholarConnector(HttpConnector):
+class SemanticScholarConnector(FormatConnector):
     name = NAME
+    upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
     prefix = "ss"
     takes_team_keys = True
 
@@ -176,14 +178,5 @@ class SemanticScholarConnector(HttpConnector):
         base = self.context.settings.semantic_scholar_api_url.rstrip("/")
         return UpstreamRequest(f"{base}/paper/search", params, headers)
 
-    def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
-        return parse_response(status_code, body)
-
     def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
         return UpstreamRequest(request.url, request.params, {**request.headers, "x-api-key": api_key})
-
-    def build_lookup_request(self, kind: LookupKind, value: str) -> UpstreamRequest | None:
-        return build_lookup_request(self.context.settings, kind, value)
-
-    def parse_lookup(self, status_code: int, body: str | bytes) -> LookupResult:
-        return parse_lookup(status_code, body)

@@ -8,7 +8,8 @@ import pytest
 from functions.common.errors import FetchBlocked, FetchTimeout, InvalidInput
 from functions.common.settings import reset_settings_cache
 from functions.extract.errors import SourceUnavailable
-from functions.extract.service import ExtractionService, pages_key, parsed_key, pdf_key
+from functions.extract.parse_cache import pages_key, parsed_key, pdf_key
+from functions.extract.service import ExtractionService
 from tests.integration.extract.conftest import Harness
 from tests.support.pdfgen import SAMPLE_TITLE, sample_paper_pdf
 from tests.support.scholarly_web import ScholarlyWeb

@@ -14,7 +14,8 @@ from functions.common.settings import reset_settings_cache
 from functions.common.storage import InMemoryBlobStore
 from functions.common.tenancy import DEFAULT_TEAM, TEAM_HEADER
 from functions.extract.errors import SourceUnavailable
-from functions.extract.service import ExtractionService, document_keys, document_pdf_key
+from functions.extract.parse_cache import document_keys, document_pdf_key
+from functions.extract.service import ExtractionService
 from tests.integration.extract.conftest import Harness
 from tests.support.pdfgen import SAMPLE_TITLE, sample_paper_pdf
 

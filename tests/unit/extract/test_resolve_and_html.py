@@ -8,7 +8,7 @@ from functions.common.errors import InvalidInput
 from functions.common.models import ExtractedPaper
 from functions.extract.html import parse_html
 from functions.extract.resolve import classify
-from functions.extract.service import trim_to_length
+from functions.extract.trim import trim_to_length
 
 
 @pytest.mark.parametrize(
