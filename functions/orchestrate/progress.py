@@ -37,27 +37,20 @@ _BUDGET_SKIPS: dict[str, tuple[dict[str, int], str]] = {
 }
 
 
-class JobProgress:
-    """The bookkeeping of one job within one step invocation."""
+class JobTrace:
+    """The job's agent trace (its id is the job id): each event made by a TraceRecorder and stored at once,
+    so that every step's events are readable while the job runs."""
 
-    def __init__(self, jobs: JobStore, team_id: str, job_id: str, traces: TraceStore | None = None) -> None:
-        self.jobs, self.team_id, self.job_id = jobs, team_id, job_id
-        self._traces = traces
-        self._trace_events = TraceRecorder(job_id, id_prefix=f"evt-{uuid.uuid4().hex[:8]}")
+    def __init__(self, traces: TraceStore | None, team_id: str, job_id: str) -> None:
+        self._traces, self.team_id, self.job_id = traces, team_id, job_id
+        # one recorder per step invocation: the prefix keeps the ids of the job's steps apart
+        self._recorder = TraceRecorder(job_id, id_prefix=f"evt-{uuid.uuid4().hex[:8]}")
 
-    def job(self) -> JobRecord:
-        found = self.jobs.get(self.team_id, self.job_id)
-        if found is None:
-            raise NotFound(f"job {self.job_id} not found")
-        return JobRecord.model_validate(found)
-
-    def _update(self, **changes: Any) -> bool:
-        return self.jobs.update(self.team_id, self.job_id, **changes)
-
-    def _trace(
+    def __call__(
         self, agent: str, event_type: str, name: str, query: str | None = None, **payload: Any
     ) -> None:
-        event = self._trace_events.record(agent, event_type, name, **payload).to_dict()
+        """`query`: the trace's query (the job's goal), named by its first event."""
+        event = self._recorder.record(agent, event_type, name, **payload).to_dict()
         if self._traces is None:
             return
         try:
@@ -67,6 +60,23 @@ class JobProgress:
                 self._traces.append(self.team_id, self.job_id, [event])
         except Exception:
             logger.warning("trace event not stored", job_id=self.job_id, trace_event=name, exc_info=True)
+
+
+class JobProgress:
+    """The bookkeeping of one job within one step invocation."""
+
+    def __init__(self, jobs: JobStore, team_id: str, job_id: str, traces: TraceStore | None = None) -> None:
+        self.jobs, self.team_id, self.job_id = jobs, team_id, job_id
+        self._trace = JobTrace(traces, team_id, job_id)
+
+    def job(self) -> JobRecord:
+        found = self.jobs.get(self.team_id, self.job_id)
+        if found is None:
+            raise NotFound(f"job {self.job_id} not found")
+        return JobRecord.model_validate(found)
+
+    def _update(self, **changes: Any) -> bool:
+        return self.jobs.update(self.team_id, self.job_id, **changes)
 
     # --- Plan --------------------------------------------------------------------------------------
 
@@ -98,16 +108,10 @@ class JobProgress:
             concepts=plan.key_phrases,
             connectors=connectors,
         )
-        if plan.budget_notes:
-            reasoning = "The upstreams' rate limits and daily allowances bound what one job may ask"
-            self._update(
-                append={
-                    "decisions": [
-                        decision("PLANNED_TO_RATE_BUDGET", reasoning, note) for note in plan.budget_notes
-                    ]
-                },
-                once="plan:budget",
-            )
+        reasoning = "The upstreams' rate limits and daily allowances bound what one job may ask"
+        decisions = [decision("PLANNED_TO_RATE_BUDGET", reasoning, note) for note in plan.budget_notes]
+        if decisions:
+            self._update(append={"decisions": decisions}, once="plan:budget")
 
     # --- Search ------------------------------------------------------------------------------------
 
@@ -117,14 +121,8 @@ class JobProgress:
             once=f"search:{query.query_id}",  # a retried step counts its query once
             append={"audit": [audit_event("SEARCHING", "CONNECTOR_FAILED", f"{query.connector}: {message}")]},
         )
-        self._trace(
-            RETRIEVER,
-            "search",
-            "search_completed",
-            query_id=query.query_id,
-            connector=query.connector,
-            error=message,
-        )
+        ids: dict[str, Any] = {"query_id": query.query_id, "connector": query.connector}
+        self._trace(RETRIEVER, "search", "search_completed", **ids, error=message)
 
     def query_done(self, query: PlannedQuery, outcome: Any, failed: Mapping[str, str]) -> None:
         """A query answered: its hits are counted, and any connector that failed within it audited."""
@@ -166,15 +164,7 @@ class JobProgress:
         self._update(
             add_counters={"queries_done": total, "queries_not_run": total},
             append={
-                "audit": [
-                    audit_event(
-                        "SEARCHING",
-                        "QUERIES_NOT_RUN",
-                        f"{connector}: {count} quer{'y' if count == 1 else 'ies'} not run "
-                        f"({connector}'s rate budget was spent within the job's search time)",
-                    )
-                    for connector, count in sorted(counts.items())
-                ]
+                "audit": [_not_run_entry(connector, count) for connector, count in sorted(counts.items())]
             },
         )
 
@@ -234,23 +224,13 @@ class JobProgress:
     ) -> None:
         """`refined`: the job already had its refinement round."""
         unique, selected = len(result.candidates), len(result.selected)
-        threshold = plan.policies.relevance_threshold
         detail = (
             f"{result.passed} passed policies; rejected: {json.dumps(result.rejection_counts)}; "
-            f"relevance: {method}, calibrated probability threshold {threshold:.2f}"
+            f"relevance: {method}, calibrated probability threshold {plan.policies.relevance_threshold:.2f}"
         )
         self._update(
             status=JobStatus.EXTRACTING,
-            set_fields={
-                "screening_key": screening_key,
-                "sources_discovered": unique,
-                "sources_validated": result.passed,
-                "sources_accepted": selected,
-                "sources_rejected": unique - selected,
-                "average_quality_score": result.average_quality,
-                "extract_total": to_extract,
-                "updated_at": utc_now(),
-            },
+            set_fields={**_screening_fields(result, to_extract), "screening_key": screening_key},
             append={
                 "decisions": _screening_decisions(result, plan, refined),
                 "actions": [
@@ -261,16 +241,9 @@ class JobProgress:
             },
             once="screen",  # a retried step writes its decisions and entries once
         )
-        self._trace(
-            RETRIEVER,
-            "rank",
-            "sources_ranked",
-            discovered=unique,
-            passed=result.passed,
-            selected=[c.source_id for c in result.selected],
-            rejected=result.rejection_counts,
-            method=method,
-        )
+        selected_ids = [c.source_id for c in result.selected]
+        self._trace(RETRIEVER, "rank", "sources_ranked", discovered=unique, passed=result.passed,
+                    selected=selected_ids, rejected=result.rejection_counts, method=method)  # fmt: skip
 
     # --- HumanCheckpoint ---------------------------------------------------------------------------
 
@@ -295,15 +268,8 @@ class JobProgress:
 
     def source_read(self, source_id: str, paper: ExtractedPaper) -> None:
         self._update(add_counters={"extract_done": 1, "extract_ok": 1}, once=f"extract:{source_id}")
-        self._trace(
-            RETRIEVER,
-            "retrieve",
-            "source_read",
-            source_id=source_id,
-            success=True,
-            evidence=len(paper.evidence),
-            pages=paper.page_count,
-        )
+        read: dict[str, Any] = {"evidence": len(paper.evidence), "pages": paper.page_count}
+        self._trace(RETRIEVER, "retrieve", "source_read", source_id=source_id, success=True, **read)
 
     def retrying(self, url: str, message: str) -> None:
         detail = f"{url}: {message}; the step is retried"
@@ -317,9 +283,8 @@ class JobProgress:
     def synthesised(self, result: SynthesisResult, caught: list[tuple[str, str]]) -> None:
         """`caught`: (url, reason) of the sources whose step the Extract Map's Catch recorded."""
         kept = sum(1 for claim in result.claims if claim.kept)
-        outcome = result.refusal_reason or (
-            f"{len(result.primary_themes)} themes, {kept} verified claims, writer {result.writer}"
-        )
+        written = f"{len(result.primary_themes)} themes, {kept} verified claims, writer {result.writer}"
+        event = "SYNTHESIS_REFUSED" if result.refusal else "SYNTHESIS_WRITTEN"
         self._update(
             append={
                 "audit": [
@@ -327,11 +292,7 @@ class JobProgress:
                         audit_event("EXTRACTING", "SOURCE_STEP_FAILED", f"{url}: {why}")
                         for url, why in caught
                     ),
-                    audit_event(
-                        "SYNTHESIZING",
-                        "SYNTHESIS_REFUSED" if result.refusal else "SYNTHESIS_WRITTEN",
-                        outcome,
-                    ),
+                    audit_event("SYNTHESIZING", event, result.refusal_reason or written),
                     *(audit_event("SYNTHESIZING", "NOTE", note) for note in result.notes),
                 ],
                 "actions": [
@@ -340,28 +301,8 @@ class JobProgress:
             },
             once="synthesize",
         )
-        self._trace(
-            WRITER,
-            "write",
-            "draft_written",
-            writer=result.writer,
-            themes=result.primary_themes,
-            claims=len(result.claims),
-        )
-        self._trace(
-            VERIFIER,
-            "verify",
-            "verification_completed",
-            verdicts={claim.claim_id: claim.verdict for claim in result.claims},
-            removed=[claim.claim_id for claim in result.claims if not claim.kept],
-        )
-        self._trace(
-            RED_TEAM,
-            "critique",
-            "redteam_completed",
-            flags=result.red_team.get("flags", []),
-            force_refusal=result.red_team.get("force_refusal", False),
-        )
+        for agent, event_type, name, payload in _synthesis_events(result):
+            self._trace(agent, event_type, name, **payload)
 
     # --- Finalize and MarkFailed -------------------------------------------------------------------
 
@@ -428,3 +369,55 @@ def _screening_decisions(result: ScreeningResult, plan: ResearchPlan, refined: b
             )
         )
     return decisions
+
+
+def _not_run_entry(connector: str, count: int) -> dict[str, str]:
+    detail = (
+        f"{connector}: {count} quer{'y' if count == 1 else 'ies'} not run "
+        f"({connector}'s rate budget was spent within the job's search time)"
+    )
+    return audit_event("SEARCHING", "QUERIES_NOT_RUN", detail)
+
+
+def _screening_fields(result: ScreeningResult, to_extract: int) -> dict[str, Any]:
+    unique, selected = len(result.candidates), len(result.selected)
+    return {
+        "sources_discovered": unique,
+        "sources_validated": result.passed,
+        "sources_accepted": selected,
+        "sources_rejected": unique - selected,
+        "average_quality_score": result.average_quality,
+        "extract_total": to_extract,
+        "updated_at": utc_now(),
+    }
+
+
+def _synthesis_events(result: SynthesisResult) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """The Writer's, Verifier's and Red-Team's trace events of a job's synthesis."""
+    claims = result.claims
+    return [
+        (
+            WRITER,
+            "write",
+            "draft_written",
+            {"writer": result.writer, "themes": result.primary_themes, "claims": len(claims)},
+        ),
+        (
+            VERIFIER,
+            "verify",
+            "verification_completed",
+            {
+                "verdicts": {claim.claim_id: claim.verdict for claim in claims},
+                "removed": [claim.claim_id for claim in claims if not claim.kept],
+            },
+        ),
+        (
+            RED_TEAM,
+            "critique",
+            "redteam_completed",
+            {
+                "flags": result.red_team.get("flags", []),
+                "force_refusal": result.red_team.get("force_refusal", False),
+            },
+        ),
+    ]
