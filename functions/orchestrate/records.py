@@ -38,6 +38,10 @@ COUNTERS = (
 )
 
 
+# (team_id, job_id, request, source, schedule_id) -> a new job record: JobRecords.new_record
+NewJobRecord = Callable[[str, str, ExecuteRequest, str, "str | None"], dict[str, Any]]
+
+
 class CostQuotes(Protocol):
     def quote(self, plan: dict[str, Any]) -> dict[str, Any]: ...
 

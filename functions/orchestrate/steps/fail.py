@@ -11,8 +11,8 @@ from functions.orchestrate.completion import JobCompletion
 from functions.orchestrate.contracts import FailInput, FailOutput
 from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.progress import JobProgress
+from functions.orchestrate.records import NewJobRecord
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.steps.plan import NewJobRecord
 from functions.orchestrate.store import JobStore
 
 if TYPE_CHECKING:

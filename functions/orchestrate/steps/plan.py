@@ -4,9 +4,8 @@ become the first Search iteration's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from functions.common.errors import InvalidInput, RetryableStepError
 from functions.metering.job_budget import JobBudget
@@ -14,14 +13,12 @@ from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.contracts import JobRecord, PlanInput, PlanOutput, SearchState
 from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.progress import JobProgress
+from functions.orchestrate.records import NewJobRecord
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.store import JobStore
 
 if TYPE_CHECKING:
     from functions.common.traces import TraceStore
-
-# (team_id, job_id, request, source, schedule_id) -> a new job record (functions/orchestrate/records.py)
-NewJobRecord = Callable[[str, str, ExecuteRequest, str, "str | None"], dict[str, Any]]
 
 
 @dataclass
