@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from functions.common.errors import DomainError
-from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import CheckpointInput, CheckpointOutput
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import JobStore
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
 
 
 class CheckpointExpired(DomainError):
@@ -35,9 +35,6 @@ class Checkpoint:
 
 
 def build() -> Checkpoint:
-    from functions.orchestrate.config import get_workflow_settings
-    from functions.orchestrate.store import DynamoDbJobStore
-
     return Checkpoint(jobs=DynamoDbJobStore(), settings=get_workflow_settings())
 
 

@@ -18,14 +18,19 @@ from functions.common.errors import (
     UpstreamError,
 )
 from functions.common.models import ExtractedPaper
-from functions.common.storage import BlobStore, put_json
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore, put_json
+from functions.common.traces import DynamoDbTraceStore
+from functions.extract.service import ExtractionService
 from functions.metering.job_budget import JobBudget
-from functions.orchestrate.config import WorkflowSettings
+from functions.metering.meter import MeteredFullText
+from functions.metering.wiring import budgets
+from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import ExtractInput, Extraction
 from functions.orchestrate.payloads import extracted_key
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import JobStore
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
 from functions.research.report import BUDGET_NOT_EXTRACTED
 from functions.research.retriever import FullTextPort
 
@@ -157,15 +162,6 @@ def _retry(progress: JobProgress, url: str, message: str) -> NoReturn:
 
 
 def build() -> Extract:
-    from functions.common.settings import get_settings
-    from functions.common.storage import S3BlobStore
-    from functions.common.traces import DynamoDbTraceStore
-    from functions.extract.service import ExtractionService
-    from functions.metering.meter import MeteredFullText
-    from functions.metering.wiring import budgets
-    from functions.orchestrate.config import get_workflow_settings
-    from functions.orchestrate.store import DynamoDbJobStore
-
     return Extract(
         jobs=DynamoDbJobStore(),
         data=S3BlobStore(get_settings().data_bucket),

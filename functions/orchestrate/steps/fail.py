@@ -7,13 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from functions.common.traces import DynamoDbTraceStore
 from functions.orchestrate.completion import JobCompletion
 from functions.orchestrate.contracts import FailInput, FailOutput
 from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.records import NewJobRecord
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import JobStore
+from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher, JobStore
+from functions.orchestrate.wiring import job_records
+from functions.webhooks.wiring import notifier
 
 if TYPE_CHECKING:
     from functions.common.traces import TraceStore
@@ -56,11 +59,6 @@ class Fail:
 
 
 def build() -> Fail:
-    from functions.common.traces import DynamoDbTraceStore
-    from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
-    from functions.orchestrate.wiring import job_records
-    from functions.webhooks.wiring import notifier
-
     return Fail(
         jobs=DynamoDbJobStore(),
         new_record=job_records().new_record,

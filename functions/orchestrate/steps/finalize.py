@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from functions.common.storage import BlobStore, get_json
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore, get_json
+from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import skipped_work
 from functions.orchestrate.completion import JobCompletion, artifact_prefix, results_key
 from functions.orchestrate.contracts import FinalizeInput, FinishedOutput, JobRecord
@@ -20,10 +22,12 @@ from functions.orchestrate.search_round import (
     upstream_failures,
 )
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import JobStore
+from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher, JobStore
 from functions.research import outputs
 from functions.research.report import SearchSummary, build_results
 from functions.research.screening import Candidate
+from functions.schedules.wiring import living_review
+from functions.webhooks.wiring import notifier
 
 if TYPE_CHECKING:
     from functions.common.traces import TraceStore
@@ -181,13 +185,6 @@ def _search_summary(job: JobRecord, searches: list[dict[str, Any]]) -> SearchSum
 
 
 def build() -> Finalize:
-    from functions.common.settings import get_settings
-    from functions.common.storage import S3BlobStore
-    from functions.common.traces import DynamoDbTraceStore
-    from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
-    from functions.schedules.wiring import living_review
-    from functions.webhooks.wiring import notifier
-
     settings = get_settings()
     return Finalize(
         jobs=DynamoDbJobStore(),

@@ -8,14 +8,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from functions.common.errors import InvalidInput, RetryableStepError
+from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import JobBudget
-from functions.orchestrate.config import WorkflowSettings
+from functions.metering.wiring import budgets
+from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import JobRecord, PlanInput, PlanOutput, SearchState
 from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.records import NewJobRecord
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import JobStore
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.wiring import job_records
 
 if TYPE_CHECKING:
     from functions.common.traces import TraceStore
@@ -64,12 +67,6 @@ class Plan:
 
 
 def build() -> Plan:
-    from functions.common.traces import DynamoDbTraceStore
-    from functions.metering.wiring import budgets
-    from functions.orchestrate.config import get_workflow_settings
-    from functions.orchestrate.store import DynamoDbJobStore
-    from functions.orchestrate.wiring import job_records
-
     return Plan(
         jobs=DynamoDbJobStore(),
         new_record=job_records().new_record,

@@ -9,15 +9,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from functions.common.embedder import default_embedder
 from functions.common.models import Paper
-from functions.common.storage import BlobStore, get_json, put_json
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
+from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import JobBudget
+from functions.metering.wiring import budgets
+from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.contracts import ScreenInput, ScreenOutput, SelectedSource
 from functions.orchestrate.payloads import screening_key
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.search_round import not_run_counts, upstream_failures
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import JobStore
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.wiring import upstream_query
 from functions.research.planning import (
     BOOLEAN_CONNECTORS,
     Renderer,
@@ -139,15 +145,6 @@ def _refine_turns(plan: ResearchPlan, searches: list[dict[str, Any]]) -> dict[st
 
 
 def build() -> Screen:
-    from functions.common.embedder import default_embedder
-    from functions.common.settings import get_settings
-    from functions.common.storage import S3BlobStore
-    from functions.common.traces import DynamoDbTraceStore
-    from functions.metering.wiring import budgets
-    from functions.orchestrate.config import get_workflow_settings
-    from functions.orchestrate.store import DynamoDbJobStore
-    from functions.orchestrate.wiring import upstream_query
-
     return Screen(
         jobs=DynamoDbJobStore(),
         data=S3BlobStore(get_settings().data_bucket),

@@ -8,14 +8,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from functions.common.storage import BlobStore
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore
+from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import JobBudget
-from functions.orchestrate.config import WorkflowSettings
+from functions.metering.wiring import budgets
+from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import SearchInput, SearchState
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.search_round import SearchPort, SearchRound
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import JobStore
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.wiring import shared_search_service
 
 if TYPE_CHECKING:
     from functions.common.traces import TraceStore
@@ -53,14 +57,6 @@ class Search:
 
 
 def build() -> Search:
-    from functions.common.settings import get_settings
-    from functions.common.storage import S3BlobStore
-    from functions.common.traces import DynamoDbTraceStore
-    from functions.metering.wiring import budgets
-    from functions.orchestrate.config import get_workflow_settings
-    from functions.orchestrate.store import DynamoDbJobStore
-    from functions.orchestrate.wiring import shared_search_service
-
     return Search(
         jobs=DynamoDbJobStore(),
         data=S3BlobStore(get_settings().data_bucket),

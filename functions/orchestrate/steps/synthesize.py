@@ -8,16 +8,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from functions.common.llm import LlmProvider
+from functions.common.llm import LlmProvider, provider_from_settings
 from functions.common.models import ExtractedPaper
-from functions.common.storage import BlobStore, get_json, put_json
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
+from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import JobBudget
-from functions.orchestrate.config import WorkflowSettings
+from functions.metering.meter import metered_llm
+from functions.metering.wiring import budgets
+from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import Extraction, SynthesizeInput, SynthesizeOutput
 from functions.orchestrate.payloads import screened, synthesis_key
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import JobStore
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
 from functions.research.screening import Candidate
 from functions.research.synthesis import synthesize
 
@@ -77,15 +81,6 @@ class Synthesize:
 
 
 def build() -> Synthesize:
-    from functions.common.llm import provider_from_settings
-    from functions.common.settings import get_settings
-    from functions.common.storage import S3BlobStore
-    from functions.common.traces import DynamoDbTraceStore
-    from functions.metering.meter import metered_llm
-    from functions.metering.wiring import budgets
-    from functions.orchestrate.config import get_workflow_settings
-    from functions.orchestrate.store import DynamoDbJobStore
-
     return Synthesize(
         jobs=DynamoDbJobStore(),
         data=S3BlobStore(get_settings().data_bucket),
