@@ -107,12 +107,21 @@ def run_workflow(web: ScholarlyWeb, concurrency: int) -> dict[str, Any]:
 
 
 def run_sequential(web: ScholarlyWeb) -> dict[str, Any]:
-    """The seed's orchestrator: the same steps, every search and every extraction one after another."""
-    from functions.orchestrate.wiring import job_service, workflow
+    """The seed's orchestrator: the same steps, driven one after another, every extraction in turn."""
+    from functions.orchestrate.contracts import (
+        ExtractInput,
+        FinalizeInput,
+        PlanInput,
+        ScreenInput,
+        SearchInput,
+        SearchState,
+        SynthesizeInput,
+    )
+    from functions.orchestrate.steps import extract, finalize, plan, screen, search, synthesize
+    from functions.orchestrate.wiring import job_service
 
     reset_workflow_settings_cache()
     with EmbeddedAws(extra_environment=environment(web)):
-        flow = workflow()
         service = job_service()
         request = ExecuteRequest.model_validate(
             {"research_goal": GOAL, "scope_parameters": {"discovery_depth": "comprehensive"}}
@@ -120,36 +129,38 @@ def run_sequential(web: ScholarlyWeb) -> dict[str, Any]:
         phases: dict[str, float] = {}
         started = time.perf_counter()
         job_id = "sequential-baseline"
-        service.jobs.create(service.new_record(DEFAULT_TEAM, job_id, request, "bench"))
+        ids = {"job_id": job_id, "team_id": DEFAULT_TEAM}
+        service.jobs.create(service.records.new_record(DEFAULT_TEAM, job_id, request, "bench"))
         mark = time.perf_counter()
-        state = flow.plan({"input": {"job_id": job_id}})
+        planned = plan.build()(PlanInput.model_validate({"input": ids}))
         phases["PLANNING"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        searches = [flow.search({"job_id": job_id, "query": query}) for query in state["queries"]]
+        searched = _search_all(search.build(), SearchInput(**ids, search=planned.search))
         phases["SEARCHING"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        screened = flow.screen({"job_id": job_id, "search_results": searches, "refine_results": []})
-        refine: list[dict[str, Any]] = []
-        if screened["action"] == "REFINE":
-            refine = [flow.search({"job_id": job_id, "query": q}) for q in screened["refined_queries"]]
-            screened = flow.screen({"job_id": job_id, "search_results": searches, "refine_results": refine})
+        screened = screen.build()(ScreenInput(**ids, search_results=searched.results))
+        if screened.action == "REFINE":
+            refine = SearchState(pending=screened.refined_queries, results=searched.results, phase="refine")
+            searched = _search_all(search.build(), SearchInput(**ids, search=refine))
+            screened = screen.build()(ScreenInput(**ids, search_results=searched.results))
         phases["VALIDATING"] = time.perf_counter() - mark
         mark = time.perf_counter()
         extractions = [
-            flow.extract({"job_id": job_id, "source": source, "focus_areas": state["focus_areas"]})
-            for source in screened["selected"]
+            extract.build()(ExtractInput(**ids, source=source, focus_areas=planned.focus_areas))
+            for source in screened.selected
         ]
         phases["EXTRACTING"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        synthesis = flow.synthesize({"job_id": job_id, "extractions": extractions})
-        final = flow.finalize(
-            {
-                "job_id": job_id,
-                "search_results": searches,
-                "refine_results": refine,
-                "extractions": extractions,
-                "synthesis": synthesis,
-            }
+        synthesis = synthesize.build()(SynthesizeInput(**ids, extractions=extractions))
+        final = finalize.build()(
+            FinalizeInput.model_validate(
+                {
+                    **ids,
+                    "search_results": searched.results,
+                    "extractions": [item.model_dump(mode="json") for item in extractions],
+                    "synthesis": synthesis.model_dump(mode="json"),
+                }
+            )
         )
         phases["SYNTHESIZING"] = time.perf_counter() - mark
         wall = time.perf_counter() - started
@@ -157,10 +168,18 @@ def run_sequential(web: ScholarlyWeb) -> dict[str, Any]:
     return {
         "wall": wall,
         "phases": phases,
-        "status": final["status"],
-        "extracted": sum(1 for e in extractions if e["success"]),
-        "selected": len(screened["selected"]),
+        "status": final.status,
+        "extracted": sum(1 for e in extractions if e.success),
+        "selected": len(screened.selected),
     }
+
+
+def _search_all(step: Callable[[Any], Any], request: Any) -> Any:
+    """Search iterations until the job's searches are done (the state machine's SearchMore loop)."""
+    state = step(request)
+    while not state.done:
+        state = step(request.model_copy(update={"search": state}))
+    return state
 
 
 def main() -> None:

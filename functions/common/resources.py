@@ -77,17 +77,21 @@ BUCKETS: tuple[BucketSpec, ...] = (
     BucketSpec("artifacts_bucket", versioned=True, purpose="report artifacts"),
 )
 
-# Every Lambda the state machines call (the research workflow: functions/orchestrate/steps.py).
+# Every Lambda the state machines call (the research workflow: functions/orchestrate/steps/).
 STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
-    StepFunctionSpec("ResearchPlanStep", "functions.orchestrate.steps.plan", memory_mb=512),
-    StepFunctionSpec("ResearchSearchStep", "functions.orchestrate.steps.search", memory_mb=512),
+    StepFunctionSpec("ResearchPlanStep", "functions.orchestrate.steps.plan.handler", memory_mb=512),
+    StepFunctionSpec("ResearchSearchStep", "functions.orchestrate.steps.search.handler", memory_mb=512),
     # Screening embeds up to 250 candidates with MiniLM: 2 GB buys about 1.2 vCPU for it.
-    StepFunctionSpec("ResearchScreenStep", "functions.orchestrate.steps.screen", memory_mb=2048),
-    StepFunctionSpec("ResearchCheckpointStep", "functions.orchestrate.steps.checkpoint", memory_mb=256),
-    StepFunctionSpec("ResearchExtractStep", "functions.orchestrate.steps.extract", memory_mb=2048),
-    StepFunctionSpec("ResearchSynthesizeStep", "functions.orchestrate.steps.synthesize", memory_mb=1024),
-    StepFunctionSpec("ResearchFinalizeStep", "functions.orchestrate.steps.finalize", memory_mb=1024),
-    StepFunctionSpec("ResearchFailStep", "functions.orchestrate.steps.fail", memory_mb=256),
+    StepFunctionSpec("ResearchScreenStep", "functions.orchestrate.steps.screen.handler", memory_mb=2048),
+    StepFunctionSpec(
+        "ResearchCheckpointStep", "functions.orchestrate.steps.checkpoint.handler", memory_mb=256
+    ),
+    StepFunctionSpec("ResearchExtractStep", "functions.orchestrate.steps.extract.handler", memory_mb=2048),
+    StepFunctionSpec(
+        "ResearchSynthesizeStep", "functions.orchestrate.steps.synthesize.handler", memory_mb=1024
+    ),
+    StepFunctionSpec("ResearchFinalizeStep", "functions.orchestrate.steps.finalize.handler", memory_mb=1024),
+    StepFunctionSpec("ResearchFailStep", "functions.orchestrate.steps.fail.handler", memory_mb=256),
 )
 
 STATE_MACHINES: tuple[StateMachineSpec, ...] = (StateMachineSpec("research", "research.asl.json"),)

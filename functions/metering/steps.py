@@ -1,7 +1,7 @@
 """The step Lambdas' metering hook: each invocation of a workflow step is measured and recorded.
 
-`metered_step(step, event, context, run)` wraps functions/orchestrate/steps.py's `_run`: it opens a
-meter (S3 and DynamoDB calls, LLM tokens, sources and budget reservations of the step land on it),
+`metered_step(step, event, context, run)` wraps each step Lambda's run (functions/orchestrate/steps/adapter.py):
+it opens a meter (S3 and DynamoDB calls, LLM tokens, sources and budget reservations of the step land on it),
 times the invocation, and afterwards records its usage and cost on the job's ledger and the team's month
 (functions/metering/recorder.py), whether the step succeeded or raised. The Plan step first writes the
 job's budgets to its ledger. Recording never fails a step: a failure is logged.

@@ -57,7 +57,7 @@ STEP_TRANSITIONS: Mapping[str, int] = {
 
 def step_memory_mb(step: str, default: int = 1024) -> int:
     """The memory the registry configures for the step's function (what CDK deploys)."""
-    handler = STEP_HANDLER_PREFIX + step
+    handler = f"{STEP_HANDLER_PREFIX}{step}.handler"
     for spec in STEP_FUNCTIONS:
         if spec.handler == handler:
             return spec.memory_mb

@@ -27,32 +27,16 @@ from functions.orchestrate.models import (
     decision,
     utc_now,
 )
+from functions.orchestrate.records import JobRecords
 from functions.orchestrate.store import JobStore, TaskTokens, WorkflowStarter
 from functions.research.planning import (
     CONNECTORS,
     Renderer,
     SearchBudget,
-    build_plan,
     connector_syntax,
     default_search_budget,
-    describe,
 )
 from functions.research.request import ExecuteRequest
-
-COUNTERS = (
-    "queries_total",
-    "queries_done",
-    "queries_failed",
-    "hits_found",
-    "sources_discovered",
-    "sources_validated",
-    "sources_accepted",
-    "sources_rejected",
-    "extract_total",
-    "extract_done",
-    "extract_ok",
-    "extract_failed",
-)
 
 
 class JobCosts(Protocol):
@@ -120,63 +104,17 @@ class JobService:
     # Metering (functions/metering/budget.py Budgets): the cost quote of a plan, the monthly budget check.
     costs: JobCosts | None = None
 
-    # --- records ----------------------------------------------------------------------------------
-
-    def describe(self, request: ExecuteRequest) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        plan = build_plan(
-            request.research_goal,
-            request.scope_parameters,
-            now=self.clock(),
-            relevance_threshold=self.settings.relevance_threshold,
-            min_sources=self.settings.min_sources_for_synthesis,
-            connectors=self.connectors(),
+    @property
+    def records(self) -> JobRecords:
+        """The builder of a new job's record and plan, over this service's settings and quotes."""
+        return JobRecords(
+            settings=self.settings,
             render=self.render,
-            budget=self.search_budget(),
+            connectors=self.connectors,
+            search_budget=self.search_budget,
+            clock=self.clock,
+            costs=self.costs,
         )
-        analysis, execution_plan = describe(
-            plan,
-            extract_concurrency=self.settings.extract_max_concurrency,
-            search_concurrency=self.settings.search_max_concurrency,
-        )
-        return plan.to_dict(), analysis, execution_plan
-
-    def new_record(
-        self, team_id: str, job_id: str, request: ExecuteRequest, source: str, schedule_id: str | None = None
-    ) -> dict[str, Any]:
-        plan, analysis, execution_plan = self.describe(request)
-        now = utc_now()
-        response = {
-            "job_id": job_id,
-            "status": JobStatus.INITIALIZED.value,
-            "autonomous_analysis": analysis,
-            "execution_plan": execution_plan,
-        }
-        if self.costs is not None:
-            response["cost_estimate"] = self.costs.quote(plan)
-        record: dict[str, Any] = {
-            "job_id": job_id,
-            "team_id": team_id,
-            "status": JobStatus.INITIALIZED.value,
-            "status_rank": JobStatus.INITIALIZED.rank,
-            "research_goal": request.research_goal,
-            "scope_parameters": request.scope_parameters.model_dump(mode="json"),
-            "source": source,
-            "expires_at": int(self.clock().timestamp()) + self.settings.job_retention_days * 86400,
-            "created_at": now,
-            "updated_at": now,
-            "plan": plan,
-            "execute_response": json.dumps(response),
-            **dict.fromkeys(COUNTERS, 0),
-            "average_quality_score": 0.0,
-            "actions": [],
-            "decisions": [],
-            "audit": [audit_event("INITIALIZED", "JOB_CREATED", f"source {source}")],
-        }
-        if schedule_id:
-            record["schedule_id"] = schedule_id
-        if request.callback_url:  # the webhook of the job's completion (functions/webhooks)
-            record["callback_url"] = request.callback_url
-        return record
 
     # --- execute ----------------------------------------------------------------------------------
 
@@ -201,7 +139,7 @@ class JobService:
             )
             if existing is not None:
                 return self._existing_response(team_id, existing), False
-        record = self.new_record(team_id, job_id, request, source, schedule_id)
+        record = self.records.new_record(team_id, job_id, request, source, schedule_id)
         try:
             self._hold_budget(team_id, record, f"{client_id}:{idempotency_key}" if idempotency_key else None)
         except BudgetExceeded as refused:
@@ -329,47 +267,7 @@ class JobService:
         return self.jobs.get(team_id, job_id) or job
 
     def status(self, team_id: str, job_id: str) -> dict[str, Any]:
-        job = self._job(team_id, job_id)
-        status = JobStatus(job["status"])
-        actions = list(job.get("actions") or [])
-        discovered, queries_done = int(job.get("sources_discovered", 0)), int(job.get("queries_done", 0))
-        if queries_done:
-            actions.append(
-                f"Found {job.get('hits_found', 0)} results (before de-duplication) in {queries_done} queries"
-            )
-        if job.get("extract_done"):
-            actions.append(
-                f"Extracted {job.get('extract_ok', 0)} of {job.get('extract_total', 0)} sources "
-                f"({job.get('extract_failed', 0)} failed)"
-            )
-        body: dict[str, Any] = {
-            "job_id": job_id,
-            "status": status.value,
-            "current_phase": {
-                "phase_name": status.value,
-                "phase_description": _phase_description(status, job),
-                "progress_percentage": progress_percentage(job),
-                "intelligent_actions_taken": actions,
-            },
-            "autonomous_decisions": list(job.get("decisions") or []),
-            "quality_metrics": {
-                "sources_discovered": discovered,
-                "sources_validated": int(job.get("sources_validated", 0)),
-                "sources_accepted": int(job.get("sources_accepted", 0)),
-                "sources_rejected": int(job.get("sources_rejected", 0)),
-                "average_quality_score": float(job.get("average_quality_score", 0.0)),
-                "extractions_successful": int(job.get("extract_ok", 0)),
-                "extractions_failed": int(job.get("extract_failed", 0)),
-            },
-            "created_at": job.get("created_at"),
-            "updated_at": job.get("updated_at"),
-            "source": job.get("source"),
-        }
-        if job.get("failure_reason"):
-            body["failure_reason"] = job["failure_reason"]
-        if job.get("awaiting_checkpoint") and not status.terminal:
-            body["awaiting_checkpoint"] = True
-        return body
+        return status_body(self._job(team_id, job_id))
 
     # --- results ----------------------------------------------------------------------------------
 
@@ -391,26 +289,7 @@ class JobService:
         }
         stored = self.artifacts.get_bytes(job["results_key"]) if job.get("results_key") else None
         if stored is None:  # FAILED before Finalize: no synthesis, but the audit trail says why
-            return {
-                "job_id": job_id,
-                "status": status.value,
-                "synthesis": None,
-                "execution_summary": {
-                    "total_sources_discovered": int(job.get("sources_discovered", 0)),
-                    "sources_validated": int(job.get("sources_validated", 0)),
-                    "extractions_successful": int(job.get("extract_ok", 0)),
-                },
-                "audit_trail_summary": audit_summary,
-                "autonomous_decisions": decisions,
-                "sources": [],
-                "evidence": [],
-                "claims": [],
-                "confidence_score": 0.0,
-                "refusal": False,
-                "refusal_reason": None,
-                "failure_reason": job.get("failure_reason"),
-                "artifacts": {},
-            }
+            return _results_without_synthesis(job, audit_summary, decisions)
         results: dict[str, Any] = json.loads(stored)
         results["status"] = status.value
         results["audit_trail_summary"] = audit_summary
@@ -478,3 +357,73 @@ def _phase_description(status: JobStatus, job: dict[str, Any]) -> str:
     if status is JobStatus.PARTIAL and reasons:
         return "Research completed, but " + "; ".join(reasons)
     return PHASE_DESCRIPTIONS[status]
+
+
+def status_body(job: dict[str, Any]) -> dict[str, Any]:
+    """The body of GET /api/agent/status/{job_id}."""
+    job_id = str(job["job_id"])
+    status = JobStatus(job["status"])
+    actions = list(job.get("actions") or [])
+    discovered, queries_done = int(job.get("sources_discovered", 0)), int(job.get("queries_done", 0))
+    if queries_done:
+        actions.append(
+            f"Found {job.get('hits_found', 0)} results (before de-duplication) in {queries_done} queries"
+        )
+    if job.get("extract_done"):
+        actions.append(
+            f"Extracted {job.get('extract_ok', 0)} of {job.get('extract_total', 0)} sources "
+            f"({job.get('extract_failed', 0)} failed)"
+        )
+    body: dict[str, Any] = {
+        "job_id": job_id,
+        "status": status.value,
+        "current_phase": {
+            "phase_name": status.value,
+            "phase_description": _phase_description(status, job),
+            "progress_percentage": progress_percentage(job),
+            "intelligent_actions_taken": actions,
+        },
+        "autonomous_decisions": list(job.get("decisions") or []),
+        "quality_metrics": {
+            "sources_discovered": discovered,
+            "sources_validated": int(job.get("sources_validated", 0)),
+            "sources_accepted": int(job.get("sources_accepted", 0)),
+            "sources_rejected": int(job.get("sources_rejected", 0)),
+            "average_quality_score": float(job.get("average_quality_score", 0.0)),
+            "extractions_successful": int(job.get("extract_ok", 0)),
+            "extractions_failed": int(job.get("extract_failed", 0)),
+        },
+        "created_at": job.get("created_at"),
+        "updated_at": job.get("updated_at"),
+        "source": job.get("source"),
+    }
+    if job.get("failure_reason"):
+        body["failure_reason"] = job["failure_reason"]
+    if job.get("awaiting_checkpoint") and not status.terminal:
+        body["awaiting_checkpoint"] = True
+    return body
+
+
+def _results_without_synthesis(
+    job: dict[str, Any], audit_summary: dict[str, Any], decisions: list[Any]
+) -> dict[str, Any]:
+    return {
+        "job_id": job["job_id"],
+        "status": job["status"],
+        "synthesis": None,
+        "execution_summary": {
+            "total_sources_discovered": int(job.get("sources_discovered", 0)),
+            "sources_validated": int(job.get("sources_validated", 0)),
+            "extractions_successful": int(job.get("extract_ok", 0)),
+        },
+        "audit_trail_summary": audit_summary,
+        "autonomous_decisions": decisions,
+        "sources": [],
+        "evidence": [],
+        "claims": [],
+        "confidence_score": 0.0,
+        "refusal": False,
+        "refusal_reason": None,
+        "failure_reason": job.get("failure_reason"),
+        "artifacts": {},
+    }

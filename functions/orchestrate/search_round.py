@@ -17,60 +17,25 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from functions.common.errors import InvalidInput, UpstreamError
 from functions.common.observability import get_logger
 from functions.common.storage import BlobStore, put_json
-from functions.orchestrate.models import audit_event
-from functions.orchestrate.store import JobStore
+from functions.orchestrate.contracts import ITERATION_WAIT_SECONDS, SearchState
+from functions.orchestrate.payloads import search_key
+from functions.orchestrate.progress import JobProgress
 from functions.research.planning import PlannedQuery
 
 logger = get_logger("orchestrate")
 BUDGET_REACHED = "BUDGET_REACHED"
 # An iteration's share of the 45 s task: the rest is for recording and a slow last exchange.
 DEFAULT_ITERATION_SECONDS = 26.0
-# The pause between two iterations (a Wait state): short, the queue is what paces the job.
-ITERATION_WAIT_SECONDS = 1
 
 
 class SearchPort(Protocol):
     async def search(self, query: Any) -> Any: ...
-
-
-@dataclass
-class SearchState:
-    """What the state machine carries between Search iterations."""
-
-    pending: list[dict[str, Any]]
-    results: list[dict[str, Any]] = field(default_factory=list)
-    round: int = 0
-    started_at: float | None = None
-    phase: str = "plan"  # "plan" | "refine"
-    done: bool = False
-    wait_seconds: int = ITERATION_WAIT_SECONDS
-
-    @classmethod
-    def from_event(cls, data: dict[str, Any]) -> SearchState:
-        return cls(
-            pending=list(data.get("pending") or []),
-            results=list(data.get("results") or []),
-            round=int(data.get("round") or 0),
-            started_at=float(data["started_at"]) if data.get("started_at") is not None else None,
-            phase=str(data.get("phase") or "plan"),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "pending": self.pending,
-            "results": self.results,
-            "round": self.round,
-            "started_at": self.started_at,
-            "phase": self.phase,
-            "done": self.done,
-            "wait_seconds": self.wait_seconds,
-        }
 
 
 def not_run_counts(results: list[dict[str, Any]]) -> dict[str, int]:
@@ -96,19 +61,18 @@ def uncovered_concepts(concepts: list[str], queries: list[dict[str, Any]]) -> li
 
 @dataclass
 class SearchRound:
-    jobs: JobStore
+    progress: JobProgress
     data: BlobStore
     search_service: Callable[[], SearchPort]
-    # (team_id, job_id, what) -> None when the budget allows a search, else why not
-    over_budget: Callable[[str, str, str], str | None]
-    # (team_id, job_id, **payload) -> records one search_completed trace event
-    trace: Callable[..., None]
+    # what -> None when the budget allows the iteration's searches, else why not
+    over_budget: Callable[[str], str | None]
     iteration_seconds: float = DEFAULT_ITERATION_SECONDS
     clock: Callable[[], float] = time.time
 
-    async def run(self, team_id: str, job_id: str, state: SearchState, search_seconds: float) -> SearchState:
+    async def run(self, state: SearchState, search_seconds: float) -> SearchState:
         """Run what fits of `state.pending` in this iteration; `search_seconds` is the job's search time
         for this phase, counted from its first iteration."""
+        team_id, job_id = self.progress.team_id, self.progress.job_id
         now = self.clock()
         started = state.started_at if state.started_at is not None else now
         phase_end = started + search_seconds
@@ -116,13 +80,10 @@ class SearchRound:
         if state.pending:
             # one budget check per iteration: its queries run together in this one step
             reason = await asyncio.to_thread(
-                self.over_budget,
-                team_id,
-                job_id,
-                f"{len(state.pending)} queries of search round {state.round + 1}",
+                self.over_budget, f"{len(state.pending)} queries of search round {state.round + 1}"
             )
             if reason is not None:
-                skipped = await asyncio.to_thread(self._budget_skipped, team_id, job_id, state.pending)
+                skipped = await asyncio.to_thread(self._budget_skipped, state.pending)
                 return SearchState(
                     pending=[],
                     results=[*state.results, *skipped],
@@ -148,7 +109,7 @@ class SearchRound:
             pending.extend(query.to_dict() for query in waiting)
         finished = not pending or self.clock() >= phase_end - ITERATION_WAIT_SECONDS
         if finished and pending:
-            results.extend(await asyncio.to_thread(self._not_run, team_id, job_id, pending))
+            results.extend(await asyncio.to_thread(self._not_run, pending))
             pending = []
         return SearchState(
             pending=pending,
@@ -198,9 +159,9 @@ class SearchRound:
         except UpstreamError as exc:
             if exc.not_run:
                 return None
-            return await asyncio.to_thread(self._failed, team_id, job_id, query, base, exc.message)
+            return await asyncio.to_thread(self._failed, query, base, exc.message)
         except InvalidInput as exc:
-            return await asyncio.to_thread(self._failed, team_id, job_id, query, base, exc.message)
+            return await asyncio.to_thread(self._failed, query, base, exc.message)
         if outcome.not_run:
             return None
         try:
@@ -209,90 +170,32 @@ class SearchRound:
             # storing one query's hits failed (a bucket or table hiccup): that query is lost, not the job
             logger.exception("search results not stored", job_id=job_id, query_id=query.query_id)
             message = f"{query.connector}: the results could not be stored"
-            return await asyncio.to_thread(self._failed, team_id, job_id, query, base, message)
+            return await asyncio.to_thread(self._failed, query, base, message)
 
-    def _failed(
-        self, team_id: str, job_id: str, query: PlannedQuery, base: dict[str, Any], message: str
-    ) -> dict[str, Any]:
-        self.jobs.update(
-            team_id,
-            job_id,
-            add_counters={"queries_done": 1, "queries_failed": 1},
-            once=f"search:{query.query_id}",  # a retried step counts its query once
-            append={"audit": [audit_event("SEARCHING", "CONNECTOR_FAILED", f"{query.connector}: {message}")]},
-        )
-        self.trace(team_id, job_id, query_id=query.query_id, connector=query.connector, error=message)
+    def _failed(self, query: PlannedQuery, base: dict[str, Any], message: str) -> dict[str, Any]:
+        self.progress.query_failed(query, message)
         return {**base, "failed_connectors": {query.connector: message}, "error": message}
 
     def _found(
         self, team_id: str, job_id: str, query: PlannedQuery, base: dict[str, Any], outcome: Any
     ) -> dict[str, Any]:
-        key = f"payloads/{team_id}/{job_id}/search/{query.query_id}.json"
+        key = search_key(team_id, job_id, query.query_id)
         put_json(self.data, key, [paper.model_dump(mode="json") for paper in outcome.papers])
         failed = dict(outcome.failed_connectors)
-        appended: dict[str, list[Any]] = {}
-        if failed:
-            appended["audit"] = [
-                audit_event("SEARCHING", "CONNECTOR_FAILED", f"{name}: {reason}")
-                for name, reason in failed.items()
-            ]
-        self.jobs.update(
-            team_id,
-            job_id,
-            add_counters={
-                "queries_done": 1,
-                "hits_found": len(outcome.papers),
-                "search_cache_hits": int(outcome.cache_hits),
-                "search_coalesced": int(outcome.coalesced),
-            },
-            append=appended,
-            once=f"search:{query.query_id}",
-        )
-        self.trace(
-            team_id,
-            job_id,
-            query_id=query.query_id,
-            connector=query.connector,
-            query_text=query.query,
-            result_count=len(outcome.papers),
-            failed_connectors=failed,
-            from_cache=bool(outcome.from_cache),
-            coalesced=bool(outcome.coalesced),
-        )
+        self.progress.query_done(query, outcome, failed)
         return {**base, "key": key, "count": len(outcome.papers), "failed_connectors": failed}
 
-    def _budget_skipped(
-        self, team_id: str, job_id: str, pending: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
+    def _budget_skipped(self, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The iteration's queries, skipped for the budget (the refusal counted the first of them)."""
         if len(pending) > 1:
-            extra = len(pending) - 1
-            self.jobs.update(
-                team_id, job_id, add_counters={"budget_skipped_queries": extra, "queries_done": extra}
-            )
+            self.progress.queries_skipped_for_budget(len(pending) - 1)
         return [
             {**_result_base(PlannedQuery(**item)), "error": BUDGET_REACHED, "budget_skipped": True}
             for item in pending
         ]
 
-    def _not_run(self, team_id: str, job_id: str, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        counts = Counter(str(item["connector"]) for item in pending)
-        self.jobs.update(
-            team_id,
-            job_id,
-            add_counters={"queries_done": len(pending), "queries_not_run": len(pending)},
-            append={
-                "audit": [
-                    audit_event(
-                        "SEARCHING",
-                        "QUERIES_NOT_RUN",
-                        f"{connector}: {count} quer{'y' if count == 1 else 'ies'} not run "
-                        f"({connector}'s rate budget was spent within the job's search time)",
-                    )
-                    for connector, count in sorted(counts.items())
-                ]
-            },
-        )
+    def _not_run(self, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.progress.queries_not_run(Counter(str(item["connector"]) for item in pending))
         return [
             {
                 **_result_base(PlannedQuery(**item)),

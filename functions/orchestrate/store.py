@@ -121,48 +121,15 @@ class DynamoDbJobStore:
         Functions retries a step that had already done its work, changes nothing, so counters and
         audit entries are never added twice. Returns False (and changes nothing) when the condition fails.
         """
-        names: dict[str, str] = {"#pk": "pk", "#rank": "status_rank"}
-        values: dict[str, Any] = {":terminal": TERMINAL_RANK}
-        sets: list[str] = []
-        adds: list[str] = []
-        condition = "attribute_exists(#pk) AND #rank < :terminal"
-        if status is not None:
-            names["#status"] = "status"
-            values[":status"] = status.value
-            values[":rank"] = status.rank
-            sets += ["#status = :status", "#rank = :rank"]
-            condition += " AND #rank <= :rank"
-        for index, (name, value) in enumerate((set_fields or {}).items()):
-            names[f"#s{index}"] = name
-            values[f":s{index}"] = _to_dynamo(value)
-            sets.append(f"#s{index} = :s{index}")
-        for index, (name, amount) in enumerate((add_counters or {}).items()):
-            names[f"#a{index}"] = name
-            values[f":a{index}"] = amount
-            adds.append(f"#a{index} :a{index}")
-        if once is not None:
-            names["#once"] = APPLIED_WRITES
-            values[":once"] = once
-            values[":onceset"] = {once}
-            adds.append("#once :onceset")
-            condition += " AND (attribute_not_exists(#once) OR NOT contains(#once, :once))"
-        if append:
-            values[":empty"] = []
-        for index, (name, items) in enumerate((append or {}).items()):
-            names[f"#l{index}"] = name
-            values[f":l{index}"] = _to_dynamo(items)
-            sets.append(f"#l{index} = list_append(if_not_exists(#l{index}, :empty), :l{index})")
-        expression = ""
-        if sets:
-            expression += "SET " + ", ".join(sets)
-        if adds:
-            expression += " ADD " + ", ".join(adds)
+        expression, condition, names, values = _update_expression(
+            status, set_fields or {}, add_counters or {}, append or {}, once
+        )
         if not expression:
             return True
         return _conditional_write(
             lambda: self._table.update_item(
                 Key=_job_key(team_id, job_id),
-                UpdateExpression=expression.strip(),
+                UpdateExpression=expression,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
@@ -203,6 +170,50 @@ class DynamoDbJobStore:
                 ExpressionAttributeValues={":job": job_id},
             )
         )
+
+
+def _update_expression(
+    status: JobStatus | None,
+    set_fields: dict[str, Any],
+    add_counters: dict[str, int],
+    append: dict[str, list[Any]],
+    once: str | None,
+) -> tuple[str, str, dict[str, str], dict[str, Any]]:
+    """(update expression, condition, names, values) of one job update: it applies only to an existing
+    job that is not terminal, would not move backwards and (with `once`) has not had that write yet."""
+    names: dict[str, str] = {"#pk": "pk", "#rank": "status_rank"}
+    values: dict[str, Any] = {":terminal": TERMINAL_RANK}
+    sets: list[str] = []
+    adds: list[str] = []
+    condition = "attribute_exists(#pk) AND #rank < :terminal"
+    if status is not None:
+        names["#status"] = "status"
+        values[":status"] = status.value
+        values[":rank"] = status.rank
+        sets += ["#status = :status", "#rank = :rank"]
+        condition += " AND #rank <= :rank"
+    for index, (name, value) in enumerate(set_fields.items()):
+        names[f"#s{index}"] = name
+        values[f":s{index}"] = _to_dynamo(value)
+        sets.append(f"#s{index} = :s{index}")
+    for index, (name, amount) in enumerate(add_counters.items()):
+        names[f"#a{index}"] = name
+        values[f":a{index}"] = amount
+        adds.append(f"#a{index} :a{index}")
+    if once is not None:
+        names["#once"] = APPLIED_WRITES
+        values[":once"] = once
+        values[":onceset"] = {once}
+        adds.append("#once :onceset")
+        condition += " AND (attribute_not_exists(#once) OR NOT contains(#once, :once))"
+    if append:
+        values[":empty"] = []
+    for index, (name, items) in enumerate(append.items()):
+        names[f"#l{index}"] = name
+        values[f":l{index}"] = _to_dynamo(items)
+        sets.append(f"#l{index} = list_append(if_not_exists(#l{index}, :empty), :l{index})")
+    expression = ("SET " + ", ".join(sets) if sets else "") + (" ADD " + ", ".join(adds) if adds else "")
+    return expression.strip(), condition, names, values
 
 
 class InMemoryJobStore:

@@ -1,22 +1,20 @@
-"""Default adapters: the deployed (and local-runtime) wiring of the job service and the workflow."""
+"""Default adapters: the deployed (and local-runtime) wiring of the job service, and what the step
+Lambdas share of it (each step wires itself in its `build()`, from only what it uses)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from functions.common.llm import provider_from_settings
 from functions.common.observability import get_logger
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import S3BlobStore
-from functions.common.traces import DynamoDbTraceStore
-from functions.metering.meter import MeteredFullText, metered_llm
 from functions.metering.wiring import budgets as metering_budgets
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.jobs import JobService
+from functions.orchestrate.records import JobRecords
 from functions.orchestrate.store import (
     DynamoDbJobStore,
-    EventBridgePublisher,
     StepFunctionsStarter,
     StepFunctionsTaskTokens,
     presigned_artifact_url,
@@ -26,7 +24,6 @@ from functions.research.request import ExecuteRequest
 from functions.search.config import SearchSettings
 
 if TYPE_CHECKING:
-    from functions.orchestrate.workflow import Workflow
     from functions.search.service import SearchService
 
 # The search connectors and service (and through them the HTTP client: httpcore, h11, h2) are imported
@@ -105,6 +102,18 @@ def search_budget() -> SearchBudget:
     )
 
 
+def job_records() -> JobRecords:
+    """New job records as the job service makes them (the Plan and MarkFailed steps meet a schedule's
+    jobs without one)."""
+    return JobRecords(
+        settings=get_workflow_settings(),
+        render=upstream_query,
+        connectors=configured_connectors,
+        search_budget=search_budget,
+        costs=metering_budgets(),
+    )
+
+
 def job_service() -> JobService:
     settings = get_settings()
     workflow_settings = get_workflow_settings()
@@ -137,40 +146,6 @@ def shared_search_service() -> SearchService:
     if _search_service is None or _search_service[0] is not settings:
         _search_service = (settings, SearchService.from_settings(settings))
     return _search_service[1]
-
-
-def workflow() -> Workflow:
-    # Imported here: the API function (which imports this module) never runs the workflow's domain code.
-    from functions.common.embedder import default_embedder
-    from functions.extract.service import ExtractionService
-    from functions.orchestrate.workflow import Workflow
-    from functions.research.relevance import RelevanceScorer
-    from functions.schedules.wiring import living_review
-    from functions.teams.wiring import team_service
-    from functions.webhooks.wiring import notifier
-
-    settings = get_settings()
-    service = job_service()
-    return Workflow(
-        jobs=service.jobs,
-        data=S3BlobStore(settings.data_bucket),
-        artifacts=S3BlobStore(settings.artifacts_bucket),
-        search_service=shared_search_service,
-        extraction_service=lambda: MeteredFullText(ExtractionService.from_settings()),
-        events=EventBridgePublisher(),
-        settings=get_workflow_settings(),
-        new_job_record=service.new_record,
-        render=upstream_query,
-        llm=lambda: metered_llm(provider_from_settings()),
-        relevance_scorer=lambda: RelevanceScorer(
-            default_embedder(), embed_seconds=get_workflow_settings().screen_embedding_seconds
-        ),
-        artifact_uri=lambda key: f"s3://{settings.artifacts_bucket}/{key}",
-        traces=DynamoDbTraceStore,
-        living_review=living_review,
-        webhooks=lambda: notifier(secret_of=team_service().webhook_secret),
-        budget=metering_budgets,
-    )
 
 
 def start_job(

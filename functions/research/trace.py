@@ -44,15 +44,24 @@ def utc_timestamp(moment: datetime | None = None) -> str:
 
 
 class TraceRecorder:
-    def __init__(self, trace_id: str, listener: Listener | None = None) -> None:
+    def __init__(self, trace_id: str, listener: Listener | None = None, *, id_prefix: str = "evt") -> None:
+        """`id_prefix` keeps event ids unique when several recorders write one trace (a job's steps)."""
         self.trace_id = trace_id
+        self._id_prefix = id_prefix
         self.events: list[TraceEvent] = []
         self._listener = listener
         self._counter = itertools.count(1)
 
     async def emit(self, agent: str, event_type: str, name: str, **payload: Any) -> TraceEvent:
+        event = self.record(agent, event_type, name, **payload)
+        if self._listener is not None:
+            await self._listener(event)
+        return event
+
+    def record(self, agent: str, event_type: str, name: str, **payload: Any) -> TraceEvent:
+        """The next event, kept without telling the listener (a caller that stores events itself)."""
         event = TraceEvent(
-            event_id=f"evt-{next(self._counter):03d}",
+            event_id=f"{self._id_prefix}-{next(self._counter):03d}",
             agent=agent,
             event_type=event_type,
             name=name,
@@ -60,6 +69,4 @@ class TraceRecorder:
             payload=payload,
         )
         self.events.append(event)
-        if self._listener is not None:
-            await self._listener(event)
         return event

@@ -189,7 +189,7 @@ def test_settings_read_by_the_carried_code_are_found(tmp_path: Path) -> None:
 def test_a_function_that_embeds_ships_int8_weights_where_the_embedder_looks_first(tmp_path: Path) -> None:
     from functions.common.embedder import BUNDLED_DIR, _load
 
-    screen_step = bundling.analyse("functions.orchestrate.steps.screen")
+    screen_step = bundling.analyse("functions.orchestrate.steps.screen.handler")
     assert bundling.EMBEDDER_MODULE in screen_step.files
     bundling.write_embedding_model(tmp_path)
     shipped = tmp_path / BUNDLED_DIR.relative_to(bundling.REPO_ROOT)

@@ -50,7 +50,7 @@ def test_a_failed_job_is_not_moved_by_a_late_step() -> None:
     with EmbeddedAws() as aws:
         service = job_service()
         wait_for_execution(_start_scheduled(aws, "late-step", "x"))
-        from functions.orchestrate.steps import screen
+        from functions.orchestrate.steps.screen import handler as screen
 
         before = service.status("team-default", "late-step")
         screen({"job_id": "late-step", "search_results": [], "refine_results": []}, None)  # a late retry

@@ -82,7 +82,7 @@ def test_before_the_snapshot_the_lazily_imported_libraries_are_imported(tmp_path
     probe = (
         "import sys\n"
         f"sys.path.insert(0, {str(tmp_path)!r})\n"
-        "import functions.orchestrate.steps, functions.rag.handler\n"
+        "import functions.orchestrate.steps.screen, functions.rag.handler\n"
         "import snapshot_restore_py\n"
         "assert 'numpy' not in sys.modules\n"
         "for hook in reversed(snapshot_restore_py.before):\n    hook()\n"  # the runtime's order

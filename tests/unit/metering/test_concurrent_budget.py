@@ -51,7 +51,7 @@ def _rapid_quote() -> dict[str, Any]:
     service = JobService(
         jobs=InMemoryJobStore(), starter=RecordingStarter(), artifacts=InMemoryBlobStore(), costs=None
     )
-    plan, _, _ = service.describe(RAPID)
+    plan, _, _ = service.records.describe(RAPID)
     return MODEL.quote(plan)
 
 

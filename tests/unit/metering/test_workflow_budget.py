@@ -1,9 +1,10 @@
-"""The workflow's budget hooks over in-memory adapters: skipped searches, extractions and synthesis,
+"""The steps' budget hooks over in-memory adapters: skipped searches, extractions and synthesis,
 and the BUDGET_REACHED decision; the job service's cost quote and monthly-budget refusal."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -12,13 +13,18 @@ from functions.common.models import ExtractedPaper
 from functions.common.storage import InMemoryBlobStore, get_json
 from functions.metering.budget import BudgetExceeded, Budgets, Refusal
 from functions.metering.estimate import CostModel, Unit
+from functions.metering.job_budget import JobBudget
 from functions.metering.meter import Meter, metering
 from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.store import TOTALS, InMemoryUsageStore
 from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.contracts import ExtractInput, JobRecord, SearchInput, SynthesizeInput
 from functions.orchestrate.jobs import JobService
+from functions.orchestrate.steps.extract import Extract
+from functions.orchestrate.steps.finalize import budget_reached
+from functions.orchestrate.steps.search import Search
+from functions.orchestrate.steps.synthesize import Synthesize
 from functions.orchestrate.store import InMemoryJobStore
-from functions.orchestrate.workflow import Workflow, _budget_decisions
 from functions.research.request import ExecuteRequest
 from tests.unit.orchestrate.test_jobs import RecordingStarter
 
@@ -59,27 +65,40 @@ class NeverCalled:
         raise AssertionError("a skipped extraction must not run")
 
 
-def _flow(gate: Any, costs: Any = None) -> tuple[Workflow, JobService, str]:
+@dataclass
+class Steps:
+    """The steps that ask the budget, over one job's in-memory adapters."""
+
+    jobs: InMemoryJobStore
+    data: InMemoryBlobStore
+    gate: Any
+    extraction_service: Any = NeverCalled
+
+    def search(self, event: dict[str, Any]) -> dict[str, Any]:
+        step = Search(self.jobs, self.data, NeverCalled, WorkflowSettings(), JobBudget(self.gate))
+        return step(SearchInput.model_validate(event)).model_dump(mode="json")
+
+    def extract(self, event: dict[str, Any]) -> dict[str, Any]:
+        step = Extract(
+            self.jobs, self.data, self.extraction_service, WorkflowSettings(), JobBudget(self.gate)
+        )
+        return step(ExtractInput.model_validate(event)).model_dump(mode="json")
+
+    def synthesize(self, event: dict[str, Any]) -> dict[str, Any]:
+        step = Synthesize(self.jobs, self.data, WorkflowSettings(), JobBudget(self.gate))
+        return step(SynthesizeInput.model_validate(event)).model_dump(mode="json")
+
+
+def _flow(gate: Any, costs: Any = None) -> tuple[Steps, JobService, str]:
     jobs, artifacts = InMemoryJobStore(), InMemoryBlobStore()
     service = JobService(
         jobs=jobs, starter=RecordingStarter(), artifacts=artifacts, settings=WorkflowSettings(), costs=costs
     )
     job_id = service.submit(TEAM, ExecuteRequest(research_goal=GOAL))[0]["job_id"]
-    flow = Workflow(
-        jobs=jobs,
-        data=InMemoryBlobStore(),
-        artifacts=artifacts,
-        search_service=NeverCalled,
-        extraction_service=NeverCalled,
-        events=type("Events", (), {"publish": lambda self, *a: None})(),
-        settings=WorkflowSettings(),
-        new_job_record=service.new_record,
-        budget=lambda: gate,
-    )
-    return flow, service, job_id
+    return Steps(jobs, InMemoryBlobStore(), gate), service, job_id
 
 
-def _job(flow: Workflow, job_id: str) -> dict[str, Any]:
+def _job(flow: Steps, job_id: str) -> dict[str, Any]:
     job = flow.jobs.get(TEAM, job_id)
     assert job is not None
     return job
@@ -118,14 +137,18 @@ def test_a_refused_synthesis_writes_an_empty_one_that_says_why() -> None:
 
 
 def test_the_decision_names_what_was_skipped() -> None:
-    assert _budget_decisions({}) == []
-    (decision,) = _budget_decisions(
-        {
-            "budget_skipped_queries": 1,
-            "budget_skipped_sources": 8,
-            "budget_skipped_synthesis": 1,
-            "budget_reason": "the team's monthly budget ... would be exceeded",
-        }
+    job = {"job_id": "job-1", "team_id": TEAM, "status": "SYNTHESIZING"}
+    assert budget_reached(JobRecord.model_validate(job)) == []
+    (decision,) = budget_reached(
+        JobRecord.model_validate(
+            {
+                **job,
+                "budget_skipped_queries": 1,
+                "budget_skipped_sources": 8,
+                "budget_skipped_synthesis": 1,
+                "budget_reason": "the team's monthly budget ... would be exceeded",
+            }
+        )
     )
     assert decision["decision_type"] == "BUDGET_REACHED"
     assert decision["reasoning"] == "the team's monthly budget ... would be exceeded"

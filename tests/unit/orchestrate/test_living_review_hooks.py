@@ -1,15 +1,12 @@
-"""The workflow's living-review and webhook hooks never change a job's outcome (helper C's hooks in
-functions/orchestrate/workflow.py): a failing review or notifier is logged, the step still returns."""
+"""A job's living-review and webhook hooks never change its outcome (functions/orchestrate/completion.py):
+a failing review or notifier is logged, the step still returns."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from functions.common.storage import InMemoryBlobStore
-from functions.orchestrate.config import WorkflowSettings
-from functions.orchestrate.store import InMemoryJobStore
-from functions.orchestrate.workflow import Workflow
+from functions.orchestrate.completion import JobCompletion
 from functions.research.screening import Candidate
 
 TEAM = "team-aaaaaaaaaaaa"
@@ -65,16 +62,9 @@ class Notifier:
         return "delivered"
 
 
-def _workflow(review: object, notifier: object, events: Events) -> Workflow:
-    return Workflow(
-        jobs=InMemoryJobStore(),
-        data=InMemoryBlobStore(),
-        artifacts=InMemoryBlobStore(),
-        search_service=lambda: None,  # type: ignore[arg-type,return-value]
-        extraction_service=lambda: None,  # type: ignore[arg-type,return-value]
+def _completion(review: object, notifier: object, events: Events) -> JobCompletion:
+    return JobCompletion(
         events=events,
-        settings=WorkflowSettings(),
-        new_job_record=lambda *args: {},
         living_review=lambda: review,  # type: ignore[arg-type,return-value]
         webhooks=lambda: notifier,  # type: ignore[arg-type,return-value]
     )
@@ -85,11 +75,10 @@ JOB = {"job_id": "job-1", "schedule_id": "sched-1", "callback_url": "https://hoo
 
 def test_a_scheduled_run_is_reviewed_announced_and_called_back() -> None:
     review, notifier, events = RecordingReview(), Notifier(), Events()
-    flow = _workflow(review, notifier, events)
+    completion = _completion(review, notifier, events)
     results: dict[str, Any] = {"status": "COMPLETED"}
-    flow._living_review_changes(TEAM, dict(JOB), results, {})
-    assert results["changes_since_last_run"] == {"first_run": True}
-    flow._announce_finished(TEAM, dict(JOB), "COMPLETED", results=results)
+    assert completion.changes(TEAM, dict(JOB), results, {}) == {"first_run": True}
+    completion.announce(TEAM, dict(JOB), "COMPLETED", results=results)
     assert review.calls == ["changes", f"finished teams/{TEAM}/jobs/job-1/results.json"]
     assert events.published == [("ResearchDigestReady", {"job_id": "job-1"})]
     assert notifier.calls == [("COMPLETED", {"first_run": True})]
@@ -97,18 +86,17 @@ def test_a_scheduled_run_is_reviewed_announced_and_called_back() -> None:
 
 def test_a_job_without_schedule_or_callback_is_left_alone() -> None:
     review, notifier, events = RecordingReview(), Notifier(), Events()
-    flow = _workflow(review, notifier, events)
+    completion = _completion(review, notifier, events)
     results: dict[str, Any] = {}
-    flow._living_review_changes(TEAM, {"job_id": "job-1"}, results, {})
-    flow._announce_finished(TEAM, {"job_id": "job-1"}, "COMPLETED", results=results)
+    assert completion.changes(TEAM, {"job_id": "job-1"}, results, {}) is None
+    completion.announce(TEAM, {"job_id": "job-1"}, "COMPLETED", results=results)
     assert results == {} and review.calls == [] and notifier.calls == [] and events.published == []
 
 
 def test_failures_of_the_review_and_the_webhook_are_swallowed() -> None:
     notifier, events = Notifier(fail=True), Events()
-    flow = _workflow(BrokenReview(), notifier, events)
+    completion = _completion(BrokenReview(), notifier, events)
     results: dict[str, Any] = {"status": "COMPLETED"}
-    flow._living_review_changes(TEAM, dict(JOB), results, {})
-    assert "changes_since_last_run" not in results
-    flow._announce_finished(TEAM, dict(JOB), "FAILED", failure_reason="boom")
+    assert completion.changes(TEAM, dict(JOB), results, {}) is None
+    completion.announce(TEAM, dict(JOB), "FAILED", failure_reason="boom")
     assert notifier.calls == [("FAILED", None)]  # tried, failed, logged

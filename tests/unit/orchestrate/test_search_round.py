@@ -7,11 +7,14 @@ from typing import Any
 
 from functions.common.errors import UpstreamError
 from functions.common.storage import InMemoryBlobStore
+from functions.metering.job_budget import JobBudget
 from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.contracts import PlanInput, SearchInput
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.search_round import uncovered_concepts, upstream_failures
+from functions.orchestrate.steps.plan import Plan
+from functions.orchestrate.steps.search import Search
 from functions.orchestrate.store import InMemoryJobStore
-from functions.orchestrate.workflow import Workflow
 from functions.research.request import ExecuteRequest
 from functions.search.models import SearchOutcome
 from tests.unit.orchestrate.fixtures import paper
@@ -45,31 +48,35 @@ class ScriptedSearch:
         )
 
 
-def _flow(search: ScriptedSearch, **settings: Any) -> tuple[Workflow, str, dict[str, Any]]:
+def _search_step(search: ScriptedSearch, **settings: Any) -> tuple[Search, str, dict[str, Any]]:
     jobs, artifacts = InMemoryJobStore(), InMemoryBlobStore()
     workflow_settings = WorkflowSettings(**settings)
     service = JobService(
         jobs=jobs, starter=RecordingStarter(), artifacts=artifacts, settings=workflow_settings
     )
     job_id = service.submit(TEAM, ExecuteRequest(research_goal=GOAL))[0]["job_id"]
-    flow = Workflow(
+    plan = Plan(
+        jobs=jobs, new_record=service.records.new_record, settings=workflow_settings, budget=JobBudget()
+    )
+    planned = plan(PlanInput.model_validate({"input": {"job_id": job_id, "team_id": TEAM}}))
+    step = Search(
         jobs=jobs,
         data=InMemoryBlobStore(),
-        artifacts=artifacts,
         search_service=lambda: search,
-        extraction_service=lambda: None,  # type: ignore[arg-type,return-value]
-        events=type("Events", (), {"publish": lambda self, *a: None})(),
         settings=workflow_settings,
-        new_job_record=service.new_record,
+        budget=JobBudget(),
     )
-    planned = flow.plan({"input": {"job_id": job_id, "team_id": TEAM}})
-    return flow, job_id, planned["search"]
+    return step, job_id, planned.search.model_dump(mode="json")
+
+
+def _search(step: Search, event: dict[str, Any]) -> dict[str, Any]:
+    return step(SearchInput.model_validate(event)).model_dump(mode="json")
 
 
 def test_queries_run_in_order_of_value_with_the_iterations_deadline() -> None:
     search = ScriptedSearch({})
-    flow, job_id, state = _flow(search)
-    after = flow.search({"job_id": job_id, "team_id": TEAM, "search": state})
+    step, job_id, state = _search_step(search)
+    after = _search(step, {"job_id": job_id, "team_id": TEAM, "search": state})
     assert after["done"] and not after["pending"] and after["round"] == 1
     assert len(after["results"]) == len(state["pending"])
     arxiv = [(priority, deadline) for connector, priority, deadline in search.asked if connector == "arxiv"]
@@ -79,25 +86,25 @@ def test_queries_run_in_order_of_value_with_the_iterations_deadline() -> None:
 
 def test_a_query_without_a_turn_stays_pending_and_is_reported_not_run_when_time_is_spent() -> None:
     search = ScriptedSearch({"arxiv": "not_run"})
-    flow, job_id, state = _flow(search, search_seconds_by_depth={"rapid": 60.0})
-    first = flow.search({"job_id": job_id, "team_id": TEAM, "search": state})
+    step, job_id, state = _search_step(search, search_seconds_by_depth={"rapid": 60.0})
+    first = _search(step, {"job_id": job_id, "team_id": TEAM, "search": state})
     assert not first["done"] and {q["connector"] for q in first["pending"]} == {"arxiv"}
     assert first["wait_seconds"] >= 1
     # the job's search time is spent: what still waits is not run, and that is no failure
     spent = {**first, "started_at": first["started_at"] - 120}
-    last = flow.search({"job_id": job_id, "team_id": TEAM, "search": spent})
+    last = _search(step, {"job_id": job_id, "team_id": TEAM, "search": spent})
     assert last["done"] and not last["pending"]
     not_run = [r for r in last["results"] if r.get("not_run")]
     assert not_run and all(r["connector"] == "arxiv" for r in not_run)
     assert upstream_failures(last["results"]) == {}
-    job = flow.jobs.get(TEAM, job_id)
+    job = step.jobs.get(TEAM, job_id)
     assert job is not None and any(a["event"] == "QUERIES_NOT_RUN" for a in job["audit"])
 
 
 def test_only_an_upstreams_errors_or_a_concept_found_nowhere_count_as_coverage_lost() -> None:
     search = ScriptedSearch({"semantic_scholar": "error"})
-    flow, job_id, state = _flow(search)
-    after = flow.search({"job_id": job_id, "team_id": TEAM, "search": state})
+    step, job_id, state = _search_step(search)
+    after = _search(step, {"job_id": job_id, "team_id": TEAM, "search": state})
     failed = upstream_failures(after["results"])
     assert set(failed) == {"semantic_scholar"} and "HTTP 500" in failed["semantic_scholar"]
     concepts = ["graph neural networks", "attention mechanisms", "drug discovery"]

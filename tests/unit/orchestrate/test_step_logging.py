@@ -10,34 +10,34 @@ from typing import Any
 
 import pytest
 
-from functions.orchestrate import steps
+from functions.orchestrate.contracts import CheckpointOutput, PlanInput, SearchInput, SearchState
+from functions.orchestrate.steps import adapter
 
 
-class _Flow:
-    def search(self, event: dict[str, Any]) -> dict[str, Any]:
-        return {"queries_done": 1}
+def _searched(request: SearchInput) -> SearchState:
+    return SearchState(round=1)
 
-    def extract(self, event: dict[str, Any]) -> dict[str, Any]:
-        raise RuntimeError("parser exploded")
+
+def _exploded(request: PlanInput) -> CheckpointOutput:
+    raise RuntimeError("parser exploded")
 
 
 def _records(captured: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in captured.splitlines() if line.startswith("{")]
 
 
-def test_step_logs_carry_job_and_request_ids(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(steps, "_flow", _Flow)
+def test_step_logs_carry_job_and_request_ids() -> None:
+    search = adapter.step_handler("search", SearchInput, lambda: _searched)
+    extract = adapter.step_handler("extract", PlanInput, lambda: _exploded)
     stream = io.StringIO()
-    handler = steps.logger.registered_handler
+    handler = adapter.logger.registered_handler
     assert isinstance(handler, logging.StreamHandler)
     previous = handler.setStream(stream)
     context = SimpleNamespace(aws_request_id="req-123")
 
-    assert steps.search({"job_id": "job-42"}, context) == {"queries_done": 1}
+    assert search({"job_id": "job-42"}, context)["round"] == 1
     with pytest.raises(RuntimeError):
-        steps.extract({"input": {"job_id": "job-43"}}, context)
+        extract({"input": {"job_id": "job-43"}}, context)
 
     handler.setStream(previous)
     finished, failed = _records(stream.getvalue())[-2:]

@@ -1,4 +1,4 @@
-"""Workflow steps over in-memory adapters: how extraction outcomes become records, retries or failures."""
+"""The Extract step over in-memory adapters: how extraction outcomes become records, retries or failures."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from functions.common.errors import FetchBlocked, FetchTimeout, RetryableStepErr
 from functions.common.models import ExtractedPaper
 from functions.common.storage import InMemoryBlobStore, get_json
 from functions.extract.errors import SourceUnavailable
+from functions.metering.job_budget import JobBudget
 from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.contracts import ExtractInput
 from functions.orchestrate.jobs import JobService
+from functions.orchestrate.steps.extract import Extract
 from functions.orchestrate.store import InMemoryJobStore
-from functions.orchestrate.workflow import Workflow
 from functions.research.request import ExecuteRequest
 from tests.unit.orchestrate.fixtures import extracted
 from tests.unit.orchestrate.test_jobs import RecordingStarter
@@ -33,15 +35,7 @@ class ScriptedExtractor:
         return self.outcome
 
 
-class Events:
-    def __init__(self) -> None:
-        self.published: list[tuple[str, dict[str, Any]]] = []
-
-    def publish(self, detail_type: str, detail: dict[str, Any]) -> None:
-        self.published.append((detail_type, detail))
-
-
-def _workflow(outcome: Any, budget: float = 5.0) -> tuple[Workflow, str]:
+def _step(outcome: Any, budget: float = 5.0) -> tuple[Extract, str]:
     jobs, artifacts = InMemoryJobStore(), InMemoryBlobStore()
     service = JobService(
         jobs=jobs, starter=RecordingStarter(), artifacts=artifacts, settings=WorkflowSettings()
@@ -49,38 +43,35 @@ def _workflow(outcome: Any, budget: float = 5.0) -> tuple[Workflow, str]:
     job_id = service.submit(
         "team-default", ExecuteRequest(research_goal="What are recent advances in transformer architectures?")
     )[0]["job_id"]
-    flow = Workflow(
+    step = Extract(
         jobs=jobs,
         data=InMemoryBlobStore(),
-        artifacts=artifacts,
-        search_service=lambda: None,  # type: ignore[arg-type,return-value]
         extraction_service=lambda: ScriptedExtractor(outcome),
-        events=Events(),
         settings=WorkflowSettings(extract_budget_seconds=budget),
-        new_job_record=service.new_record,
+        budget=JobBudget(),
     )
-    return flow, job_id
+    return step, job_id
 
 
-def _extract(flow: Workflow, job_id: str) -> dict[str, Any]:
+def _extract(step: Extract, job_id: str) -> dict[str, Any]:
     event = {"job_id": job_id, "source": {"source_id": "src-1", "url": "https://arxiv.org/abs/2501.00001"}}
-    return flow.extract(event)
+    return step(ExtractInput.model_validate(event)).model_dump(mode="json")
 
 
-def _audit(flow: Workflow, job_id: str) -> list[str]:
-    job = flow.jobs.get("team-default", job_id)
+def _audit(step: Extract, job_id: str) -> list[str]:
+    job = step.jobs.get("team-default", job_id)
     assert job is not None
     return [entry["event"] for entry in job["audit"]]
 
 
 def test_success_is_stored_by_reference() -> None:
     _, paper = extracted(1, [("finding", "Sparse attention cut memory use by 40% on long documents.")])
-    flow, job_id = _workflow(paper)
-    result = _extract(flow, job_id)
+    step, job_id = _step(paper)
+    result = _extract(step, job_id)
     assert result["success"] and result["evidence_count"] == 1
-    stored = get_json(flow.data, result["parsed_key"])
+    stored = get_json(step.data, result["parsed_key"])
     assert stored is not None and stored["evidence"][0]["page"] == 1
-    assert flow.jobs.get("team-default", job_id)["extract_ok"] == 1  # type: ignore[index]
+    assert step.jobs.get("team-default", job_id)["extract_ok"] == 1  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -93,28 +84,28 @@ def test_success_is_stored_by_reference() -> None:
     ],
 )
 def test_permanent_failures_are_recorded_not_raised(outcome: Any, event: str, reason: str) -> None:
-    flow, job_id = _workflow(outcome, budget=0.2)  # 3.0: the extractor overruns; the step's guard fires
-    result = _extract(flow, job_id)
+    step, job_id = _step(outcome, budget=0.2)  # 3.0: the extractor overruns; the step's guard fires
+    result = _extract(step, job_id)
     assert result["success"] is False and result["parsed_key"] is None
-    assert event in _audit(flow, job_id)
-    job = flow.jobs.get("team-default", job_id)
+    assert event in _audit(step, job_id)
+    job = step.jobs.get("team-default", job_id)
     assert job is not None and job["extract_failed"] == 1
     if not isinstance(outcome, float):
         assert reason in result["failure_reason"]
 
 
 def test_transient_failures_raise_for_the_state_machine_retry() -> None:
-    flow, job_id = _workflow(SourceUnavailable("HTTP 503 from https://x", transient=True))
+    step, job_id = _step(SourceUnavailable("HTTP 503 from https://x", transient=True))
     with pytest.raises(RetryableStepError):
-        _extract(flow, job_id)
-    assert "RETRYABLE_ERROR" in _audit(flow, job_id)
-    assert flow.jobs.get("team-default", job_id)["extract_done"] == 0  # type: ignore[index]
+        _extract(step, job_id)
+    assert "RETRYABLE_ERROR" in _audit(step, job_id)
+    assert step.jobs.get("team-default", job_id)["extract_done"] == 0  # type: ignore[index]
 
 
 def test_unparseable_content_is_a_recorded_failure() -> None:
     failed = ExtractedPaper(
         source_url="u", canonical_id="c", success=False, failure_reason="scanned image PDF"
     )
-    flow, job_id = _workflow(failed)
-    result = _extract(flow, job_id)
+    step, job_id = _step(failed)
+    result = _extract(step, job_id)
     assert result == {**result, "success": False, "failure_reason": "scanned image PDF"}

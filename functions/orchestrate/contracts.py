@@ -1,0 +1,314 @@
+"""The typed contracts of the research state machine (statemachine/research.asl.json) and the job record.
+
+Each Task state's payload is parsed into its input model at the step boundary, and each step returns its
+output model dumped to the JSON the ASL's paths read. Large data (hits, screened candidates, extracted
+papers, the synthesis) stays in the data bucket; only keys travel between states (the 256 KB limit).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
+
+from functions.common.tenancy import DEFAULT_TEAM, checked_team
+from functions.research.planning import ResearchPlan
+
+# The pause between two Search iterations (a Wait state): short, the providers' queues pace the job.
+ITERATION_WAIT_SECONDS = 1
+
+
+class _Payload(BaseModel):
+    """A state's payload: fields the ASL adds that a step does not read are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class _JobPayload(_Payload):
+    job_id: str
+    team_id: str | None = None
+
+    @property
+    def team(self) -> str:
+        """The job's team, carried next to the job id. Executions started before jobs had teams carry
+        none: they belong to the default team."""
+        return checked_team(str(self.team_id or DEFAULT_TEAM))
+
+
+# --- Plan ------------------------------------------------------------------------------------------
+
+
+class ExecutionInput(_Payload):
+    """The execution's input: the job service's start, or an EventBridge Scheduler target's (a schedule
+    starts the workflow with the request itself and no job record)."""
+
+    job_id: str | None = None
+    team_id: str | None = None
+    # as the scheduler sent them: an invalid request must still reach MarkFailed, which records why
+    research_goal: Any = None
+    scope_parameters: Any = None
+    callback_url: Any = None
+    source: str | None = None
+    schedule_id: str | None = None
+
+    @property
+    def team(self) -> str:
+        return checked_team(str(self.team_id or DEFAULT_TEAM))
+
+    def request_fields(self) -> dict[str, Any]:
+        """The fields of an ExecuteRequest, validated by the step that needs one."""
+        return {
+            "research_goal": self.research_goal,
+            "scope_parameters": self.scope_parameters or {},
+            "callback_url": self.callback_url,
+        }
+
+
+class PlanInput(_Payload):
+    input: ExecutionInput = Field(default_factory=ExecutionInput)
+    execution_name: str | None = None
+
+
+class SearchState(_Payload):
+    """What the state machine carries between Search iterations (functions/orchestrate/search_round.py)."""
+
+    pending: list[dict[str, Any]] = Field(default_factory=list)
+    results: list[dict[str, Any]] = Field(default_factory=list)
+    round: int = 0
+    started_at: float | None = None
+    phase: Literal["plan", "refine"] = "plan"
+    done: bool = False
+    wait_seconds: int = ITERATION_WAIT_SECONDS
+
+
+class PlanOutput(BaseModel):
+    job_id: str
+    team_id: str
+    search: SearchState
+    focus_areas: list[str]
+    max_concurrency: int
+    checkpoint: bool
+
+
+# --- Search ----------------------------------------------------------------------------------------
+
+
+class SearchInput(_JobPayload):
+    search: SearchState = Field(default_factory=SearchState)
+
+
+# --- Screen ----------------------------------------------------------------------------------------
+
+
+class ScreenInput(_JobPayload):
+    search_results: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class SelectedSource(_Payload):
+    source_id: str
+    url: str
+    title: str = ""
+
+
+class ScreenOutput(BaseModel):
+    action: Literal["REFINE", "EXTRACT"]
+    refined_queries: list[dict[str, Any]] = Field(default_factory=list)
+    selected: list[SelectedSource] = Field(default_factory=list)
+
+
+# --- HumanCheckpoint -------------------------------------------------------------------------------
+
+
+class CheckpointInput(_JobPayload):
+    task_token: str
+    selected_count: int = 0
+
+
+class CheckpointOutput(BaseModel):
+    job_id: str
+    waiting: bool = True
+
+
+# --- Extract (one Map item) ------------------------------------------------------------------------
+
+
+class ExtractInput(_JobPayload):
+    source: SelectedSource
+    focus_areas: list[str] | None = None
+    priority: int | None = None
+
+
+class Extraction(BaseModel):
+    """One source's outcome: the Extract step's output, or the Map's SourceFailed record (`caught`).
+    Dumped with exactly the fields it was given (a budget skip says `budget_skipped`, others do not)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    source_id: str | None = None
+    url: str | None = None
+    success: bool = False
+    failure_reason: str | None = None
+    parsed_key: str | None = None
+    evidence_count: int = 0
+    unavailable: bool = False
+    budget_skipped: bool = False
+    caught: bool = False
+    confidence_score: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _given_fields(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        given = self.model_fields_set | set(self.model_extra or {})
+        return {name: value for name, value in dump(self).items() if name in given}
+
+
+# --- Synthesize ------------------------------------------------------------------------------------
+
+
+class SynthesizeInput(_JobPayload):
+    extractions: list[Extraction] = Field(default_factory=list)
+
+
+class SynthesizeOutput(BaseModel):
+    synthesis_key: str
+    refused: bool
+    confidence_score: float
+
+
+# --- Finalize --------------------------------------------------------------------------------------
+
+
+class SynthesisRef(_Payload):
+    synthesis_key: str
+    refused: bool = False
+
+
+class FinalizeInput(_JobPayload):
+    search_results: list[dict[str, Any]] = Field(default_factory=list)
+    extractions: list[Extraction] = Field(default_factory=list)
+    synthesis: SynthesisRef
+
+
+class FinishedOutput(BaseModel):
+    job_id: str
+    status: str
+    moved: bool
+
+
+# --- MarkFailed ------------------------------------------------------------------------------------
+
+
+class StepError(_Payload):
+    """Step Functions' Catch record: the error's name and its cause (a Lambda's JSON error, often)."""
+
+    Error: Any = "Error"
+    Cause: Any = ""
+
+    def reason(self) -> str:
+        cause = str(self.Cause)
+        try:
+            parsed = json.loads(cause)
+            if isinstance(parsed, dict) and parsed.get("errorMessage"):
+                cause = str(parsed["errorMessage"])
+        except ValueError:
+            pass
+        return f"{self.Error}: {cause}".strip().rstrip(":")[:1000]
+
+    @property
+    def name(self) -> str:
+        return str(self.Error)
+
+
+class FailedState(ExecutionInput):
+    """The whole state at the failure: the job's ids (or the execution's input, for a Plan that failed)."""
+
+    input: ExecutionInput | None = None
+    error: StepError | None = None
+
+    @field_validator("error", mode="before")
+    @classmethod
+    def _no_error_recorded(cls, value: Any) -> Any:
+        return value or None
+
+    @property
+    def execution(self) -> ExecutionInput:
+        """Whichever of the state and the execution input names the job's team and request."""
+        return self if self.team_id or self.input is None else self.input
+
+
+class FailInput(_Payload):
+    state: FailedState = Field(default_factory=FailedState)
+    execution_name: str | None = None
+
+    @property
+    def job_id(self) -> str:
+        inner = self.state.input.job_id if self.state.input else None
+        return str(self.state.job_id or inner or self.execution_name)
+
+    @property
+    def reason(self) -> str:
+        return self.state.error.reason() if self.state.error else "unknown failure"
+
+
+class FailOutput(FinishedOutput):
+    reason: str
+
+
+# --- The job record --------------------------------------------------------------------------------
+
+
+class JobRecord(BaseModel):
+    """A job as the job table stores it (functions/orchestrate/store.py); fields the steps do not read
+    are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    job_id: str
+    team_id: str
+    status: str
+    research_goal: str | None = None
+    scope_parameters: dict[str, Any] = Field(default_factory=dict)
+    plan: dict[str, Any] = Field(default_factory=dict)
+    execute_response: str = "{}"
+    schedule_id: str | None = None
+    callback_url: str | None = None
+    screening_key: str | None = None
+    refined: bool = False
+    hits_found: int = 0
+    search_cache_hits: int = 0
+    search_coalesced: int = 0
+    extract_total: int = 0
+    extract_done: int = 0
+    budget_skipped_queries: int = 0
+    budget_skipped_sources: int = 0
+    budget_skipped_synthesis: int = 0
+    budget_reason: str | None = None
+    checkpoint_started_at: str | None = None
+    checkpoint_reason: str | None = None
+    decisions: list[dict[str, Any]] = Field(default_factory=list)
+
+    @cached_property
+    def research_plan(self) -> ResearchPlan:
+        """The job's plan, parsed once per step."""
+        return ResearchPlan.from_dict(self.plan)
+
+    @property
+    def depth(self) -> str:
+        return str(self.scope_parameters.get("discovery_depth") or "rapid")
+
+    @property
+    def cost_estimate(self) -> dict[str, Any] | None:
+        estimate: dict[str, Any] | None = json.loads(self.execute_response).get("cost_estimate")
+        return estimate
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as stored (for the living review and the webhook, which read it as a mapping)."""
+        return self.model_dump(mode="json", exclude_unset=True)

@@ -1,0 +1,58 @@
+"""What every step Lambda shares: its input parsed at the boundary, its output dumped to the JSON the
+state machine reads, JSON logs with the job id, step and request id, metering (functions/metering/steps.py)
+and the container's fair CPU slots (functions/common/fair_slots.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from functions.common import snapstart
+from functions.common.fair_slots import working_for
+from functions.common.observability import get_logger
+from functions.metering.steps import metered_step, step_ids
+
+logger = get_logger("orchestrate-steps")
+StepHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+StepInput = TypeVar("StepInput", bound=BaseModel)
+
+
+def step_handler(
+    name: str, input_model: type[StepInput], build: Callable[[], Callable[[StepInput], BaseModel]]
+) -> StepHandler:
+    """The Lambda handler of the state `name`: `build()` wires the step per invocation (cheap: clients
+    are cached by functions.common.aws; it follows the current settings, which tests change)."""
+
+    def run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        request_id = getattr(context, "aws_request_id", None)
+        logger.thread_safe_append_keys(job_id=step_ids(event)[1], step=step, request_id=request_id)
+        started = time.perf_counter()
+        try:
+            parsed = input_model.model_validate(event)
+            # CPU-bound work this process shares (PDF parses, embedding passes) goes to teams in turn
+            with working_for(step_ids(event)[0]):
+                output = build()(parsed)
+        except Exception:
+            logger.exception("step failed", duration_ms=round((time.perf_counter() - started) * 1000, 1))
+            raise
+        else:
+            logger.info("step finished", duration_ms=round((time.perf_counter() - started) * 1000, 1))
+            return output.model_dump(mode="json")
+        finally:
+            logger.thread_safe_clear_keys()
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        # Measured and recorded on the job's cost ledger and the team's month (functions/metering).
+        return metered_step(name, event, context, run)
+
+    handler.__name__ = handler.__qualname__ = name
+    return handler
+
+
+# What the steps import on first use (the cold start without SnapStart), imported into the snapshot.
+snapstart.prime_before_snapshot(
+    "numpy", "bm25s", "rapidfuzz.fuzz", "bibtexparser.entrypoint", "tenacity", "functions.common.minilm"
+)

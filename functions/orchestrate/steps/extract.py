@@ -1,0 +1,175 @@
+"""Extract (one item of the Extract Map): one selected source's full text and evidence. A permanent
+failure is recorded and returned; a transient one raises RetryableStepError for the state machine's retry."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NoReturn
+
+from functions.common.errors import (
+    FetchError,
+    FetchStatusError,
+    FetchTimeout,
+    InvalidInput,
+    NotFound,
+    RetryableStepError,
+    UpstreamError,
+)
+from functions.common.models import ExtractedPaper
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore, put_json
+from functions.common.traces import DynamoDbTraceStore
+from functions.extract.service import ExtractionService
+from functions.metering.job_budget import JobBudget
+from functions.metering.meter import MeteredFullText
+from functions.metering.wiring import budgets
+from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
+from functions.orchestrate.contracts import ExtractInput, Extraction
+from functions.orchestrate.payloads import extracted_key
+from functions.orchestrate.progress import JobProgress
+from functions.orchestrate.steps.adapter import step_handler
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.research.report import BUDGET_NOT_EXTRACTED
+from functions.research.retriever import FullTextPort
+
+if TYPE_CHECKING:
+    from functions.common.traces import TraceStore
+
+# A source that exists but offers us no full text (paywalled, gone): retrying won't help.
+NO_OPEN_FULL_TEXT = (401, 402, 403, 404, 410, 451)
+MAX_TEXT_LENGTH = 20000
+
+
+@dataclass
+class _Failure:
+    reason: str
+    event: str = "EXTRACTION_FAILED"
+    unavailable: bool = False
+
+
+@dataclass
+class Extract:
+    jobs: JobStore
+    data: BlobStore
+    extraction_service: Callable[[], FullTextPort]
+    settings: WorkflowSettings
+    budget: JobBudget
+    traces: TraceStore | None = None
+
+    def __call__(self, request: ExtractInput) -> Extraction:
+        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        source_id, url = request.source.source_id, request.source.url
+        base = Extraction(source_id=source_id, url=url, parsed_key=None, evidence_count=0)
+        if self._over_budget(progress, url):
+            return base.model_copy(
+                update={
+                    "success": False,
+                    "failure_reason": BUDGET_NOT_EXTRACTED,
+                    "unavailable": True,
+                    "budget_skipped": True,
+                }
+            )
+        outcome = self._attempt(progress, request)
+        if isinstance(outcome, _Failure):
+            progress.source_failed(source_id, url, outcome.event, outcome.reason)
+            return base.model_copy(
+                update={
+                    "success": False,
+                    "failure_reason": outcome.reason,
+                    "unavailable": outcome.unavailable,
+                }
+            )
+        key = extracted_key(progress.team_id, progress.job_id, source_id)
+        put_json(self.data, key, outcome.model_dump(mode="json"))
+        progress.source_read(source_id, outcome)
+        return base.model_copy(
+            update={
+                "success": True,
+                "failure_reason": None,
+                "parsed_key": key,
+                "evidence_count": len(outcome.evidence),
+                "confidence_score": outcome.confidence_score,
+            }
+        )
+
+    def _over_budget(self, progress: JobProgress, url: str) -> bool:
+        job = progress.job() if self.budget.gate is not None else None
+        # the Map's iterations after this one run even when the budget refuses
+        pending = max(0, job.extract_total - job.extract_done - 1) if job is not None else 0
+        reason = self.budget.refusal(progress.team_id, progress.job_id, "extract", pending=pending)
+        if reason is not None:
+            progress.budget_skipped("extract", url, reason)
+        return reason is not None
+
+    def _attempt(self, progress: JobProgress, request: ExtractInput) -> ExtractedPaper | _Failure:
+        """The source's paper, or why it failed for good; a transient failure is audited and raised."""
+        budget, url = self.settings.extract_budget_seconds, request.source.url
+        try:
+            paper = asyncio.run(
+                asyncio.wait_for(
+                    self._extract_once(progress, request, budget),
+                    timeout=budget * 1.1 + 0.5,  # a guard in case the service overruns its own budget
+                )
+            )
+        except (TimeoutError, FetchTimeout) as exc:
+            return _Failure(
+                f"timed out after the {budget:g} s extraction budget ({exc})", "EXTRACTION_TIMEOUT"
+            )
+        except FetchStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code == 429:
+                _retry(progress, url, exc.message)
+            return _Failure(exc.message, unavailable=exc.status_code in NO_OPEN_FULL_TEXT)
+        except NotFound as exc:  # includes the extract service's SourceUnavailable
+            if getattr(exc, "transient", False):
+                _retry(progress, url, exc.message)
+            return _Failure(exc.message, unavailable=True)
+        except (InvalidInput, FetchError) as exc:  # incl. FetchBlocked and FetchTooLarge
+            return _Failure(exc.message)
+        except UpstreamError as exc:
+            _retry(progress, url, exc.message)
+        if not paper.success:
+            return _Failure(paper.failure_reason or "extraction returned no content")
+        return paper
+
+    async def _extract_once(
+        self, progress: JobProgress, request: ExtractInput, budget: float
+    ) -> ExtractedPaper:
+        """A fresh service per invocation (its HTTP client belongs to this event loop), closed after.
+        `library://` sources resolve within the job's team only; its fetches queue at a provider as the
+        job's, ranked by the source's place in the selection."""
+        service = self.extraction_service()
+        try:
+            return await service.extract(
+                request.source.url,
+                focus_areas=list(request.focus_areas or []),
+                max_length=MAX_TEXT_LENGTH,
+                budget_seconds=budget,
+                team_id=progress.team_id,
+                job_id=progress.job_id,
+                priority=int(request.priority or 0),
+            )
+        finally:
+            close = getattr(service, "aclose", None)
+            if close is not None:
+                await close()
+
+
+def _retry(progress: JobProgress, url: str, message: str) -> NoReturn:
+    progress.retrying(url, message)
+    raise RetryableStepError(f"transient failure extracting {url}: {message}")
+
+
+def build() -> Extract:
+    return Extract(
+        jobs=DynamoDbJobStore(),
+        data=S3BlobStore(get_settings().data_bucket),
+        extraction_service=lambda: MeteredFullText(ExtractionService.from_settings()),
+        settings=get_workflow_settings(),
+        budget=JobBudget(budgets()),
+        traces=DynamoDbTraceStore(),
+    )
+
+
+handler = step_handler("extract", ExtractInput, build)

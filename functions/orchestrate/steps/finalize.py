@@ -1,0 +1,204 @@
+"""Finalize: the job's outcome (COMPLETED, PARTIAL or REFUSED), its report artifacts and results
+document, its final status, then what follows it (functions/orchestrate/completion.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore, get_json
+from functions.common.traces import DynamoDbTraceStore
+from functions.metering.job_budget import skipped_work
+from functions.orchestrate.completion import JobCompletion, artifact_prefix, results_key
+from functions.orchestrate.contracts import FinalizeInput, FinishedOutput, JobRecord
+from functions.orchestrate.models import ARTIFACT_NAMES, JobStatus, decision
+from functions.orchestrate.payloads import screened
+from functions.orchestrate.progress import JobProgress
+from functions.orchestrate.search_round import (
+    BUDGET_REACHED,
+    not_run_counts,
+    uncovered_concepts,
+    upstream_failures,
+)
+from functions.orchestrate.steps.adapter import step_handler
+from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher, JobStore
+from functions.research import outputs
+from functions.research.report import SearchSummary, build_results
+from functions.research.screening import Candidate
+from functions.schedules.wiring import living_review
+from functions.teams.wiring import team_service
+from functions.webhooks.wiring import notifier
+
+if TYPE_CHECKING:
+    from functions.common.traces import TraceStore
+
+
+@dataclass
+class Finalize:
+    jobs: JobStore
+    data: BlobStore
+    artifacts: BlobStore
+    completion: JobCompletion
+    traces: TraceStore | None = None
+
+    def __call__(self, request: FinalizeInput) -> FinishedOutput:
+        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        team_id, job_id, job = progress.team_id, progress.job_id, progress.job()
+        synthesis: dict[str, Any] = get_json(self.data, request.synthesis.synthesis_key) or {}
+        screening, candidates = screened(self.data, job)
+        searches, extractions = (
+            request.search_results,
+            [item.model_dump(mode="json") for item in request.extractions],
+        )
+        selected = [candidates[i] for i in screening.get("selected", []) if i in candidates]
+        status, partial_reasons, budget_decisions = job_outcome(job, synthesis, searches, extractions)
+        bib, keys = outputs.bibtex_entries(selected)
+        outputs.validate_bibtex(bib, len(selected))
+        files = {
+            "report.md": outputs.report_markdown(synthesis, selected, keys, status.value),
+            "bibliography.bib": bib,
+            "annotated_bibliography.md": outputs.annotated_bibliography(
+                selected,
+                keys,
+                {item["source_id"]: item for item in extractions if item.get("source_id")},
+                synthesis.get("evidence", []),
+            ),
+            "quote_library.json": outputs.to_json(
+                outputs.quote_library(selected, synthesis.get("evidence", []))
+            ),
+            "search_report.md": outputs.search_report(
+                job.plan, searches, screening, extractions, job.decisions
+            ),
+        }
+        artifact_keys = self._write(team_id, job_id, files)
+        results = build_results(
+            job_id,
+            status.value,
+            synthesis,
+            screening,
+            selected,
+            keys,
+            extractions,
+            _search_summary(job, searches),
+            partial_reasons if status is JobStatus.PARTIAL else [],
+            artifact_keys,
+        ).model_dump(mode="json")
+        self._store_results(team_id, job, results, candidates)
+        moved = progress.finished(
+            status,
+            results,
+            {
+                "results_key": results_key(team_id, job_id),
+                "artifact_keys": artifact_keys,
+                "partial_reasons": results["execution_summary"]["partial_reasons"],
+                "artifacts_written": len(files),
+                "budget_decisions": budget_decisions,
+            },
+        )
+        if moved:
+            self.completion.completed(team_id, job.as_dict(), results)
+        return FinishedOutput(job_id=job_id, status=status.value, moved=moved)
+
+    def _write(self, team_id: str, job_id: str, files: dict[str, str]) -> dict[str, str]:
+        prefix = artifact_prefix(team_id, job_id)
+        artifact_keys = {name: prefix + name for name in files}
+        for name, body in files.items():
+            self.artifacts.put_bytes(artifact_keys[name], body.encode("utf-8"), ARTIFACT_NAMES[name])
+        return artifact_keys
+
+    def _store_results(
+        self, team_id: str, job: JobRecord, results: dict[str, Any], candidates: dict[str, Candidate]
+    ) -> None:
+        """results.json, with a scheduled run's changes since its schedule's last run."""
+        changes = self.completion.changes(team_id, job.as_dict(), results, candidates)
+        if changes is not None:
+            results["changes_since_last_run"] = changes
+        body = outputs.to_json(results).encode("utf-8")
+        self.artifacts.put_bytes(results_key(team_id, job.job_id), body, "application/json")
+
+
+def job_outcome(
+    job: JobRecord,
+    synthesis: dict[str, Any],
+    searches: list[dict[str, Any]],
+    extractions: list[dict[str, Any]],
+) -> tuple[JobStatus, list[str], list[dict[str, str]]]:
+    """(status, partial reasons, budget decisions). PARTIAL: coverage was really lost. An upstream
+    answered errors, a concept of the goal found nothing from any connector, or a source failed in a way
+    a retry might mend; or work was skipped for the budget. Queries that waited past the job's search
+    time for their turn are reported (not run), not counted as failures; a source with no open full
+    text (paywalled, gone) is reported per source."""
+    interrupted = [item for item in extractions if not item.get("success") and not item.get("unavailable")]
+    partial_reasons = [
+        *(
+            f"{name} answered errors: {reason}"
+            for name, reason in sorted(upstream_failures(searches).items())
+        ),
+        *(
+            f"no results for '{concept}' from any connector"
+            for concept in uncovered_concepts(job.plan.get("key_phrases") or [], searches)
+        ),
+        *(
+            [f"{len(interrupted)} source(s) could not be extracted: {interrupted[0].get('failure_reason')}"]
+            if interrupted
+            else []
+        ),
+    ]
+    if synthesis.get("refusal"):
+        status = JobStatus.REFUSED
+    elif partial_reasons:
+        status = JobStatus.PARTIAL
+    else:
+        status = JobStatus.COMPLETED
+    budget_decisions = budget_reached(job)
+    if budget_decisions:  # work was skipped for the budget: never COMPLETED, nor a plain refusal
+        status = JobStatus.PARTIAL
+        partial_reasons.append("stopped at its cost budget")
+    return status, partial_reasons, budget_decisions
+
+
+def budget_reached(job: JobRecord) -> list[dict[str, str]]:
+    """The BUDGET_REACHED decision of a job that skipped work for its budget (none otherwise)."""
+    skipped = skipped_work(
+        job.budget_skipped_queries, job.budget_skipped_sources, job.budget_skipped_synthesis
+    )
+    if skipped is None:
+        return []
+    return [
+        decision(
+            BUDGET_REACHED,
+            job.budget_reason or "the budget was reached",
+            f"Skipped: {skipped}; finished PARTIAL with the work done within the budget",
+        )
+    ]
+
+
+def _search_summary(job: JobRecord, searches: list[dict[str, Any]]) -> SearchSummary:
+    return SearchSummary(
+        requests_planned=len(searches),
+        not_run=not_run_counts(searches),
+        failed_connectors=sorted(upstream_failures(searches)),
+        hits=job.hits_found,
+        cache_hits=job.search_cache_hits,
+        coalesced=job.search_coalesced,
+    )
+
+
+def build() -> Finalize:
+    settings = get_settings()
+    return Finalize(
+        jobs=DynamoDbJobStore(),
+        data=S3BlobStore(settings.data_bucket),
+        artifacts=S3BlobStore(settings.artifacts_bucket),
+        completion=JobCompletion(
+            events=EventBridgePublisher(),
+            artifact_uri=lambda key: f"s3://{settings.artifacts_bucket}/{key}",
+            living_review=living_review,
+            webhooks=lambda: notifier(secret_of=team_service().webhook_secret),
+        ),
+        traces=DynamoDbTraceStore(),
+    )
+
+
+handler = step_handler("finalize", FinalizeInput, build)

@@ -1,0 +1,160 @@
+"""Screen: de-duplicate, score and select the searches' hits (functions/research/screening.py). Too few
+good sources and turns left: one refinement round of broader queries; else the sources the budget can
+extract, with the screening payload stored for Synthesize and Finalize."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from functions.common.embedder import default_embedder
+from functions.common.models import Paper
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
+from functions.common.traces import DynamoDbTraceStore
+from functions.metering.job_budget import JobBudget
+from functions.metering.wiring import budgets
+from functions.orchestrate.config import get_workflow_settings
+from functions.orchestrate.contracts import ScreenInput, ScreenOutput, SelectedSource
+from functions.orchestrate.payloads import screening_key
+from functions.orchestrate.progress import JobProgress
+from functions.orchestrate.search_round import not_run_counts, upstream_failures
+from functions.orchestrate.steps.adapter import step_handler
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.wiring import upstream_query
+from functions.research.planning import (
+    BOOLEAN_CONNECTORS,
+    Renderer,
+    ResearchPlan,
+    connector_syntax,
+    refined_queries,
+)
+from functions.research.relevance import RelevanceScorer
+from functions.research.screening import Candidate, ScreeningResult, screen
+
+if TYPE_CHECKING:
+    from functions.common.traces import TraceStore
+
+
+@dataclass
+class Screen:
+    jobs: JobStore
+    data: BlobStore
+    budget: JobBudget
+    relevance_scorer: Callable[[], RelevanceScorer] = field(default=lambda: RelevanceScorer(None))
+    render: Renderer = connector_syntax
+    traces: TraceStore | None = None
+
+    def __call__(self, request: ScreenInput) -> ScreenOutput:
+        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        job = progress.job()
+        plan, searches = job.research_plan, request.search_results
+        turns = _refine_turns(plan, searches)
+        progress.validating()
+        scorer = self.relevance_scorer()
+        result = screen(
+            self._hits(searches),
+            plan,
+            current_year=datetime.now(UTC).year,
+            allow_refinement=not job.refined and not job.budget_skipped_queries and any(turns.values()),
+            scorer=scorer,
+        )
+        if result.needs_refinement:
+            return self._refine(progress, plan, result, turns)
+        to_extract = self._affordable(progress, result.selected)
+        key = self._store(progress, result, to_extract)
+        progress.screened(result, plan, job.refined, key, len(to_extract), scorer.method)
+        return ScreenOutput(
+            action="EXTRACT",
+            selected=[
+                SelectedSource(source_id=c.source_id, url=c.paper.url, title=c.paper.title[:300])
+                for c in to_extract
+            ],
+        )
+
+    def _hits(self, results: list[dict[str, Any]]) -> list[tuple[str, Paper]]:
+        return [
+            (str(result["query_id"]), Paper.model_validate(item))
+            for result in results
+            if result.get("key")
+            for item in get_json(self.data, result["key"]) or []
+        ]
+
+    def _refine(
+        self, progress: JobProgress, plan: ResearchPlan, result: ScreeningResult, turns: dict[str, int]
+    ) -> ScreenOutput:
+        queries = refined_queries(
+            plan,
+            [c.paper.title for c in result.selected],
+            connectors=_connectors(plan),
+            render=self.render,
+            turns=turns,
+        )
+        progress.refining(
+            result, plan, variants=len({tuple(q.terms) for q in queries}), requests=len(queries)
+        )
+        return ScreenOutput(action="REFINE", refined_queries=[q.to_dict() for q in queries])
+
+    def _affordable(self, progress: JobProgress, selected: list[Candidate]) -> list[Candidate]:
+        """The selected sources the job's budget can start extracting; the rest are skipped for it."""
+        affordable = self.budget.affordable_extractions(progress.team_id, progress.job_id, len(selected))
+        skipped = len(selected) - affordable
+        if skipped > 0:
+            reason = (
+                f"the budget cannot pay for extracting more than {affordable} of the {len(selected)} selected "
+                "sources (each extraction costs at least its invocation, even one the budget then refuses)"
+            )
+            progress.extractions_skipped_for_budget(skipped, reason)
+        return selected[:affordable]
+
+    def _store(self, progress: JobProgress, result: ScreeningResult, to_extract: list[Candidate]) -> str:
+        key = screening_key(progress.team_id, progress.job_id)
+        put_json(
+            self.data,
+            key,
+            {
+                "candidates": [c.to_dict() for c in result.candidates],
+                "selected": [c.source_id for c in result.selected],
+                "budget_skipped": [c.source_id for c in result.selected[len(to_extract) :]],
+                "discovered": result.discovered,
+                "duplicates": result.duplicates,
+                "validated": len(result.candidates),
+                "passed": result.passed,
+                "rejection_counts": result.rejection_counts,
+            },
+        )
+        return key
+
+
+def _connectors(plan: ResearchPlan) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(q.connector for q in plan.queries))
+
+
+def _refine_turns(plan: ResearchPlan, searches: list[dict[str, Any]]) -> dict[str, int]:
+    """Refinement queries each connector may still be sent: one, except where the plan's own queries did
+    not all run (its rate budget is spent), where it failed, and on a boolean engine (arXiv), whose one
+    query already ORed every concept and whose turns are the scarcest."""
+    not_run = not_run_counts(searches)
+    failed = upstream_failures(searches)
+    return {
+        name: 0 if name in not_run or name in failed or name in BOOLEAN_CONNECTORS else 1
+        for name in _connectors(plan)
+    }
+
+
+def build() -> Screen:
+    return Screen(
+        jobs=DynamoDbJobStore(),
+        data=S3BlobStore(get_settings().data_bucket),
+        budget=JobBudget(budgets()),
+        relevance_scorer=lambda: RelevanceScorer(
+            default_embedder(), embed_seconds=get_workflow_settings().screen_embedding_seconds
+        ),
+        render=upstream_query,
+        traces=DynamoDbTraceStore(),
+    )
+
+
+handler = step_handler("screen", ScreenInput, build)

@@ -1,0 +1,70 @@
+"""Search: one iteration of the job's queries (functions/orchestrate/search_round.py), with one budget
+check per iteration; the state machine loops while queries wait for their turn and search time is left."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore
+from functions.common.traces import DynamoDbTraceStore
+from functions.metering.job_budget import JobBudget
+from functions.metering.wiring import budgets
+from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
+from functions.orchestrate.contracts import SearchInput, SearchState
+from functions.orchestrate.progress import JobProgress
+from functions.orchestrate.search_round import SearchPort, SearchRound
+from functions.orchestrate.steps.adapter import step_handler
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.wiring import shared_search_service
+
+if TYPE_CHECKING:
+    from functions.common.traces import TraceStore
+
+
+@dataclass
+class Search:
+    jobs: JobStore
+    data: BlobStore
+    search_service: Callable[[], SearchPort]
+    settings: WorkflowSettings
+    budget: JobBudget
+    traces: TraceStore | None = None
+
+    def __call__(self, request: SearchInput) -> SearchState:
+        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        state = request.search
+        job = progress.job()
+        seconds = self.settings.search_seconds(job.depth, refinement=state.phase == "refine")
+
+        def over_budget(what: str) -> str | None:
+            reason = self.budget.refusal(progress.team_id, progress.job_id, "search")
+            if reason is not None:
+                progress.budget_skipped("search", what, reason)
+            return reason
+
+        search_round = SearchRound(
+            progress=progress,
+            data=self.data,
+            search_service=self.search_service,
+            over_budget=over_budget,
+            iteration_seconds=self.settings.search_iteration_seconds,
+        )
+        return asyncio.run(search_round.run(state, seconds))
+
+
+def build() -> Search:
+    return Search(
+        jobs=DynamoDbJobStore(),
+        data=S3BlobStore(get_settings().data_bucket),
+        search_service=shared_search_service,
+        settings=get_workflow_settings(),
+        budget=JobBudget(budgets()),
+        traces=DynamoDbTraceStore(),
+    )
+
+
+handler = step_handler("search", SearchInput, build)

@@ -1,0 +1,94 @@
+"""Synthesize: the cited synthesis of the extracted sources (functions/research/synthesis.py), stored for
+Finalize; an empty one that says why when the budget refuses it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from functions.common.llm import LlmProvider, provider_from_settings
+from functions.common.models import ExtractedPaper
+from functions.common.settings import get_settings
+from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
+from functions.common.traces import DynamoDbTraceStore
+from functions.metering.job_budget import JobBudget
+from functions.metering.meter import metered_llm
+from functions.metering.wiring import budgets
+from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
+from functions.orchestrate.contracts import Extraction, SynthesizeInput, SynthesizeOutput
+from functions.orchestrate.payloads import screened, synthesis_key
+from functions.orchestrate.progress import JobProgress
+from functions.orchestrate.steps.adapter import step_handler
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.research.screening import Candidate
+from functions.research.synthesis import synthesize
+
+if TYPE_CHECKING:
+    from functions.common.traces import TraceStore
+
+
+@dataclass
+class Synthesize:
+    jobs: JobStore
+    data: BlobStore
+    settings: WorkflowSettings
+    budget: JobBudget
+    llm: Callable[[], LlmProvider | None] = field(default=lambda: None)
+    traces: TraceStore | None = None
+
+    def __call__(self, request: SynthesizeInput) -> SynthesizeOutput:
+        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        job = progress.job()
+        progress.synthesising()
+        _, candidates = screened(self.data, job)
+        sources = self._sources(request.extractions, candidates)
+        # sources whose step the Map's Catch recorded after its retries
+        caught = [(str(item.url), str(item.failure_reason)) for item in request.extractions if item.caught]
+        refused = self.budget.refusal(progress.team_id, progress.job_id, "synthesize", sources=len(sources))
+        if refused is None:
+            result = asyncio.run(
+                synthesize(
+                    job.research_plan,
+                    sources,
+                    provider=self.llm(),
+                    llm_budget_seconds=self.settings.synthesis_llm_budget_seconds,
+                )
+            )
+        else:  # skipped: an empty synthesis that says why
+            progress.budget_skipped("synthesize", "synthesis", refused)
+            result = asyncio.run(synthesize(job.research_plan, [], provider=None))
+            result.refusal_reason = f"Synthesis skipped: {refused}"
+        key = synthesis_key(progress.team_id, progress.job_id)
+        put_json(self.data, key, result.to_dict())
+        progress.synthesised(result, caught)
+        return SynthesizeOutput(
+            synthesis_key=key, refused=result.refusal, confidence_score=result.confidence_score
+        )
+
+    def _sources(
+        self, extractions: list[Extraction], candidates: dict[str, Candidate]
+    ) -> list[tuple[Candidate, ExtractedPaper]]:
+        """The screened candidates whose extraction succeeded, with their stored papers."""
+        sources: list[tuple[Candidate, ExtractedPaper]] = []
+        for item in extractions:
+            if item.success and item.parsed_key and item.source_id in candidates:
+                data = get_json(self.data, item.parsed_key)
+                if data:
+                    sources.append((candidates[item.source_id], ExtractedPaper.model_validate(data)))
+        return sources
+
+
+def build() -> Synthesize:
+    return Synthesize(
+        jobs=DynamoDbJobStore(),
+        data=S3BlobStore(get_settings().data_bucket),
+        settings=get_workflow_settings(),
+        budget=JobBudget(budgets()),
+        llm=lambda: metered_llm(provider_from_settings()),
+        traces=DynamoDbTraceStore(),
+    )
+
+
+handler = step_handler("synthesize", SynthesizeInput, build)

@@ -1,0 +1,63 @@
+"""A job's results document from typed inputs (functions/research/report.py): no I/O."""
+
+from __future__ import annotations
+
+from functions.research.report import BUDGET_NOT_EXTRACTED, SearchSummary, build_results
+from functions.research.screening import Candidate
+from tests.unit.orchestrate.fixtures import paper
+
+
+def _candidate(index: int) -> Candidate:
+    return Candidate(paper=paper(index), source_id=f"src-{index}", scores={"relevance": 0.9}, total_score=0.8)
+
+
+SYNTHESIS = {
+    "research_goal": "goal",
+    "executive_summary": "summary",
+    "evidence": [
+        {"evidence_id": "e1", "source_id": "src-1"},
+        {"evidence_id": "e2", "source_id": "src-2"},
+    ],
+    "claims": [
+        {"claim_id": "c1", "kept": True, "evidence_ids": ["e1"]},
+        {"claim_id": "c2", "kept": False, "evidence_ids": ["e2"]},  # removed by verification: cites nothing
+    ],
+    "confidence_score": 0.6,
+    "refusal": False,
+    "writer": "extractive",
+}
+
+
+def test_each_source_says_how_it_was_extracted_and_whether_a_kept_claim_cites_it() -> None:
+    sources = [_candidate(1), _candidate(2), _candidate(3)]
+    extractions = [
+        {"source_id": "src-1", "success": True},
+        {"source_id": "src-2", "success": False, "failure_reason": "HTTP 403", "unavailable": True},
+    ]
+    results = build_results(
+        "job-1",
+        "PARTIAL",
+        SYNTHESIS,
+        {"validated": 9, "passed": 4, "budget_skipped": ["src-3"]},
+        sources,
+        {"src-1": "smith2025a", "src-2": "smith2025b", "src-3": "smith2025c"},
+        extractions,
+        SearchSummary(requests_planned=6, not_run={"arxiv": 2}, failed_connectors=["crossref"], hits=40),
+        ["crossref answered errors: HTTP 500"],
+        {"report.md": "teams/t/jobs/job-1/report.md"},
+    )
+    by_id = {source.source_id: source for source in results.sources}
+    assert [by_id[i].cited for i in ("src-1", "src-2", "src-3")] == [True, False, False]
+    assert by_id["src-1"].extraction_success and by_id["src-1"].failure_reason is None
+    assert by_id["src-2"].failure_reason == "HTTP 403"
+    assert by_id["src-3"].failure_reason == BUDGET_NOT_EXTRACTED
+    summary = results.execution_summary
+    assert (summary.queries_executed, summary.extractions_successful, summary.extractions_failed) == (4, 1, 1)
+    assert summary.queries_not_run == {"arxiv": "2 not run: arxiv's rate budget"}
+    assert (summary.total_sources_discovered, summary.sources_validated, summary.search_hits) == (9, 4, 40)
+    document = results.model_dump(mode="json")
+    assert (
+        document["synthesis"]["executive_summary"] == "summary"
+        and document["synthesis"]["gaps_identified"] is None
+    )
+    assert document["artifact_keys"] == {"report.md": "teams/t/jobs/job-1/report.md"}
