@@ -12,6 +12,9 @@ from functions.research.gate import (
     LOW_CONFIDENCE,
     NOT_ANSWERED,
     SINGLE_SOURCE_CONFIDENCE_CAP,
+    Decision,
+    answer_facts,
+    answer_policy,
     decide,
 )
 from functions.research.planner import plan_answer
@@ -214,6 +217,23 @@ def test_red_team_flags_injection_consensus_and_a_mostly_unsupported_draft() -> 
     assert red_team([], bad, chunks, []).force_refusal
 
 
+def _decide(
+    sources: list[SourceDoc],
+    chunks: dict[str, EvidenceChunk],
+    supported: list[ClaimVerification],
+    red_team: RedTeamReport,
+    *,
+    quality_gate: bool,
+    min_confidence: float | None = None,
+    min_sources: int | None = None,
+) -> Decision:
+    facts = answer_facts(
+        sources=sources, chunks=chunks, kept=supported, all_claims=supported, critique=None, red_team=red_team
+    )
+    policy = answer_policy(quality_gate=quality_gate, min_confidence=min_confidence, min_sources=min_sources)
+    return decide(facts, policy)
+
+
 def test_gate_reasons_and_single_source_cap() -> None:
     chunks = {
         "chunk-a": chunk("chunk-a", "s1", "A finding."),
@@ -221,44 +241,36 @@ def test_gate_reasons_and_single_source_cap() -> None:
     }
     supported = [ClaimVerification("clm-001", "A finding.", SUPPORTED, ["chunk-a"], 1.0, "")]
     calm = RedTeamReport([], False, None)
-    one = decide(
-        sources=[source("s1")],
-        chunks=chunks,
-        kept=supported,
-        all_claims=supported,
-        critique=None,
-        red_team=calm,
+    one = _decide(
+        [source("s1")],
+        chunks,
+        supported,
+        calm,
         quality_gate=True,
     )
     assert not one.refusal and 0 < one.confidence <= SINGLE_SOURCE_CONFIDENCE_CAP
-    more = decide(
-        sources=[source("s1")],
-        chunks=chunks,
-        kept=supported,
-        all_claims=supported,
-        critique=None,
-        red_team=calm,
+    more = _decide(
+        [source("s1")],
+        chunks,
+        supported,
+        calm,
         quality_gate=True,
         min_sources=2,
     )
     assert more.refusal and more.reason_code == INSUFFICIENT_SOURCES
-    partial_topic = decide(
-        sources=[source("s1", whole=False)],
-        chunks=chunks,
-        kept=supported,
-        all_claims=supported,
-        critique=None,
-        red_team=calm,
+    partial_topic = _decide(
+        [source("s1", whole=False)],
+        chunks,
+        supported,
+        calm,
         quality_gate=True,
     )
     assert partial_topic.reason_code == NOT_ANSWERED
-    strict = decide(
-        sources=[source("s1")],
-        chunks=chunks,
-        kept=supported,
-        all_claims=supported,
-        critique=None,
-        red_team=calm,
+    strict = _decide(
+        [source("s1")],
+        chunks,
+        supported,
+        calm,
         quality_gate=False,
         min_confidence=0.9,
     )

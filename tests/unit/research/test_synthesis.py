@@ -9,8 +9,9 @@ from typing import Any
 
 from functions.common.llm import Completion, CompletionStream, StreamEnd, Usage
 from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP
-from functions.research.synthesis import PARTIAL, SUPPORTED, UNSUPPORTED, SynthesisResult, verify_claim
+from functions.research.synthesis import SynthesisResult
 from functions.research.synthesis import synthesize as synthesize_async
+from functions.research.verifier import PARTIAL, SUPPORTED, UNSUPPORTED, verify_claim
 from tests.unit.orchestrate.fixtures import extracted, plan
 from tests.unit.research.scripted_llm import ScriptedLlm
 
