@@ -1,5 +1,6 @@
 """The answer pipeline: Planner → Retriever → Writer → Critic → Verifier → Red-Team → Decision gate →
-Finalize, each stage emitting its trace events as it finishes.
+Finalize, each stage emitting its trace events as it finishes. The preset lists its stages
+(functions/research/presets.py); `AnswerPipeline.run` runs them in order over one `AnswerContext`.
 
 A streaming caller hears only verified text: each sentence of the draft is verified as soon as the
 writer finishes it and sent if kept (functions/research/verified_stream.py); a refusal carries no draft.
@@ -12,19 +13,41 @@ trace events, the writer's deltas and the verified citations as they happen.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from functions.common.errors import UpstreamError
 from functions.research.critic import Contradiction, Critique, critique, find_contradictions
 from functions.research.evidence import EvidenceChunk, SourceDoc
-from functions.research.gate import Decision, decide
+from functions.research.gate import Decision, answer_facts, answer_policy
 from functions.research.planner import AnswerPlan, plan_answer
-from functions.research.presets import Effort, FocusMode, Preset
-from functions.research.redteam import RedTeamReport, red_team
+from functions.research.presets import (
+    CRITIQUE,
+    DECIDE,
+    FINALIZE,
+    PLAN,
+    RED_TEAM,
+    RETRIEVE,
+    VERIFY,
+    WRITE,
+    Effort,
+    FocusMode,
+    Preset,
+    preset_named,
+)
+from functions.research.redteam import RedTeamReport
 from functions.research.retriever import Retrieval, Retriever
-from functions.research.trace import CRITIC, DECISION, PLANNER, RED_TEAM, VERIFIER, WRITER, TraceRecorder
+from functions.research.stages import (
+    PipelineContext,
+    Stage,
+    challenge,
+    gate,
+    run_stages,
+    stage_list,
+    verified,
+)
+from functions.research.trace import CRITIC, DECISION, PLANNER, WRITER, TraceRecorder
 from functions.research.verified_stream import VerifiedStream
 from functions.research.verifier import ClaimVerification, Verifier
 from functions.research.writer import (
@@ -176,39 +199,52 @@ def plan_for(request: AnswerRequest) -> AnswerPlan:
     return replace(plan, team_id=request.team_id)
 
 
+@dataclass(kw_only=True)
+class AnswerContext(PipelineContext):
+    """One answer's run: the request, its listeners, and what each stage adds."""
+
+    request: AnswerRequest
+    on_delta: Delta | None = None
+    on_citations: CitationsListener | None = None
+    started: float = field(default_factory=time.perf_counter)
+    plan: AnswerPlan | None = None
+    retrieval: Retrieval | None = None
+    contradictions: list[Contradiction] = field(default_factory=list)
+    verifier: Verifier | None = None
+    shown: VerifiedStream | None = None  # the draft's sentences, each verified as the writer ends it
+    review: Critique | None = None
+    result: AnswerResult | None = None
+
+    def planned(self) -> AnswerPlan:
+        if self.plan is None:
+            raise RuntimeError("the plan stage has not run")
+        return self.plan
+
+    def retrieved(self) -> Retrieval:
+        if self.retrieval is None:
+            raise RuntimeError("the retrieve stage has not run")
+        return self.retrieval
+
+    def streamed(self) -> VerifiedStream:
+        if self.shown is None:
+            raise RuntimeError("the retrieve stage has not run")
+        return self.shown
+
+
 class AnswerPipeline:
     def __init__(self, retriever: Retriever, llm: LlmProvider | None = None) -> None:
         self.retriever = retriever
         self.llm = llm
-
-    async def _write(
-        self,
-        plan: AnswerPlan,
-        retrieval: Retrieval,
-        contradictions: list[Contradiction],
-        request: AnswerRequest,
-        shown: VerifiedStream,
-    ) -> Draft:
-        extractive = ExtractiveWriter()
-        primary = {source.source_id for source in retrieval.sources if source.answers_question}
-        if self.llm is None or not retrieval.chunks:
-            return await extractive.write(
-                plan, retrieval.chunks, contradictions=contradictions, primary=primary
-            )
-        try:
-            return await LlmWriter(self.llm).write(
-                plan.question,
-                plan.preset.style,
-                retrieval.chunks,
-                temperature=request.temperature,
-                on_model_text=shown.feed_model_text,
-            )
-        except UpstreamError as exc:  # the answer still comes, from the evidence itself
-            draft = await extractive.write(
-                plan, retrieval.chunks, contradictions=contradictions, primary=primary
-            )
-            draft.notes.append(f"LLM writer failed ({exc.message}); the extractive writer answered")
-            return draft
+        self.stages: Mapping[str, Stage[AnswerContext]] = {
+            PLAN: self.plan,
+            RETRIEVE: self.retrieve,
+            WRITE: self.write,
+            CRITIQUE: self.critique,
+            VERIFY: self.verify,
+            RED_TEAM: challenge,
+            DECIDE: self.decide,
+            FINALIZE: self.finalize,
+        }
 
     async def run(
         self,
@@ -218,22 +254,33 @@ class AnswerPipeline:
         on_delta: Delta | None = None,
         on_citations: CitationsListener | None = None,
     ) -> AnswerResult:
-        started = time.perf_counter()
-        plan = plan_for(request)
-        await trace.emit(PLANNER, "plan", "plan_created", **plan.to_payload())
+        context = AnswerContext(request=request, on_delta=on_delta, on_citations=on_citations)
+        preset = preset_named(request.preset)
+        await run_stages(stage_list(preset.stages, self.stages), context, trace)
+        if context.result is None:
+            raise RuntimeError(f"preset {preset.name} has no finalize stage")
+        return context.result
 
-        retrieval = await self.retriever.retrieve(plan, trace, request.documents)
-        chunk_map = {chunk.chunk_id: chunk for chunk in retrieval.chunks}
-        source_map = {source.source_id: source for source in retrieval.sources}
-        contradictions = find_contradictions(retrieval.chunks) if plan.preset.critic else []
+    async def plan(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        context.plan = plan_for(context.request)
+        await trace.emit(PLANNER, "plan", "plan_created", **context.plan.to_payload())
 
+    async def retrieve(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        plan = context.planned()
+        retrieval = await self.retriever.retrieve(plan, trace, context.request.documents)
+        context.retrieval = retrieval
+        context.chunks = {chunk.chunk_id: chunk for chunk in retrieval.chunks}
+        context.quarantined = retrieval.quarantined
+        context.hostile_sources = retrieval.hostile_sources
+        context.contradictions = find_contradictions(retrieval.chunks) if plan.preset.critic else []
         # Only verified sentences are ever streamed: each is verified as the writer finishes it.
-        verifier = Verifier(self.llm if request.enable_verifier else None)
-        shown = VerifiedStream(verifier, {i: c.text for i, c in chunk_map.items()}, on_delta)
-        draft = await self._write(plan, retrieval, contradictions, request, shown)
-        claims = [
-            (f"clm-{index + 1:03d}", sentence.chunk_ids) for index, sentence in enumerate(draft.sentences)
-        ]
+        context.verifier = Verifier(self.llm if context.request.enable_verifier else None)
+        texts = {chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()}
+        context.shown = VerifiedStream(context.verifier, texts, context.on_delta)
+
+    async def write(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        draft = await self._draft(context)
+        context.draft = draft
         await trace.emit(
             WRITER,
             "write",
@@ -242,53 +289,70 @@ class AnswerPipeline:
             model=draft.model,
             usage={"prompt_tokens": draft.prompt_tokens, "completion_tokens": draft.completion_tokens},
             sentences=len(draft.sentences),
-            cited_chunk_ids=sorted({i for _, ids in claims for i in ids}),
+            cited_chunk_ids=sorted({i for sentence in draft.sentences for i in sentence.chunk_ids}),
             notes=draft.notes,
         )
 
-        review = critique(plan, claims, chunk_map, contradictions) if plan.preset.critic else None
-        if review is not None:
-            await trace.emit(
-                CRITIC,
-                "critique",
-                "critique_generated",
-                uncovered_sub_questions=review.uncovered_sub_questions,
-                single_source_claim_ids=[item["claim_id"] for item in review.single_source_claims],
-                contradictions=[c.evidence_chunk_ids for c in review.contradictions],
+    async def _draft(self, context: AnswerContext) -> Draft:
+        plan, retrieval = context.planned(), context.retrieved()
+        extractive = ExtractiveWriter()
+        primary = {source.source_id for source in retrieval.sources if source.answers_question}
+        contradictions = context.contradictions
+        if self.llm is None or not retrieval.chunks:
+            return await extractive.write(
+                plan, retrieval.chunks, contradictions=contradictions, primary=primary
             )
+        try:
+            return await LlmWriter(self.llm).write(
+                plan.question,
+                plan.preset.style,
+                retrieval.chunks,
+                temperature=context.request.temperature,
+                on_model_text=context.streamed().feed_model_text,
+            )
+        except UpstreamError as exc:  # the answer still comes, from the evidence itself
+            draft = await extractive.write(
+                plan, retrieval.chunks, contradictions=contradictions, primary=primary
+            )
+            draft.notes.append(f"LLM writer failed ({exc.message}); the extractive writer answered")
+            return draft
 
-        verifications = await shown.finish(draft.sentences)
-        kept = [v for v in verifications if v.kept]
-        kept_sentences = [s for s, v in zip(draft.sentences, verifications, strict=True) if v.kept]
+    async def critique(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        claims = [
+            (f"clm-{index + 1:03d}", sentence.chunk_ids)
+            for index, sentence in enumerate(context.written().sentences)
+        ]
+        review = critique(context.planned(), claims, context.chunks, context.contradictions)
+        context.review = review
         await trace.emit(
-            VERIFIER,
-            "verify",
-            "verification_completed",
-            claim_ids=[v.claim_id for v in verifications],
-            verdicts={v.claim_id: v.verdict for v in verifications},
-            removed=[v.claim_id for v in verifications if not v.kept],
-        )
-
-        report = red_team(kept, verifications, chunk_map, retrieval.quarantined, retrieval.hostile_sources)
-        await trace.emit(
-            RED_TEAM,
+            CRITIC,
             "critique",
-            "redteam_completed",
-            flags=[flag.to_dict() for flag in report.flags],
-            force_refusal=report.force_refusal,
+            "critique_generated",
+            uncovered_sub_questions=review.uncovered_sub_questions,
+            single_source_claim_ids=[item["claim_id"] for item in review.single_source_claims],
+            contradictions=[c.evidence_chunk_ids for c in review.contradictions],
         )
 
-        decision = decide(
+    async def verify(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        context.verifications = await context.streamed().finish(context.written().sentences)
+        await verified(trace, context.verifications)
+
+    async def decide(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        request, plan, retrieval = context.request, context.planned(), context.retrieved()
+        facts = answer_facts(
             sources=retrieval.sources,
-            chunks=chunk_map,
-            kept=kept,
-            all_claims=verifications,
-            critique=review,
-            red_team=report,
+            chunks=context.chunks,
+            kept=context.kept,
+            all_claims=context.verifications,
+            critique=context.review,
+            red_team=context.challenged(),
+        )
+        policy = answer_policy(
             quality_gate=plan.preset.quality_gate,
             min_confidence=request.min_confidence,
             min_sources=request.min_sources,
         )
+        decision = gate(context, facts, policy)
         await trace.emit(
             DECISION,
             "refuse" if decision.refusal else "finalize",
@@ -297,35 +361,39 @@ class AnswerPipeline:
             reason_code=decision.reason_code,
             reason=decision.reason,
             confidence=decision.confidence,
-            elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+            elapsed_ms=round((time.perf_counter() - context.started) * 1000, 1),
         )
 
+    async def finalize(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        plan, retrieval, draft, decision = (
+            context.planned(),
+            context.retrieved(),
+            context.written(),
+            context.decided(),
+        )
+        kept_sentences = [s for s, v in zip(draft.sentences, context.verifications, strict=True) if v.kept]
         if decision.refusal:
             answer, citations = f"No answer: {decision.reason}.", list[Citation]()
         else:
-            answer, citations = citations_for(kept_sentences, chunk_map, source_map)
-            if on_citations is not None:
-                await on_citations([c.to_dict() for c in citations])
-        return AnswerResult(
-            question=request.question,
+            sources = {source.source_id: source for source in retrieval.sources}
+            answer, citations = citations_for(kept_sentences, context.chunks, sources)
+            if context.on_citations is not None:
+                await context.on_citations([c.to_dict() for c in citations])
+        verifier = context.verifier or Verifier()
+        context.result = AnswerResult(
+            question=context.request.question,
             answer=answer,
             sentences=[] if decision.refusal else kept_sentences,
             citations=citations,
             sources=retrieval.sources,
             chunks=retrieval.chunks,
             # A refusal carries no draft: its sentences were not verified, or not enough of them were.
-            claim_verifications=[] if decision.refusal else verifications,
-            critique=review,
-            red_team=report,
+            claim_verifications=[] if decision.refusal else context.verifications,
+            critique=context.review,
+            red_team=context.challenged(),
             decision=decision,
             rcs_summaries=rcs_summaries(retrieval.sources, retrieval.chunks) if plan.preset.rcs else [],
-            quality_gate={
-                "decision": "refuse" if decision.refusal else "proceed",
-                "passed_sources": len(retrieval.sources),
-                "filtered_sources": retrieval.filtered_sources,
-                "confidence": decision.confidence,
-                "reason_code": decision.reason_code,
-            },
+            quality_gate=quality_gate_report(decision, retrieval),
             connectors_used=retrieval.connectors_used,
             failed_connectors=retrieval.failed_connectors,
             writer=draft.writer,
@@ -338,5 +406,15 @@ class AnswerPipeline:
             focus=plan.focus,
             effort=plan.effort,
             trace_id=trace.trace_id,
-            notes=[*retrieval.notes, *draft.notes, *(review.notes if review else [])],
+            notes=[*retrieval.notes, *draft.notes, *(context.review.notes if context.review else [])],
         )
+
+
+def quality_gate_report(decision: Decision, retrieval: Retrieval) -> dict[str, Any]:
+    return {
+        "decision": "refuse" if decision.refusal else "proceed",
+        "passed_sources": len(retrieval.sources),
+        "filtered_sources": retrieval.filtered_sources,
+        "confidence": decision.confidence,
+        "reason_code": decision.reason_code,
+    }

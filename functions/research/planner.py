@@ -14,14 +14,13 @@ from functions.research.facets import Facet, facet_questions
 from functions.research.planning import boolean_groups, concept_head, facets_of, natural_phrase, query_units
 from functions.research.presets import (
     DEFAULT_FOCUS,
-    DEFAULT_PRESET,
     EFFORTS,
     FOCUS_MODES,
-    PRESETS,
     REASONING_EFFORTS,
     Effort,
     FocusMode,
     Preset,
+    preset_named,
 )
 
 MAX_SOURCES_CAP = 30
@@ -78,7 +77,7 @@ def plan_answer(
     year_start: int | None = None,
     now: datetime | None = None,
 ) -> AnswerPlan:
-    chosen = PRESETS[preset] if preset else DEFAULT_PRESET
+    chosen = preset_named(preset)
     focus = FOCUS_MODES[focus_mode] if focus_mode else DEFAULT_FOCUS
     if chosen.max_effort is not None and REASONING_EFFORTS.index(reasoning_effort) > REASONING_EFFORTS.index(
         chosen.max_effort

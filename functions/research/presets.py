@@ -1,6 +1,7 @@
 """The answer engine's presets, focus modes and reasoning effort: what each changes in the pipeline.
 
-Presets choose the stages and the style (the multi-source contract's five). Focus modes steer what is
+Presets choose the stages and the style (the multi-source contract's five); the research job's Synthesize
+step runs its own slice of the same stages (JOB_SYNTHESIS_STAGES). Focus modes steer what is
 searched and which evidence ranks first (its seven). Reasoning effort sets how much is read. Verification
 is never switched off: every sentence of every preset is checked against the evidence it cites, because
 checking costs milliseconds and an unchecked claim is what this API exists to avoid.
@@ -20,6 +21,23 @@ STYLE_ANSWER, STYLE_ACADEMIC, STYLE_TUTORIAL, STYLE_CONTRADICTIONS = (
     "contradictions",
 )
 STYLE_REPORT = "report"  # the research job's synthesis: themes, then gaps
+
+# The pipeline's stages (functions/research/stages.py); each driver maps a name to its stage.
+PLAN, RETRIEVE, WRITE, CRITIQUE, VERIFY, RED_TEAM, DECIDE, FINALIZE, RENDER = (
+    "plan",
+    "retrieve",
+    "write",
+    "critique",
+    "verify",
+    "red_team",
+    "decide",
+    "finalize",
+    "render",
+)
+FULL_STAGES = (PLAN, RETRIEVE, WRITE, CRITIQUE, VERIFY, RED_TEAM, DECIDE, FINALIZE)
+UNCRITICAL_STAGES = tuple(stage for stage in FULL_STAGES if stage != CRITIQUE)
+# The research job's Synthesize step: planning, search, screening and extraction are steps of its own.
+JOB_SYNTHESIS_STAGES = (WRITE, VERIFY, RED_TEAM, DECIDE, RENDER)
 
 
 @dataclass(frozen=True)
@@ -52,12 +70,16 @@ class Preset:
     description: str
     features: tuple[str, ...]
     full_text: bool  # may read the top sources in full (how many: the reasoning effort)
-    critic: bool  # coverage, single-source and contradiction critique
+    stages: tuple[str, ...]  # in order; CRITIQUE: coverage, single-source and contradiction critique
     rcs: bool  # per-source relevance-scored summaries
     quality_gate: bool  # refuse below the confidence threshold (otherwise only when nothing is verified)
     style: str
     source_bonus: int = 0  # extra sources kept (contradiction hunting needs more voices)
     max_effort: str | None = None  # a preset defined by its speed reads no more than this
+
+    @property
+    def critic(self) -> bool:
+        return CRITIQUE in self.stages
 
 
 PRESETS: dict[str, Preset] = {
@@ -69,7 +91,7 @@ PRESETS: dict[str, Preset] = {
             "Quick answer from abstracts: one round of searches, no full text, no critique",
             ("basic_synthesis", "verification"),
             full_text=False,
-            critic=False,
+            stages=UNCRITICAL_STAGES,
             rcs=False,
             quality_gate=False,
             style=STYLE_ANSWER,
@@ -81,7 +103,7 @@ PRESETS: dict[str, Preset] = {
             "Full pipeline with quality gate, RCS, and contradiction detection",
             ("quality_gate", "rcs", "contradictions", "outline", "full_text", "verification"),
             full_text=True,
-            critic=True,
+            stages=FULL_STAGES,
             rcs=True,
             quality_gate=True,
             style=STYLE_ACADEMIC,
@@ -92,7 +114,7 @@ PRESETS: dict[str, Preset] = {
             "Focus on contradiction detection: more sources, the answer sets disagreeing findings side by side",
             ("quality_gate", "rcs", "contradictions", "full_text", "verification"),
             full_text=True,
-            critic=True,
+            stages=FULL_STAGES,
             rcs=True,
             quality_gate=True,
             style=STYLE_CONTRADICTIONS,
@@ -104,7 +126,7 @@ PRESETS: dict[str, Preset] = {
             "Academic style with outline: background, findings, limitations",
             ("quality_gate", "rcs", "outline", "academic_style", "full_text", "verification"),
             full_text=True,
-            critic=True,
+            stages=FULL_STAGES,
             rcs=True,
             quality_gate=True,
             style=STYLE_ACADEMIC,
@@ -115,7 +137,7 @@ PRESETS: dict[str, Preset] = {
             "Tutorial style with outline: what it is, how it works, what to watch for",
             ("quality_gate", "outline", "tutorial_style", "verification"),
             full_text=True,
-            critic=True,
+            stages=FULL_STAGES,
             rcs=False,
             quality_gate=True,
             style=STYLE_TUTORIAL,
@@ -129,11 +151,15 @@ DEFAULT_PRESET = Preset(
     "Answer with critique, quality gate and per-source summaries",
     ("quality_gate", "rcs", "contradictions", "verification"),
     full_text=True,
-    critic=True,
+    stages=FULL_STAGES,
     rcs=True,
     quality_gate=True,
     style=STYLE_ANSWER,
 )
+
+
+def preset_named(name: str | None) -> Preset:
+    return PRESETS[name] if name else DEFAULT_PRESET
 
 
 @dataclass(frozen=True)

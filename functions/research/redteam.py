@@ -78,46 +78,76 @@ def red_team(
     """`quarantined`: sentences withheld as addressed to the reader or a model, with their signals;
     `hostile_sources`: sources withheld whole for being full of them. Those are flagged (high severity
     for a hostile source) but do not force a refusal: nothing of them reached the answer."""
+    flags = [flag for claim in kept for flag in claim_flags(claim, chunks)]
+    flags += withheld_flags(quarantined, hostile_sources)
+    unsupported = [v for v in verifications if v.verdict == UNSUPPORTED]
+    if verifications and len(unsupported) / len(verifications) > MAX_UNSUPPORTED_SHARE:
+        flags.append(
+            RedTeamFlag(
+                "unverified_draft",
+                HIGH,
+                f"{len(unsupported)} of {len(verifications)} drafted claims had no support in the evidence",
+                [v.claim_id for v in unsupported],
+            )
+        )
+    critical = [flag for flag in flags if flag.severity == HIGH and flag.kind not in CONTAINED]
+    return RedTeamReport(
+        flags=flags,
+        force_refusal=bool(critical),
+        reason="; ".join(flag.detail for flag in critical) or None,
+    )
+
+
+def claim_flags(claim: ClaimVerification, chunks: dict[str, EvidenceChunk]) -> list[RedTeamFlag]:
+    """What makes one verified claim risky: numbers its evidence lacks, consensus wording on one source,
+    text addressed to the reader or a model."""
     flags: list[RedTeamFlag] = []
-    for claim in kept:
-        cited = [chunks[i] for i in claim.evidence_chunk_ids if i in chunks]
-        quoted = {n for chunk in cited for n in numbers_in(chunk.text)}
-        missing = [n for n in numbers_in(claim.claim_text) if n not in quoted]
-        if missing:
-            flags.append(
-                RedTeamFlag(
-                    "unsupported_number",
-                    HIGH,
-                    f"numbers not in the cited evidence: {', '.join(missing)}",
-                    [claim.claim_id],
-                    claim.evidence_chunk_ids,
-                )
+    cited = [chunks[i] for i in claim.evidence_chunk_ids if i in chunks]
+    quoted = {n for chunk in cited for n in numbers_in(chunk.text)}
+    missing = [n for n in numbers_in(claim.claim_text) if n not in quoted]
+    if missing:
+        flags.append(
+            RedTeamFlag(
+                "unsupported_number",
+                HIGH,
+                f"numbers not in the cited evidence: {', '.join(missing)}",
+                [claim.claim_id],
+                claim.evidence_chunk_ids,
             )
-        if _CONSENSUS.search(claim.claim_text) and len({c.source_id for c in cited}) < 2:
-            flags.append(
-                RedTeamFlag(
-                    "single_source_consensus",
-                    MEDIUM,
-                    "worded as agreement across sources but rests on one source",
-                    [claim.claim_id],
-                    claim.evidence_chunk_ids,
-                )
+        )
+    if _CONSENSUS.search(claim.claim_text) and len({c.source_id for c in cited}) < 2:
+        flags.append(
+            RedTeamFlag(
+                "single_source_consensus",
+                MEDIUM,
+                "worded as agreement across sources but rests on one source",
+                [claim.claim_id],
+                claim.evidence_chunk_ids,
             )
-        cue = injection_cue(claim.claim_text)
-        if cue:
-            flags.append(
-                RedTeamFlag(
-                    "prompt_injection",
-                    HIGH,
-                    f"the answer carries text addressed to the reader or a model ({cue})",
-                    [claim.claim_id],
-                )
+        )
+    cue = injection_cue(claim.claim_text)
+    if cue:
+        flags.append(
+            RedTeamFlag(
+                "prompt_injection",
+                HIGH,
+                f"the answer carries text addressed to the reader or a model ({cue})",
+                [claim.claim_id],
             )
+        )
+    return flags
+
+
+def withheld_flags(
+    quarantined: Sequence[tuple[EvidenceChunk, str]], hostile_sources: Sequence[str]
+) -> list[RedTeamFlag]:
+    """One flag per source with withheld sentences (counted by class, never quoted)."""
     by_source: dict[str, list[EvidenceChunk]] = {}
     signals: dict[str, list[str]] = {}
     for chunk, cue in quarantined:
         by_source.setdefault(chunk.source_id, []).append(chunk)
         signals.setdefault(chunk.source_id, []).extend(s for s in cue.split(", ") if s)
+    flags: list[RedTeamFlag] = []
     for source_id, withheld in by_source.items():
         found = ", ".join(sorted(set(signals[source_id])))
         if source_id in hostile_sources:
@@ -140,19 +170,4 @@ def red_team(
                     chunk_ids=[chunk.chunk_id for chunk in withheld],
                 )
             )
-    unsupported = [v for v in verifications if v.verdict == UNSUPPORTED]
-    if verifications and len(unsupported) / len(verifications) > MAX_UNSUPPORTED_SHARE:
-        flags.append(
-            RedTeamFlag(
-                "unverified_draft",
-                HIGH,
-                f"{len(unsupported)} of {len(verifications)} drafted claims had no support in the evidence",
-                [v.claim_id for v in unsupported],
-            )
-        )
-    critical = [flag for flag in flags if flag.severity == HIGH and flag.kind not in CONTAINED]
-    return RedTeamReport(
-        flags=flags,
-        force_refusal=bool(critical),
-        reason="; ".join(flag.detail for flag in critical) or None,
-    )
+    return flags

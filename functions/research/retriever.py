@@ -1,6 +1,6 @@
-"""Retriever: every planned search at once, fused by reciprocal rank, sources ranked by calibrated
-relevance to the question, and evidence chunks cut from abstracts (and from the full text of the top
-sources when the preset and effort allow) and ranked against the question.
+"""Retriever: every planned search at once, fused by reciprocal rank (functions/research/fusion.py),
+sources ranked by calibrated relevance to the question, and evidence chunks cut from abstracts (and from
+the full text of the top sources when the preset and effort allow) and ranked against the question.
 
 Retrieved text is data: chunks that carry instructions aimed at the model are quarantined here, never
 shown to the writer, and reported by the Red-Team.
@@ -15,34 +15,24 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from functions.common.embedder import MemoEmbedder
-from functions.common.errors import DomainError, InvalidInput, NotFound, UpstreamError
+from functions.common.errors import DomainError, InvalidInput, NotFound
 from functions.common.models import ExtractedPaper, Paper
 from functions.research.chunks import Bm25Index, bounded, sentence_spans
 from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc, chunk_id_for, source_id_for
+from functions.research.fusion import SearchPort, fused_search
 from functions.research.planner import AnswerPlan, broadened
 from functions.research.presets import EFFORT_LOW
 from functions.research.relevance import RelevanceScorer
 from functions.research.screening import document_text
 from functions.research.trace import RETRIEVER, TraceRecorder
 from functions.research.untrusted_text import Screened, hostile_source, own_links, screen, without_hostile
-from functions.search.models import PaperQuery, SearchOutcome
 
-RRF_K = 60
 MIN_COVERAGE = 0.5  # below this share of concepts covered, one broader round of searches runs
 RELEVANCE_THRESHOLD = 0.5  # the relevance model's decision boundary (as in screening)
 FULL_TEXT_BUDGET_SECONDS = 12.0  # a slow PDF host must not hold the answer past API Gateway's 29 s
 MAX_CHUNKS_PER_SOURCE = 3
 # Chunk rank: its own match to the question, its source's relevance, and the focus mode's cues.
 CHUNK_WEIGHTS = (0.6, 0.4, 0.15)
-
-
-class SearchPort(Protocol):
-    @property
-    def connector_names(self) -> list[str]: ...
-
-    def connector_prefix(self, name: str) -> str: ...
-
-    async def search(self, query: PaperQuery) -> SearchOutcome: ...
 
 
 class FullTextPort(Protocol):
@@ -145,80 +135,6 @@ class Retriever:
         self.documents = documents
         self._semantic = scorer
         self._lexical = lexical_scorer or RelevanceScorer(None)
-
-    def queries(self, plan: AnswerPlan) -> list[PaperQuery]:
-        connectors = plan.connectors or self.search.connector_names
-        return [
-            PaperQuery(
-                query=search.text or plan.question,
-                concepts=search.concepts or None,
-                year_start=plan.year_start,
-                year_end=plan.year_end,
-                per_connector=plan.per_connector,
-                max_results=plan.per_connector * max(1, len(connectors)),
-                connectors=plan.connectors,
-                team_id=plan.team_id,
-            )
-            for search in plan.searches
-        ]
-
-    async def fused_search(
-        self,
-        plan: AnswerPlan,
-        trace: TraceRecorder,
-        on_results: Callable[[list[Paper]], None] | None = None,
-    ) -> tuple[list[tuple[Paper, float]], list[str], dict[str, str], int]:
-        """Every planned search concurrently, each reported as it finishes (`on_results` gets its
-        ranked papers then); papers fused by reciprocal rank across searches."""
-        queries = self.queries(plan)
-        for query in queries:
-            await trace.emit(
-                RETRIEVER, "search", "search_started", query=query.query, connectors=query.connectors or "all"
-            )
-
-        async def one(query: PaperQuery) -> SearchOutcome | Exception:
-            try:
-                outcome = await self.search.search(query)
-            except InvalidInput:
-                raise
-            except Exception as exc:  # one failed search leaves the others' results
-                await trace.emit(RETRIEVER, "search", "search_completed", query=query.query, error=str(exc))
-                return exc
-            await trace.emit(
-                RETRIEVER,
-                "search",
-                "search_completed",
-                query=query.query,
-                result_count=len(outcome.papers),
-                connectors_used=outcome.connectors_used,
-                failed_connectors=outcome.failed_connectors,
-                elapsed_ms=round(outcome.query_time_ms, 1),
-            )
-            if on_results is not None:
-                on_results(ranked_papers(outcome))
-            return outcome
-
-        outcomes = await asyncio.gather(*(one(query) for query in queries))
-        answered = [outcome for outcome in outcomes if not isinstance(outcome, Exception)]
-        errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
-        fused = merge_fused(
-            *(
-                [(paper, 1 / (RRF_K + rank)) for rank, paper in enumerate(ranked_papers(outcome), start=1)]
-                for outcome in answered
-            )
-        )
-        used: list[str] = []
-        failed: dict[str, str] = {}
-        for outcome in answered:
-            used += [name for name in outcome.connectors_used if name not in used]
-            failed.update(outcome.failed_connectors)
-        if not fused and errors and len(errors) == len(queries):
-            first = errors[0]
-            if isinstance(first, DomainError):
-                raise first
-            raise UpstreamError(f"search failed: {type(first).__name__}")
-        failed = {name: reason for name, reason in failed.items() if name not in used}
-        return fused, used, failed, len(fused)
 
     def _scorer(self, plan: AnswerPlan) -> RelevanceScorer:
         if plan.effort.embedded_sources > 0 and self._semantic is not None:
@@ -409,34 +325,56 @@ class Retriever:
     ) -> Retrieval:
         uploads = await self.uploaded(plan, documents)
         scorer, prefetch, prefetched = self._prefetching_scorer(plan)
-        fused, used, failed, total = await self.fused_search(plan, trace, prefetch)
+        found = await fused_search(self.search, plan, trace, prefetch)
         await asyncio.gather(*prefetched)
-        sources, filtered = await asyncio.to_thread(self.rank_sources, plan, fused, scorer)
-        coverage = self.coverage(plan, sources)
+        sources, filtered = await asyncio.to_thread(self.rank_sources, plan, found.fused, scorer)
+        coverage = concept_coverage(plan, sources)
         wider = broadened(plan) if plan.effort.name != EFFORT_LOW else []
         if wider and coverage < MIN_COVERAGE:  # the plan's searches left concepts uncovered: look wider
             await trace.emit(
                 RETRIEVER, "search", "search_expanded", coverage=coverage, queries=[s.text for s in wider]
             )
-            more, more_used, more_failed, _ = await self.fused_search(
-                replace(plan, searches=wider), trace, prefetch
-            )
+            more = await fused_search(self.search, replace(plan, searches=wider), trace, prefetch)
             await asyncio.gather(*prefetched)
-            fused = merge_fused(fused, more)
-            used += [name for name in more_used if name not in used]
-            failed = {k: v for k, v in {**failed, **more_failed}.items() if k not in used}
-            total = len(fused)
-            sources, filtered = await asyncio.to_thread(self.rank_sources, plan, fused, scorer)
+            found = found.merged(more)
+            sources, filtered = await asyncio.to_thread(self.rank_sources, plan, found.fused, scorer)
         await trace.emit(
             RETRIEVER,
             "rank",
             "sources_ranked",
-            fused=total,
+            fused=len(found.fused),
             kept=[s.source_id for s in sources],
             filtered=filtered,
             method=self._scorer(plan).method,
         )
         full_texts, notes = await self._read_full_text(sources, plan, trace)
+        sources, chunks, quarantined, hostile = await self._evidence(
+            plan, trace, sources, full_texts, uploads
+        )
+        used = found.connectors_used
+        return Retrieval(
+            sources=sources,
+            chunks=chunks,
+            connectors_used=used + (["library"] if uploads and "library" not in used else []),
+            failed_connectors=found.failed_connectors,
+            total_found=len(found.fused),
+            filtered_sources=filtered,
+            quarantined=quarantined,
+            hostile_sources=hostile,
+            full_text_read=sorted(full_texts),
+            notes=notes,
+        )
+
+    async def _evidence(
+        self,
+        plan: AnswerPlan,
+        trace: TraceRecorder,
+        sources: list[SourceDoc],
+        full_texts: dict[str, ExtractedPaper],
+        uploads: list[tuple[SourceDoc, ExtractedPaper]],
+    ) -> tuple[list[SourceDoc], list[EvidenceChunk], list[tuple[EvidenceChunk, str]], list[str]]:
+        """The chunks of the kept sources' abstracts, of what was read in full and of the uploaded
+        documents, screened, ranked and cut to the effort's budget."""
         candidates: list[EvidenceChunk] = []
         for source in sources:
             candidates += abstract_chunks(source, source.snippet)
@@ -448,7 +386,7 @@ class Retriever:
         clean, quarantined, hostile = screen_chunks(candidates, sources)
         sources = [scrubbed(source, hostile) for source in sources]
         chunks = await asyncio.to_thread(self.rank_chunks, plan, sources, clean)
-        covered = self.covered_sub_questions(plan, chunks)
+        covered = covered_sub_questions(plan, chunks)
         await trace.emit(
             RETRIEVER,
             "retrieve",
@@ -459,41 +397,31 @@ class Retriever:
             hostile_sources=sorted(hostile),
             coverage=round(len(covered) / len(plan.sub_questions), 3) if plan.sub_questions else 0.0,
         )
-        return Retrieval(
-            sources=sources,
-            chunks=chunks,
-            connectors_used=used + (["library"] if uploads and "library" not in used else []),
-            failed_connectors=failed,
-            total_found=total,
-            filtered_sources=filtered,
-            quarantined=quarantined,
-            hostile_sources=sorted(hostile),
-            full_text_read=sorted(full_texts),
-            notes=notes,
-        )
+        return sources, chunks, quarantined, sorted(hostile)
 
-    def coverage(self, plan: AnswerPlan, sources: Sequence[SourceDoc]) -> float:
-        """Share of the question's concepts that some kept source's abstract mentions."""
-        if not plan.facets:
-            return 1.0
-        texts = [f"{source.title}. {source.snippet}" for source in sources]
-        if not texts:
-            return 0.0
-        index = Bm25Index(texts)
-        hit = sum(1 for facet in plan.facets if index.mentions(facet.phrase))
-        return round(hit / len(plan.facets), 3)
 
-    @staticmethod
-    def covered_sub_questions(plan: AnswerPlan, chunks: Sequence[EvidenceChunk]) -> list[str]:
-        if not chunks:
-            return []
-        index = Bm25Index([chunk.text for chunk in chunks])
-        phrases = ["", *(facet.phrase for facet in plan.facets)]  # the whole question, then each concept
-        return [
-            question
-            for question, phrase in zip(plan.sub_questions, phrases, strict=False)
-            if index.mentions(phrase or question)
-        ]
+def concept_coverage(plan: AnswerPlan, sources: Sequence[SourceDoc]) -> float:
+    """Share of the question's concepts that some kept source's abstract mentions."""
+    if not plan.facets:
+        return 1.0
+    texts = [f"{source.title}. {source.snippet}" for source in sources]
+    if not texts:
+        return 0.0
+    index = Bm25Index(texts)
+    hit = sum(1 for facet in plan.facets if index.mentions(facet.phrase))
+    return round(hit / len(plan.facets), 3)
+
+
+def covered_sub_questions(plan: AnswerPlan, chunks: Sequence[EvidenceChunk]) -> list[str]:
+    if not chunks:
+        return []
+    index = Bm25Index([chunk.text for chunk in chunks])
+    phrases = ["", *(facet.phrase for facet in plan.facets)]  # the whole question, then each concept
+    return [
+        question
+        for question, phrase in zip(plan.sub_questions, phrases, strict=False)
+        if index.mentions(phrase or question)
+    ]
 
 
 def source_links(source: SourceDoc) -> frozenset[str]:
@@ -553,22 +481,6 @@ def scrubbed(source: SourceDoc, hostile: set[str]) -> SourceDoc:
         return replace(source, snippet="")
     snippet = without_hostile(source.snippet, source_links(source))
     return source if snippet == source.snippet else replace(source, snippet=snippet)
-
-
-def ranked_papers(outcome: SearchOutcome) -> list[Paper]:
-    return sorted(outcome.papers, key=lambda p: outcome.rrf_scores.get(p.canonical_id, 0.0), reverse=True)
-
-
-def merge_fused(*rankings: Sequence[tuple[Paper, float]]) -> list[tuple[Paper, float]]:
-    """Reciprocal-rank fusion: a paper's scores summed over the rankings (first record kept), best first."""
-    merged: dict[str, tuple[Paper, float]] = {}
-    for paper, score in (item for ranking in rankings for item in ranking):
-        previous = merged.get(paper.canonical_id)
-        merged[paper.canonical_id] = (
-            previous[0] if previous else paper,
-            (previous[1] if previous else 0.0) + score,
-        )
-    return sorted(merged.values(), key=lambda item: -item[1])
 
 
 def _with_score(chunk: EvidenceChunk, score: float) -> EvidenceChunk:

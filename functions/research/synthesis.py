@@ -11,19 +11,38 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
 from functions.research.evidence import PAGE, EvidenceChunk
-from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP
+from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
 from functions.research.planning import ResearchPlan, content_tokens
-from functions.research.presets import STYLE_REPORT
-from functions.research.redteam import red_team
+from functions.research.presets import (
+    DECIDE,
+    JOB_SYNTHESIS_STAGES,
+    RED_TEAM,
+    RENDER,
+    STYLE_REPORT,
+    VERIFY,
+    WRITE,
+)
 from functions.research.screening import Candidate
+from functions.research.stages import (
+    PipelineContext,
+    Stage,
+    challenge,
+    gate,
+    run_stages,
+    stage_list,
+    verified,
+)
+from functions.research.trace import WRITER, TraceRecorder
 from functions.research.untrusted_text import Screened, hostile_source, own_links, screen
-from functions.research.verifier import PARTIAL, SUPPORTED, UNSUPPORTED, Verifier, verify_claim
-from functions.research.writer import GAPS_SECTION, LlmWriter
+from functions.research.verifier import Verifier
+from functions.research.writer import GAPS_SECTION, Draft, DraftSentence, LlmWriter
 
 if TYPE_CHECKING:
     from functions.common.llm import LlmProvider
@@ -51,7 +70,6 @@ METHODOLOGY_PATTERNS: dict[str, re.Pattern[str]] = {
         "Controlled experiment": r"\bexperiment(s|al)?\b",
     }.items()
 }
-__all__ = ["PARTIAL", "SUPPORTED", "UNSUPPORTED", "synthesize", "verify_claim"]
 # Words of research reporting that say nothing about the subject (never theme labels on their own).
 _GENERIC = frozenset(
     [
@@ -156,16 +174,6 @@ class Claim:
 
 
 @dataclass
-class Draft:
-    """What a writer produces: themes of cited sentences, summary sentences and gaps (all cited)."""
-
-    themes: list[tuple[str, list[tuple[str, list[str]]]]]  # (name, [(sentence, evidence ids)])
-    summary: list[tuple[str, list[str]]]
-    gaps: list[tuple[str, list[str]]]
-    writer: str
-
-
-@dataclass
 class SynthesisResult:
     research_goal: str
     executive_summary: str
@@ -197,10 +205,6 @@ class ScreenedEvidence:
     evidence: list[Evidence]
     quarantined: list[tuple[EvidenceChunk, str]]
     hostile_sources: list[str]
-
-
-def build_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> list[Evidence]:
-    return screen_evidence(sources).evidence
 
 
 def screen_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> ScreenedEvidence:
@@ -374,13 +378,30 @@ def extractive_draft(plan: ResearchPlan, evidence: list[Evidence]) -> Draft:
         if item.kind in ("limitation", "future_work") or _GAP_SIGNAL.search(item.quote)
     ]
     unique_gaps = list({text: (text, ids) for text, ids in gaps}.values())[:6]
-    return Draft(themes=themes, summary=summary, gaps=unique_gaps, writer="extractive")
+    return report_draft(themes, summary, unique_gaps, writer="extractive", model="extractive")
 
 
 MAX_LLM_EVIDENCE = 60
 DEFAULT_LLM_BUDGET_SECONDS = 30.0
 WRITER_BUDGET_SHARE = 0.7  # of the model budget; the judge has what the writer leaves
 MIN_JUDGE_SECONDS = 3.0
+Cited = tuple[str, list[str]]  # a sentence and the evidence ids it cites
+
+
+def report_draft(
+    themes: list[tuple[str, list[Cited]]], summary: list[Cited], gaps: list[Cited], *, writer: str, model: str
+) -> Draft:
+    """A report's draft: each theme's sentences under its name, then the gaps; the summary repeats
+    sentences of the themes."""
+    return Draft(
+        sentences=[
+            *(DraftSentence(text, ids, name) for name, sentences in themes for text, ids in sentences),
+            *(DraftSentence(text, ids, GAPS_SECTION) for text, ids in gaps),
+        ],
+        writer=writer,
+        model=model,
+        summary=[DraftSentence(text, ids) for text, ids in summary],
+    )
 
 
 async def llm_draft(plan: ResearchPlan, evidence: list[Evidence], provider: LlmProvider) -> Draft:
@@ -389,23 +410,257 @@ async def llm_draft(plan: ResearchPlan, evidence: list[Evidence], provider: LlmP
     ranked = sorted(evidence, key=lambda e: (-e.relevance_score, e.evidence_id))[:MAX_LLM_EVIDENCE]
     chunks = [e.as_chunk() for e in ranked]
     draft = await LlmWriter(provider).write(plan.goal, STYLE_REPORT, chunks)
-    themes: dict[str, list[tuple[str, list[str]]]] = {}
-    gaps: list[tuple[str, list[str]]] = []
+    themes: dict[str, list[Cited]] = {}
+    gaps: list[Cited] = []
     for sentence in draft.sentences:
         if sentence.section and sentence.section.strip().lower() == GAPS_SECTION.lower():
             gaps.append((sentence.text, sentence.chunk_ids))
         else:
             themes.setdefault(sentence.section or "Findings", []).append((sentence.text, sentence.chunk_ids))
-    return Draft(
-        themes=list(themes.items()),
-        summary=[sentences[0] for sentences in themes.values() if sentences],
-        gaps=gaps,
-        writer=draft.writer,
+    summary = [sentences[0] for sentences in themes.values() if sentences]
+    return report_draft(list(themes.items()), summary, gaps, writer=draft.writer, model=draft.model)
+
+
+@dataclass(frozen=True)
+class ReportSections:
+    """A report draft as verification left it: its themes, summary and gaps, verified sentences only."""
+
+    themes: list[tuple[str, list[Cited]]]
+    summary: list[Cited]
+    gaps: list[Cited]
+
+
+def verified_sections(draft: Draft, kept: set[tuple[str, tuple[str, ...]]]) -> ReportSections:
+    def keep(sentences: Iterable[DraftSentence]) -> list[Cited]:
+        return [(s.text, s.chunk_ids) for s in sentences if s.text and (s.text, tuple(s.chunk_ids)) in kept]
+
+    findings = [sentence for sentence in draft.sentences if sentence.section != GAPS_SECTION]
+    themes = [(str(name), keep(group)) for name, group in groupby(findings, key=lambda s: s.section)]
+    return ReportSections(
+        themes=[(name, sentences) for name, sentences in themes if sentences],
+        summary=keep(draft.summary),
+        gaps=keep(s for s in draft.sentences if s.section == GAPS_SECTION),
     )
 
 
 def _cite(text: str, ids: list[str]) -> str:
     return f"{text} [{', '.join(ids)}]"
+
+
+@dataclass(kw_only=True)
+class JobContext(PipelineContext):
+    """One synthesis: the plan, the screened sources and their evidence, the model and its budget."""
+
+    plan: ResearchPlan
+    sources: list[tuple[Candidate, ExtractedPaper]]
+    evidence: list[Evidence]
+    provider: LlmProvider | None
+    llm_budget_seconds: float
+    deadline: float  # the event loop's clock: when the model budget runs out
+    policy: GatePolicy
+    drafted: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # distinct cited sentences
+    claims: list[Claim] = field(default_factory=list)
+    sections: ReportSections | None = None
+    result: SynthesisResult | None = None
+
+    def verified_report(self) -> ReportSections:
+        if self.sections is None:
+            raise RuntimeError("the verify stage has not run")
+        return self.sections
+
+    @property
+    def sources_with_evidence(self) -> set[str]:
+        return {item.source_id for item in self.evidence}
+
+    @property
+    def cited_sources(self) -> set[str]:
+        by_id = {item.evidence_id: item for item in self.evidence}
+        return {by_id[i].source_id for claim in self.claims if claim.kept for i in claim.evidence_ids}
+
+
+async def write_report(context: JobContext, trace: TraceRecorder) -> None:
+    """The Writer: the extractive draft, or the LLM's when it answers within its share of the budget."""
+    plan, evidence, provider = context.plan, context.evidence, context.provider
+    share = context.llm_budget_seconds * WRITER_BUDGET_SHARE
+    draft = extractive_draft(plan, evidence)
+    if provider is not None and evidence:
+        try:
+            async with asyncio.timeout(share):
+                draft = await llm_draft(plan, evidence, provider)
+        except TimeoutError:
+            context.notes.append(f"LLM writer exceeded its {share:.0f} s budget; used the extractive writer")
+        except Exception as exc:  # a provider or format failure falls back to the extractive writer
+            context.notes.append(
+                f"LLM writer failed ({type(exc).__name__}: {exc}); used the extractive writer"
+            )
+    context.draft = draft
+    cited = [
+        *((s.text, tuple(s.chunk_ids)) for s in draft.sentences),
+        *((s.text, tuple(s.chunk_ids)) for s in draft.summary),
+    ]
+    # The summary repeats theme sentences: each distinct sentence is one claim.
+    context.drafted = list(dict.fromkeys(pair for pair in cited if pair[0]))
+    themes = list(dict.fromkeys(s.section for s in draft.sentences if s.section != GAPS_SECTION))
+    await trace.emit(
+        WRITER, "write", "draft_written", writer=draft.writer, themes=themes, claims=len(context.drafted)
+    )
+
+
+async def verify_report(context: JobContext, trace: TraceRecorder) -> None:
+    """The Verifier: every drafted sentence against its quotes; the LLM judge only while budget is left."""
+    loop = asyncio.get_running_loop()
+    to_verify = [(text, list(ids)) for text, ids in context.drafted]
+    quotes = {chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()}
+    remaining = context.deadline - loop.time()
+    judge = context.provider if remaining >= MIN_JUDGE_SECONDS else None
+    if context.provider is not None and judge is None:
+        context.notes.append("no time left for the LLM judge; claims verified lexically")
+    try:
+        async with asyncio.timeout(max(remaining, 0.0) if judge is not None else None):
+            verifications = await Verifier(judge).verify(to_verify, quotes)
+    except TimeoutError:
+        context.notes.append("the LLM judge exceeded the synthesis budget; claims verified lexically")
+        verifications = await Verifier(None).verify(to_verify, quotes)
+    context.verifications = verifications
+    context.claims = [
+        Claim(v.claim_id, v.claim_text, v.evidence_chunk_ids, v.verdict, v.confidence, v.notes, v.kept)
+        for v in verifications
+    ]
+    kept = {pair for pair, claim in zip(context.drafted, context.claims, strict=True) if claim.kept}
+    context.sections = verified_sections(context.written(), kept)
+    dropped = sum(1 for claim in context.claims if not claim.kept)
+    if dropped:
+        context.notes.append(f"{dropped} unsupported sentence(s) dropped after verification")
+    await verified(trace, verifications)
+
+
+def job_facts(context: JobContext) -> GateFacts:
+    """The job's measures of its verified report."""
+    plan, claims = context.plan, context.claims
+    with_evidence, cited = context.sources_with_evidence, context.cited_sources
+    source_of = {item.evidence_id: item.source_id for item in context.evidence}
+    themes = context.verified_report().themes
+    supported = [claim for claim in claims if claim.kept]
+    multi_source_themes = sum(
+        1 for _, sentences in themes if len({source_of[i] for _, ids in sentences for i in ids}) >= 2
+    )
+    strength = min(1.0, len(with_evidence) / max(3, min(plan.target_sources, 10)))
+    coverage = len(supported) / len(claims) if claims else 0.0
+    agreement = multi_source_themes / len(themes) if themes else 0.0
+    cited_share = len(cited) / len(with_evidence) if with_evidence else 0.0
+    rationale = (
+        f"{len(with_evidence)} source(s) with evidence, {len(cited)} cited; "
+        f"{len(supported)}/{len(claims)} claim(s) verified; "
+        f"{multi_source_themes}/{len(themes)} theme(s) backed by two or more sources"
+    )
+    threshold = plan.policies.relevance_threshold
+    return GateFacts(
+        signals=(strength, coverage, agreement, cited_share),
+        rationale=rationale,
+        cited_sources=len(cited),
+        verified_claims=len(supported),
+        answered=any(c.answers_goal(threshold) for c, _ in context.sources if c.source_id in cited),
+        has_sources=bool(context.sources),
+        has_evidence=bool(with_evidence),
+        red_team=context.red_team,
+    )
+
+
+async def decide_report(context: JobContext, trace: TraceRecorder) -> None:
+    """The decision gate under the job's policy (its decision is traced when the job finishes)."""
+    gate(context, job_facts(context), context.policy)
+
+
+def executive_summary(context: JobContext, title: str, span: str, single_source: bool) -> str:
+    report = context.verified_report()
+    caveat = (
+        [
+            f"> Single-source caveat: every verified claim below rests on one source; "
+            f"confidence is capped at {SINGLE_SOURCE_CONFIDENCE_CAP:.2f} and the findings await "
+            "independent confirmation.",
+            "",
+        ]
+        if single_source
+        else []
+    )
+    theme_names = ", ".join(name for name, _ in report.themes)
+    lines = [
+        f"## Meta-Analysis: {title}",
+        "",
+        *caveat,
+        f"Across {len(context.sources)} analysed source(s) published {span}, the evidence groups into "
+        f"{len(report.themes)} theme(s): {theme_names}.",
+        "",
+        *[f"- {_cite(text, ids)}" for text, ids in report.summary],
+    ]
+    return "\n".join(lines)
+
+
+def synthesis_body(context: JobContext, span: str, methodologies: dict[str, int]) -> str:
+    report = context.verified_report()
+    verified_count = sum(1 for claim in context.claims if claim.kept)
+    lines = [
+        f"Based on analysis of {len(context.sources)} research paper(s) from {span}, "
+        f"{verified_count} verified statement(s) are cited below.",
+    ]
+    for name, sentences in report.themes:
+        lines += ["", f"### {name}", "", " ".join(_cite(text, ids) for text, ids in sentences)]
+    if methodologies:
+        lines += ["", "### Methodologies", ""]
+        lines += [f"- {name}: {count} source(s)" for name, count in methodologies.items()]
+    if report.gaps:
+        lines += ["", "### Gaps and open questions", ""]
+        lines += [f"- {_cite(text, ids)}" for text, ids in report.gaps]
+    return "\n".join(lines)
+
+
+async def render_report(context: JobContext, trace: TraceRecorder) -> None:
+    """The report's Markdown and the synthesis result; a refusal says why and carries no themes."""
+    plan, decision, report = context.plan, context.decided(), context.verified_report()
+    single_source = len(context.cited_sources) == 1
+    if single_source and not decision.refusal:
+        context.notes.append(
+            f"single-source synthesis: confidence capped at {SINGLE_SOURCE_CONFIDENCE_CAP:.2f}; "
+            "set scope_parameters.min_sources to require more"
+        )
+    methodologies = count_methodologies(context.sources, context.evidence)
+    years = sorted(c.paper.year for c, _ in context.sources if c.paper.year)
+    span = f"{years[0]}-{years[-1]}" if years else "unknown years"
+    title = plan.topic[:1].upper() + plan.topic[1:]
+    if decision.refusal:
+        executive = f"## Meta-Analysis: {title}\n\nNo synthesis was written. {decision.reason}."
+        body, report = executive, ReportSections([], [], [])
+    else:
+        executive = executive_summary(context, title, span, single_source)
+        body = synthesis_body(context, span, methodologies)
+    context.result = SynthesisResult(
+        research_goal=plan.goal,
+        executive_summary=executive,
+        synthesis_text=body,
+        primary_themes=[name for name, _ in report.themes],
+        gaps_identified=[text for text, _ in report.gaps],
+        sources_analyzed=len(context.sources),
+        methodologies_found=len(methodologies),
+        methodologies=methodologies,
+        evidence=context.evidence,
+        claims=context.claims,
+        confidence_score=decision.confidence,
+        confidence_rationale=decision.rationale,
+        refusal=decision.refusal,
+        refusal_reason=decision.reason,
+        writer=context.written().writer,
+        notes=context.notes,
+        red_team=context.challenged().to_dict(),
+    )
+
+
+JOB_STAGES: dict[str, Stage[JobContext]] = {
+    WRITE: write_report,
+    VERIFY: verify_report,
+    RED_TEAM: challenge,
+    DECIDE: decide_report,
+    RENDER: render_report,
+}
 
 
 async def synthesize(
@@ -415,6 +670,7 @@ async def synthesize(
     provider: LlmProvider | None = None,
     min_sources: int | None = None,
     llm_budget_seconds: float = DEFAULT_LLM_BUDGET_SECONDS,
+    trace: TraceRecorder | None = None,
 ) -> SynthesisResult:
     """A cited synthesis of the screened (relevant) sources' evidence, or a refusal: refused when no
     verified claim rests on a source that addresses the goal as a whole (sources that match one concept
@@ -422,187 +678,24 @@ async def synthesize(
     verified claim (default: the plan's policy). A synthesis that rests on one source keeps its
     confidence at or below SINGLE_SOURCE_CONFIDENCE_CAP and says so. Model calls share
     `llm_budget_seconds`: a writer that overruns its share gives way to the extractive writer, and a
-    judge that overruns the rest to lexical verification, so a slow model never times the step out."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + llm_budget_seconds
-    required_sources = min_sources or plan.policies.min_sources
+    judge that overruns the rest to lexical verification, so a slow model never times the step out.
+    `trace` hears the Writer, Verifier and Red-Team events (None: they are not kept)."""
+    deadline = asyncio.get_running_loop().time() + llm_budget_seconds
     screened = screen_evidence(sources)
-    evidence = screened.evidence
-    by_id = {item.evidence_id: item for item in evidence}
-    sources_with_evidence = {item.source_id for item in evidence}
-    notes: list[str] = []
-    draft = extractive_draft(plan, evidence)
-    if provider is not None and evidence:
-        try:
-            async with asyncio.timeout(llm_budget_seconds * WRITER_BUDGET_SHARE):
-                draft = await llm_draft(plan, evidence, provider)
-        except TimeoutError:
-            notes.append(
-                f"LLM writer exceeded its {llm_budget_seconds * WRITER_BUDGET_SHARE:.0f} s budget; "
-                "used the extractive writer"
-            )
-        except Exception as exc:  # a provider or format failure falls back to the extractive writer
-            notes.append(f"LLM writer failed ({type(exc).__name__}: {exc}); used the extractive writer")
-
-    drafted = list(
-        dict.fromkeys(
-            (text, tuple(ids))
-            for text, ids in [
-                *(pair for _, sentences in draft.themes for pair in sentences),
-                *draft.summary,
-                *draft.gaps,
-            ]
-            if text
-        )
+    context = JobContext(
+        plan=plan,
+        sources=sources,
+        evidence=screened.evidence,
+        chunks={item.evidence_id: item.as_chunk() for item in screened.evidence},
+        quarantined=screened.quarantined,
+        hostile_sources=screened.hostile_sources,
+        provider=provider,
+        llm_budget_seconds=llm_budget_seconds,
+        deadline=deadline,
+        policy=job_policy(min_sources or plan.policies.min_sources),
     )
-    to_verify = [(text, list(ids)) for text, ids in drafted]
-    quotes = {item.evidence_id: item.quote for item in evidence}
-    remaining = deadline - loop.time()
-    judge = provider if remaining >= MIN_JUDGE_SECONDS else None
-    if provider is not None and judge is None:
-        notes.append("no time left for the LLM judge; claims verified lexically")
-    try:
-        async with asyncio.timeout(max(remaining, 0.0) if judge is not None else None):
-            verifications = await Verifier(judge).verify(to_verify, quotes)
-    except TimeoutError:
-        notes.append("the LLM judge exceeded the synthesis budget; claims verified lexically")
-        verifications = await Verifier(None).verify(to_verify, quotes)
-    claims = [
-        Claim(v.claim_id, v.claim_text, v.evidence_chunk_ids, v.verdict, v.confidence, v.notes, v.kept)
-        for v in verifications
-    ]
-    claim_index = {(text, ids): claim for (text, ids), claim in zip(drafted, claims, strict=True)}
-    chunks = {e.evidence_id: e.as_chunk() for e in evidence}
-    report = red_team(
-        [v for v in verifications if v.kept],
-        verifications,
-        chunks,
-        screened.quarantined,
-        screened.hostile_sources,
-    )
-
-    def check(text: str, ids: list[str]) -> Claim:
-        return claim_index[(text, tuple(ids))]
-
-    themes: list[tuple[str, list[tuple[str, list[str]]]]] = []
-    for name, sentences in draft.themes:
-        kept = [(text, ids) for text, ids in sentences if text and check(text, ids).kept]
-        if kept:
-            themes.append((name, kept))
-    summary = [(text, ids) for text, ids in draft.summary if text and check(text, ids).kept]
-    gaps = [(text, ids) for text, ids in draft.gaps if text and check(text, ids).kept]
-    dropped = sum(1 for claim in claims if not claim.kept)
-    if dropped:
-        notes.append(f"{dropped} unsupported sentence(s) dropped after verification")
-
-    supported = [claim for claim in claims if claim.kept]
-    cited_sources = {by_id[i].source_id for claim in supported for i in claim.evidence_ids}
-    multi_source_themes = sum(
-        1 for _, sentences in themes if len({by_id[i].source_id for _, ids in sentences for i in ids}) >= 2
-    )
-    strength = min(1.0, len(sources_with_evidence) / max(3, min(plan.target_sources, 10)))
-    coverage = len(supported) / len(claims) if claims else 0.0
-    agreement = multi_source_themes / len(themes) if themes else 0.0
-    cited_share = len(cited_sources) / len(sources_with_evidence) if sources_with_evidence else 0.0
-    # Lexical verification cannot prove entailment, so confidence stays below certainty.
-    confidence = round(
-        min(0.95, 0.35 * strength + 0.25 * coverage + 0.25 * agreement + 0.15 * cited_share), 3
-    )
-    single_source = len(cited_sources) == 1
-    if single_source:
-        confidence = min(confidence, SINGLE_SOURCE_CONFIDENCE_CAP)
-    rationale = (
-        f"{len(sources_with_evidence)} source(s) with evidence, {len(cited_sources)} cited; "
-        f"{len(supported)}/{len(claims)} claim(s) verified; "
-        f"{multi_source_themes}/{len(themes)} theme(s) backed by two or more sources"
-    )
-
-    refusal_reason: str | None = None
-    if not sources_with_evidence:
-        refusal_reason = "No relevant source yielded usable evidence"
-    elif not supported:
-        refusal_reason = "No claim could be verified against the extracted evidence"
-    elif not any(
-        candidate.answers_goal(plan.policies.relevance_threshold)
-        for candidate, _ in sources
-        if candidate.source_id in cited_sources
-    ):
-        refusal_reason = (
-            f"The verified claims come only from {len(cited_sources)} source(s) that match single concepts "
-            "of the goal; no source that addresses the goal as a whole backs a verified claim"
-        )
-    elif len(cited_sources) < required_sources:
-        refusal_reason = (
-            f"Only {len(cited_sources)} source(s) back a verified claim; at least {required_sources} "
-            "were required for this synthesis"
-        )
-    elif confidence < 0.3:
-        refusal_reason = f"Confidence {confidence:.2f} is below 0.30: {rationale}"
-
-    if single_source and refusal_reason is None:
-        notes.append(
-            f"single-source synthesis: confidence capped at {SINGLE_SOURCE_CONFIDENCE_CAP:.2f}; "
-            "set scope_parameters.min_sources to require more"
-        )
-    methodologies = count_methodologies(sources, evidence)
-    years = sorted(c.paper.year for c, _ in sources if c.paper.year)
-    span = f"{years[0]}-{years[-1]}" if years else "unknown years"
-    title = plan.topic[:1].upper() + plan.topic[1:]
-    if refusal_reason:
-        executive = f"## Meta-Analysis: {title}\n\nNo synthesis was written. {refusal_reason}."
-        body = executive
-        themes, gaps = [], []
-    else:
-        theme_names = ", ".join(name for name, _ in themes)
-        caveat = (
-            [
-                f"> Single-source caveat: every verified claim below rests on one source; "
-                f"confidence is capped at {SINGLE_SOURCE_CONFIDENCE_CAP:.2f} and the findings await "
-                "independent confirmation.",
-                "",
-            ]
-            if single_source
-            else []
-        )
-        executive_lines = [
-            f"## Meta-Analysis: {title}",
-            "",
-            *caveat,
-            f"Across {len(sources)} analysed source(s) published {span}, the evidence groups into "
-            f"{len(themes)} theme(s): {theme_names}.",
-            "",
-            *[f"- {_cite(text, ids)}" for text, ids in summary],
-        ]
-        executive = "\n".join(executive_lines)
-        body_lines = [
-            f"Based on analysis of {len(sources)} research paper(s) from {span}, "
-            f"{len(supported)} verified statement(s) are cited below.",
-        ]
-        for name, sentences in themes:
-            body_lines += ["", f"### {name}", "", " ".join(_cite(text, ids) for text, ids in sentences)]
-        if methodologies:
-            body_lines += ["", "### Methodologies", ""]
-            body_lines += [f"- {name}: {count} source(s)" for name, count in methodologies.items()]
-        if gaps:
-            body_lines += ["", "### Gaps and open questions", ""]
-            body_lines += [f"- {_cite(text, ids)}" for text, ids in gaps]
-        body = "\n".join(body_lines)
-    return SynthesisResult(
-        research_goal=plan.goal,
-        executive_summary=executive,
-        synthesis_text=body,
-        primary_themes=[name for name, _ in themes],
-        gaps_identified=[text for text, _ in gaps],
-        sources_analyzed=len(sources),
-        methodologies_found=len(methodologies),
-        methodologies=methodologies,
-        evidence=evidence,
-        claims=claims,
-        confidence_score=0.0 if refusal_reason else confidence,
-        confidence_rationale=rationale,
-        refusal=refusal_reason is not None,
-        refusal_reason=refusal_reason,
-        writer=draft.writer,
-        notes=notes,
-        red_team=report.to_dict(),
-    )
+    recorder = trace or TraceRecorder("synthesis")
+    await run_stages(stage_list(JOB_SYNTHESIS_STAGES, JOB_STAGES), context, recorder)
+    if context.result is None:
+        raise RuntimeError("the job's stages have no render stage")
+    return context.result

@@ -70,12 +70,16 @@ class DraftSentence:
 
 @dataclass
 class Draft:
+    """What a writer produces, for an answer or a job's report: cited sentences in order, under their
+    sections (a report's themes, then its GAPS_SECTION)."""
+
     sentences: list[DraftSentence]
     writer: str  # "extractive" or "llm:<provider>"
     model: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     notes: list[str] = field(default_factory=list)
+    summary: list[DraftSentence] = field(default_factory=list)  # a report's lead, repeated from its themes
 
 
 class CitationNumbers:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from functions.research.pipeline import AnswerPipeline, AnswerRequest, AnswerResult
+from functions.research.presets import DEFAULT_PRESET, PRESETS
 from functions.research.retriever import Retriever
 from functions.research.trace import TraceEvent, TraceRecorder
 from tests.unit.research.answer_fakes import InMemorySearch, paper
@@ -147,3 +148,21 @@ def test_uncovered_concepts_trigger_one_broader_round_of_searches() -> None:
     )
     asyncio.run(AnswerPipeline(Retriever(low)).run(quick, TraceRecorder("t")))
     assert "augmented generation" not in [query.query for query in low.queries]  # low effort: one round
+
+
+def test_each_preset_runs_its_listed_stages_and_only_those() -> None:
+    pipeline = AnswerPipeline(Retriever(InMemorySearch(RAG)))
+    for preset in [*PRESETS.values(), DEFAULT_PRESET]:
+        assert set(preset.stages) <= set(pipeline.stages), preset.name
+    question = "How does retrieval augmented generation work?"
+    _, fast = run(RAG, question, preset="fast")
+    _, full = run(RAG, question, preset="comprehensive", reasoning_effort="low")
+    assert "critique_generated" not in [event.name for event in fast]
+    assert [e.name for e in full if e.agent != "Retriever"] == [
+        "plan_created",
+        "draft_written",
+        "critique_generated",
+        "verification_completed",
+        "redteam_completed",
+        "decision",
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from functions.research.chunks import bm25_scores, sentence_spans
 from functions.research.critic import NUMERIC, OPPOSITE, find_contradictions
@@ -11,8 +12,14 @@ from functions.research.gate import (
     INSUFFICIENT_SOURCES,
     LOW_CONFIDENCE,
     NOT_ANSWERED,
+    RED_TEAM,
     SINGLE_SOURCE_CONFIDENCE_CAP,
+    Decision,
+    GateFacts,
+    answer_facts,
+    answer_policy,
     decide,
+    job_policy,
 )
 from functions.research.planner import plan_answer
 from functions.research.presets import FOCUS_MODES, PRESETS
@@ -214,6 +221,23 @@ def test_red_team_flags_injection_consensus_and_a_mostly_unsupported_draft() -> 
     assert red_team([], bad, chunks, []).force_refusal
 
 
+def _decide(
+    sources: list[SourceDoc],
+    chunks: dict[str, EvidenceChunk],
+    supported: list[ClaimVerification],
+    red_team: RedTeamReport,
+    *,
+    quality_gate: bool,
+    min_confidence: float | None = None,
+    min_sources: int | None = None,
+) -> Decision:
+    facts = answer_facts(
+        sources=sources, chunks=chunks, kept=supported, all_claims=supported, critique=None, red_team=red_team
+    )
+    policy = answer_policy(quality_gate=quality_gate, min_confidence=min_confidence, min_sources=min_sources)
+    return decide(facts, policy)
+
+
 def test_gate_reasons_and_single_source_cap() -> None:
     chunks = {
         "chunk-a": chunk("chunk-a", "s1", "A finding."),
@@ -221,45 +245,67 @@ def test_gate_reasons_and_single_source_cap() -> None:
     }
     supported = [ClaimVerification("clm-001", "A finding.", SUPPORTED, ["chunk-a"], 1.0, "")]
     calm = RedTeamReport([], False, None)
-    one = decide(
-        sources=[source("s1")],
-        chunks=chunks,
-        kept=supported,
-        all_claims=supported,
-        critique=None,
-        red_team=calm,
+    one = _decide(
+        [source("s1")],
+        chunks,
+        supported,
+        calm,
         quality_gate=True,
     )
     assert not one.refusal and 0 < one.confidence <= SINGLE_SOURCE_CONFIDENCE_CAP
-    more = decide(
-        sources=[source("s1")],
-        chunks=chunks,
-        kept=supported,
-        all_claims=supported,
-        critique=None,
-        red_team=calm,
+    more = _decide(
+        [source("s1")],
+        chunks,
+        supported,
+        calm,
         quality_gate=True,
         min_sources=2,
     )
     assert more.refusal and more.reason_code == INSUFFICIENT_SOURCES
-    partial_topic = decide(
-        sources=[source("s1", whole=False)],
-        chunks=chunks,
-        kept=supported,
-        all_claims=supported,
-        critique=None,
-        red_team=calm,
+    partial_topic = _decide(
+        [source("s1", whole=False)],
+        chunks,
+        supported,
+        calm,
         quality_gate=True,
     )
     assert partial_topic.reason_code == NOT_ANSWERED
-    strict = decide(
-        sources=[source("s1")],
-        chunks=chunks,
-        kept=supported,
-        all_claims=supported,
-        critique=None,
-        red_team=calm,
+    strict = _decide(
+        [source("s1")],
+        chunks,
+        supported,
+        calm,
         quality_gate=False,
         min_confidence=0.9,
     )
     assert strict.reason_code == LOW_CONFIDENCE
+
+
+def test_one_gate_two_policies_the_jobs_is_stricter_and_ignores_the_red_team() -> None:
+    alarmed = RedTeamReport([], True, "numbers not in the cited evidence: 75")
+    facts = GateFacts(
+        signals=(1.0, 1.0, 0.5, 1.0),
+        rationale="measured",
+        cited_sources=3,
+        verified_claims=4,
+        answered=True,
+        red_team=alarmed,
+    )
+    answer = decide(facts, answer_policy(quality_gate=True))
+    job = decide(facts, job_policy(min_sources=1))
+    assert answer.reason_code == RED_TEAM and answer.confidence == 0.0
+    assert not job.refusal and job.confidence == round(0.35 + 0.25 + 0.25 * 0.5 + 0.15, 3)
+    # Without the Red-Team's alarm the answer engine weighs the same signals with its own weights.
+    calm = decide(replace(facts, red_team=None), answer_policy(quality_gate=True))
+    assert calm.confidence == round(0.3 + 0.25 + 0.3 * 0.5 + 0.15, 3)
+    weak = replace(facts, signals=(0.2, 0.2, 0.2, 0.2), red_team=None)
+    assert decide(weak, job_policy(min_sources=1)).reason_code == LOW_CONFIDENCE
+    assert not decide(weak, answer_policy(quality_gate=False)).refusal  # no floor without a quality gate
+    lone = decide(replace(facts, cited_sources=1, red_team=None), job_policy(min_sources=1))
+    assert lone.confidence == SINGLE_SOURCE_CONFIDENCE_CAP
+    assert decide(replace(facts, has_evidence=False), job_policy(min_sources=1)).reason == (
+        "No relevant source yielded usable evidence"
+    )
+    assert (
+        decide(replace(facts, has_sources=False, red_team=None), job_policy(min_sources=1)).refusal is False
+    )

@@ -9,8 +9,12 @@ from typing import Any
 
 from functions.common.llm import Completion, CompletionStream, StreamEnd, Usage
 from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP
-from functions.research.synthesis import PARTIAL, SUPPORTED, UNSUPPORTED, SynthesisResult, verify_claim
+from functions.research.presets import DECIDE, JOB_SYNTHESIS_STAGES, RENDER, VERIFY, WRITE
+from functions.research.presets import RED_TEAM as RED_TEAM_STAGE
+from functions.research.synthesis import JOB_STAGES, SynthesisResult
 from functions.research.synthesis import synthesize as synthesize_async
+from functions.research.trace import RED_TEAM, VERIFIER, WRITER, TraceRecorder
+from functions.research.verifier import PARTIAL, SUPPORTED, UNSUPPORTED, verify_claim
 from tests.unit.orchestrate.fixtures import extracted, plan
 from tests.unit.research.scripted_llm import ScriptedLlm
 
@@ -181,3 +185,27 @@ def test_a_slow_model_gives_way_to_the_extractive_writer_within_the_budget() -> 
     assert result["writer"] == "extractive"
     assert result["synthesis_text"] == extractive["synthesis_text"]
     assert any("budget" in note for note in result["notes"]), result["notes"]
+
+
+def test_the_synthesis_stages_emit_their_own_trace_events() -> None:
+    trace = TraceRecorder("job-test")
+    result = asyncio.run(synthesize_async(plan("rapid"), SOURCES, trace=trace))
+    assert [(e.agent, e.name) for e in trace.events] == [
+        (WRITER, "draft_written"),
+        (VERIFIER, "verification_completed"),
+        (RED_TEAM, "redteam_completed"),
+    ]
+    written, verified, challenged = (event.payload for event in trace.events)
+    assert written["writer"] == result.writer and written["claims"] == len(result.claims)
+    assert set(result.primary_themes) <= set(written["themes"])
+    assert verified["verdicts"] == {claim.claim_id: claim.verdict for claim in result.claims}
+    assert verified["removed"] == [claim.claim_id for claim in result.claims if not claim.kept]
+    assert challenged == {
+        "flags": result.red_team["flags"],
+        "force_refusal": result.red_team["force_refusal"],
+    }
+
+
+def test_the_job_stage_list_is_data_every_driver_can_run() -> None:
+    assert set(JOB_SYNTHESIS_STAGES) <= set(JOB_STAGES)
+    assert JOB_SYNTHESIS_STAGES == (WRITE, VERIFY, RED_TEAM_STAGE, DECIDE, RENDER)
