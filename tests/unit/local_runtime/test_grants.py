@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from functions.common import resources
 from functions.common.resources import Uses
 from functions.common.settings import get_settings
@@ -11,7 +13,7 @@ READER = Uses(read=("jobs_table", "data_bucket"))
 WRITER = Uses(read_write=("jobs_table", "data_bucket"), events=True)
 
 
-def _refused(uses: Uses, service: str, operation: str, params: dict[str, object]) -> str | None:
+def _refused(uses: Uses, service: str, operation: str, params: Mapping[str, object]) -> str | None:
     denial = refusal("Step", uses, service, operation, params)
     return None if denial is None else denial.resource
 
