@@ -74,29 +74,8 @@ class Functions(Construct):
         self.api: dict[str, DeployedFunction] = {  # by family
             spec.family: self._api_function(spec, environment, team_keys) for spec in API_FUNCTIONS
         }
-        self.authorizer = self._function(
-            TEAM_AUTHORIZER.logical_id,
-            handler=TEAM_AUTHORIZER.handler,
-            family="authorizer",
-            memory_mb=TEAM_AUTHORIZER.memory_mb,
-            timeout_seconds=TEAM_AUTHORIZER.timeout_seconds,
-            reserved=None,
-            environment={**environment, **team_keys},
-            uses=TEAM_AUTHORIZER.uses,
-        )
-        # the knowledge-base ingest, when the rag family has one
-        self.ingest: DeployedFunction | None = None
-        if module_exists(KB_INGEST.handler):
-            self.ingest = self._function(
-                KB_INGEST.logical_id,
-                handler=KB_INGEST.handler,
-                family="ingest",
-                memory_mb=KB_INGEST.memory_mb,
-                timeout_seconds=KB_INGEST.timeout_seconds,
-                reserved=None,
-                environment={**environment, "RAG_SOURCE_PREFIX": KB_INGEST.prefix},
-                uses=KB_INGEST.uses,
-            )
+        self.authorizer = self._authorizer({**environment, **team_keys})
+        self.ingest = self._ingest(environment)  # the knowledge-base ingest, when the rag family has one
         self.steps: dict[str, DeployedFunction] = {  # by logical id (`${<id>Arn}` in ASL)
             spec.logical_id: self._step_function(spec, environment) for spec in step_functions
         }
@@ -111,6 +90,32 @@ class Functions(Construct):
             self._grant_secret_key(deployed)
         for deployed in self.all():
             _grant_declared(deployed, tables, buckets, event_bus)
+
+    def _authorizer(self, environment: Mapping[str, str]) -> DeployedFunction:
+        return self._function(
+            TEAM_AUTHORIZER.logical_id,
+            handler=TEAM_AUTHORIZER.handler,
+            family="authorizer",
+            memory_mb=TEAM_AUTHORIZER.memory_mb,
+            timeout_seconds=TEAM_AUTHORIZER.timeout_seconds,
+            reserved=None,
+            environment=environment,
+            uses=TEAM_AUTHORIZER.uses,
+        )
+
+    def _ingest(self, environment: Mapping[str, str]) -> DeployedFunction | None:
+        if not module_exists(KB_INGEST.handler):
+            return None
+        return self._function(
+            KB_INGEST.logical_id,
+            handler=KB_INGEST.handler,
+            family="ingest",
+            memory_mb=KB_INGEST.memory_mb,
+            timeout_seconds=KB_INGEST.timeout_seconds,
+            reserved=None,
+            environment={**environment, "RAG_SOURCE_PREFIX": KB_INGEST.prefix},
+            uses=KB_INGEST.uses,
+        )
 
     def _api_function(
         self, spec: ApiFunctionSpec, environment: Mapping[str, str], team_keys: Mapping[str, str]
