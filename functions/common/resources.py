@@ -23,6 +23,22 @@ class TableSpec:
     ttl_attribute: str | None = None
     purpose: str = ""
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The partition key, then the sort key if any: both strings."""
+        return (self.partition_key, *([self.sort_key] if self.sort_key else []))
+
+    def key_schema(self) -> list[dict[str, str]]:
+        """`KeySchema` of DynamoDB's CreateTable."""
+        return [
+            {"AttributeName": key, "KeyType": kind}
+            for key, kind in zip(self.keys, ("HASH", "RANGE"), strict=False)
+        ]
+
+    def attribute_definitions(self) -> list[dict[str, str]]:
+        """`AttributeDefinitions` of DynamoDB's CreateTable: the keys, strings."""
+        return [{"AttributeName": key, "AttributeType": "S"} for key in self.keys]
+
 
 @dataclass(frozen=True)
 class BucketSpec:

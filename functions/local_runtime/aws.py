@@ -154,16 +154,11 @@ class EmbeddedAws:
         settings = get_settings()
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         for table in resources.TABLES:
-            keys = [{"AttributeName": table.partition_key, "KeyType": "HASH"}]
-            attributes = [{"AttributeName": table.partition_key, "AttributeType": "S"}]
-            if table.sort_key:
-                keys.append({"AttributeName": table.sort_key, "KeyType": "RANGE"})
-                attributes.append({"AttributeName": table.sort_key, "AttributeType": "S"})
             name = getattr(settings, table.setting)
             dynamodb.create_table(
                 TableName=name,
-                KeySchema=keys,  # type: ignore[arg-type]
-                AttributeDefinitions=attributes,  # type: ignore[arg-type]
+                KeySchema=table.key_schema(),  # type: ignore[arg-type]
+                AttributeDefinitions=table.attribute_definitions(),  # type: ignore[arg-type]
                 BillingMode="PAY_PER_REQUEST",
             )
             if table.ttl_attribute:

@@ -11,7 +11,7 @@ from functions.common.traces import InMemoryTraceStore
 from functions.research.pipeline import AnswerPipeline
 from functions.research.retriever import Retriever, SearchPort
 from functions.search.models import FoundPaper, PaperQuery, SearchOutcome
-from tests.unit.research.answer_fakes import InMemorySearch, paper
+from tests.support.fakes.answer_search import InMemorySearch, paper
 
 RAG = [
     paper(

@@ -14,8 +14,8 @@ from functions.orchestrate.search_round import uncovered_concepts, upstream_fail
 from functions.orchestrate.store import InMemoryJobStore
 from functions.orchestrate.workflow import Workflow
 from functions.search.models import SearchOutcome
+from tests.support.fakes.jobs import RecordingStarter
 from tests.unit.orchestrate.fixtures import paper
-from tests.unit.orchestrate.test_jobs import RecordingStarter
 
 TEAM = "team-default"
 GOAL = "How do graph neural networks with attention mechanisms help drug discovery?"

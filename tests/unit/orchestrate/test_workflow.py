@@ -16,8 +16,8 @@ from functions.orchestrate.jobs import JobService
 from functions.orchestrate.models import ExecuteRequest
 from functions.orchestrate.store import InMemoryJobStore
 from functions.orchestrate.workflow import Workflow
+from tests.support.fakes.jobs import RecordingStarter
 from tests.unit.orchestrate.fixtures import extracted
-from tests.unit.orchestrate.test_jobs import RecordingStarter
 
 
 class ScriptedExtractor:

@@ -10,7 +10,7 @@ import pytest
 from functions.research.pipeline import AnswerPipeline, AnswerRequest, AnswerResult
 from functions.research.retriever import Retriever
 from functions.research.trace import TraceEvent, TraceRecorder
-from tests.unit.research.answer_fakes import InMemorySearch, paper
+from tests.support.fakes.answer_search import InMemorySearch, paper
 
 RAG = [
     paper(
