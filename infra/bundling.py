@@ -84,7 +84,8 @@ class FunctionSources:
 
     def names_used(self, names: Iterable[str], root: Path = REPO_ROOT) -> frozenset[str]:
         """Which settings (such as "jobs_table") the carried Python files read as an attribute
-        (`settings.jobs_table`); the definitions in functions/common/settings.py are not reads."""
+        (`settings.jobs_table`); the definitions in functions/common/settings.py are not reads. Not a
+        grant: the infra tests check that a function declares (`uses`) only what its code names."""
         text = "\n".join(
             (root / path).read_text(encoding="utf-8") for path in self.files if path.suffix == ".py"
         )

@@ -35,6 +35,7 @@ class ApiFunctionSpec:
     # of Mangum) and every route of it is integrated with ResponseTransferMode STREAM (docs/infra.md).
     streams: bool = False
     authorization: Authorization = "team"
+    uses: resources.Uses = field(default_factory=resources.Uses)  # what its routes reach: its grants
 
     @property
     def entry(self) -> str:
@@ -52,19 +53,90 @@ class ApiFunctionSpec:
         return f"functions.{self.family}.web_adapter:app"
 
 
+# Every API function meters its requests (usage table) and reads its team's record (teams table).
 API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
-    ApiFunctionSpec("SearchFunction", "search", memory_mb=1024, timeout_seconds=29, reserved_concurrency=20),
+    # Searching: response cache, token buckets, the library connector's uploaded documents, the teams'
+    # own upstream keys.
     ApiFunctionSpec(
-        "ExtractFunction", "extract", memory_mb=2048, timeout_seconds=29, reserved_concurrency=20
+        "SearchFunction",
+        "search",
+        memory_mb=1024,
+        timeout_seconds=29,
+        reserved_concurrency=20,
+        uses=resources.Uses(
+            read_write=("cache_table", "rate_limit_table", "documents_table", "usage_table", "data_bucket"),
+            read=("teams_table",),
+            decrypts=("upstream-key",),
+        ),
     ),
-    ApiFunctionSpec("OrchestrateFunction", "orchestrate", memory_mb=512, timeout_seconds=29),
-    ApiFunctionSpec("RagFunction", "rag", memory_mb=1536, timeout_seconds=29),
+    # Extraction and uploads: the PDF and parse cache in the data bucket, the documents' records.
+    ApiFunctionSpec(
+        "ExtractFunction",
+        "extract",
+        memory_mb=2048,
+        timeout_seconds=29,
+        reserved_concurrency=20,
+        uses=resources.Uses(
+            read_write=(
+                "cache_table",
+                "rate_limit_table",
+                "documents_table",
+                "teams_table",
+                "usage_table",
+                "data_bucket",
+            ),
+            decrypts=("upstream-key",),
+        ),
+    ),
+    # Jobs, schedules, traces, webhooks' delivery log and the job's artifacts.
+    ApiFunctionSpec(
+        "OrchestrateFunction",
+        "orchestrate",
+        memory_mb=512,
+        timeout_seconds=29,
+        uses=resources.Uses(
+            read_write=tuple(table.setting for table in resources.TABLES)
+            + tuple(bucket.setting for bucket in resources.BUCKETS),
+            events=True,
+            decrypts=("upstream-key", "webhook-secret"),
+        ),
+    ),
+    # The knowledge base only reads its index in the data bucket.
+    ApiFunctionSpec(
+        "RagFunction",
+        "rag",
+        memory_mb=1536,
+        timeout_seconds=29,
+        uses=resources.Uses(read_write=("cache_table", "teams_table", "usage_table"), read=("data_bucket",)),
+    ),
     # Both answer faces: embeds with MiniLM and parses PDFs (2 GB buys about 1.2 vCPU). Streamed, so the
     # gateway does not cut it at 29 s; 60 s bounds a whole `/v1/query/stream` answer as well as a
-    # buffered `/v1/query`.
-    ApiFunctionSpec("AnswerFunction", "answer", memory_mb=2048, timeout_seconds=60, streams=True),
-    # Team and token management (`/admin/...`): IAM-authorised, no team, no API key (docs/teams.md).
-    ApiFunctionSpec("AdminFunction", "admin", memory_mb=512, timeout_seconds=29, authorization="iam"),
+    # buffered `/v1/query`. Stores and serves traces; reads uploaded documents (uploading is the extract
+    # function's route) and the teams' own upstream keys.
+    ApiFunctionSpec(
+        "AnswerFunction",
+        "answer",
+        memory_mb=2048,
+        timeout_seconds=60,
+        streams=True,
+        uses=resources.Uses(
+            read_write=("cache_table", "rate_limit_table", "traces_table", "usage_table", "data_bucket"),
+            read=("documents_table", "teams_table"),
+            decrypts=("upstream-key",),
+        ),
+    ),
+    # Team and token management (`/admin/...`): IAM-authorised, no team, no API key (docs/teams.md). Seals
+    # the teams' webhook secrets and own upstream keys.
+    ApiFunctionSpec(
+        "AdminFunction",
+        "admin",
+        memory_mb=512,
+        timeout_seconds=29,
+        authorization="iam",
+        uses=resources.Uses(
+            read_write=("teams_table", "usage_table"), encrypts=("upstream-key", "webhook-secret")
+        ),
+    ),
 )
 
 
@@ -76,12 +148,17 @@ class AuthorizerSpec:
     handler: str
     memory_mb: int
     timeout_seconds: int
+    uses: resources.Uses
 
 
 # On the path of every request (API Gateway's result cache is off, docs/teams.md): 512 MB for a short cold
 # start (boto3 + one DynamoDB read); a warm decision takes a few milliseconds.
 TEAM_AUTHORIZER = AuthorizerSpec(
-    "TeamAuthorizerFunction", "functions.teams.authorizer.handler", memory_mb=512, timeout_seconds=10
+    "TeamAuthorizerFunction",
+    "functions.teams.authorizer.handler",
+    memory_mb=512,
+    timeout_seconds=10,
+    uses=resources.Uses(read=("teams_table",)),  # only reads, whatever a module it imports one day names
 )
 
 
@@ -130,6 +207,7 @@ class IngestFunctionSpec:
     prefix: str
     memory_mb: int
     timeout_seconds: int
+    uses: resources.Uses
 
 
 KB_INGEST = IngestFunctionSpec(
@@ -138,6 +216,7 @@ KB_INGEST = IngestFunctionSpec(
     prefix="kb-source/",
     memory_mb=3008,
     timeout_seconds=600,
+    uses=resources.Uses(read_write=("cache_table", "data_bucket")),  # the sources and the index it builds
 )
 
 

@@ -44,15 +44,15 @@ class ResearchStack(Stack):
         )
         self.routes = routes_of(apps)
 
+        # the knowledge-base ingest follows uploads to the data bucket through EventBridge
+        uploads = frozenset({"data_bucket"}) if module_exists(KB_INGEST.handler) else frozenset()
         self.data = Data(
             self,
             "Data",
             tables=self.registry.tables,
             buckets=self.registry.buckets,
             retain=options.retain_data,
-            event_bridge_buckets=frozenset({"data_bucket"})
-            if module_exists(KB_INGEST.handler)
-            else frozenset(),
+            event_bridge_buckets=uploads,
         )
         self.job_events = JobEvents(self, "Events", retain=options.retain_data)
         self.functions = Functions(
@@ -65,7 +65,21 @@ class ResearchStack(Stack):
             options=options,
             usage_plans_parameter=usage_plans_parameter(self.stack_name),
         )
-        self.workflow = Workflow(
+        self.workflow = self._workflow(options)
+        self._knowledge_base_uploads()
+        self.schedules = self._research_schedules()
+        self.api = self._api(options)
+        self.monitoring = self._monitoring(options)
+        self.console = self._console(options, console_dist)
+
+        self.functions.drop_redundant_role_dependencies()
+        for machine in self.workflow.machines.values():
+            depend_only_on_role_policy(machine, machine.role)
+        self._outputs()
+
+    def _workflow(self, options: StackOptions) -> Workflow:
+        """The state machines of the registry, invoking the step Lambdas' live aliases."""
+        return Workflow(
             self,
             "Workflow",
             state_machines=self.registry.state_machines,
@@ -76,6 +90,7 @@ class ResearchStack(Stack):
             log_retention_days=options.log_retention_days,
         )
 
+    def _knowledge_base_uploads(self) -> None:
         if self.functions.ingest is not None:
             UploadTrigger(
                 self,
@@ -85,33 +100,37 @@ class ResearchStack(Stack):
                 function=self.functions.ingest.alias,
             )
 
-        orchestrate = self.functions.api["orchestrate"].function
-        self.schedules: ResearchSchedules | None = None
+    def _research_schedules(self) -> ResearchSchedules | None:
+        """The job API starts, reads, resumes and stops the research machine and manages its schedules."""
         research = self.registry.research_machine()
-        if research is not None:
-            machine = self.workflow.machines[research.name]
-            machine.grant_start_execution(orchestrate)
-            machine.grant_read(orchestrate)
-            machine.grant_task_response(orchestrate)  # approve/abort checkpoints resume a waiting task
-            machine.grant_execution(orchestrate, "states:StopExecution")
-            self.schedules = ResearchSchedules(self, "Schedules", state_machine=machine)
-            self.schedules.grant_manage(orchestrate)
-            assert orchestrate.role is not None
-            suppress(
-                orchestrate.role,
-                "IAM5",
-                "The job API describes and stops executions of the research state machine only; execution "
-                "ARNs are `<machine>:<execution name>`, so they can only be granted with a trailing wildcard. "
-                "ListSchedules has no resource-level scope.",
-                [{"regex": "/^Resource::arn:.*:states:.*:execution:.*:\\*$/g"}, "Resource::*"],
-            )
-            orchestrate.add_environment("STATE_MACHINE_ARN", machine.state_machine_arn)
-            orchestrate.add_environment("SCHEDULE_GROUP_NAME", self.schedules.group_name)
-            orchestrate.add_environment("SCHEDULER_ROLE_ARN", self.schedules.role.role_arn)
-            CfnOutput(self, "ResearchStateMachineArn", value=machine.state_machine_arn)
-            CfnOutput(self, "ScheduleGroupName", value=self.schedules.group_name)
+        if research is None:
+            return None
+        orchestrate = self.functions.api["orchestrate"].function
+        machine = self.workflow.machines[research.name]
+        machine.grant_start_execution(orchestrate)
+        machine.grant_read(orchestrate)
+        machine.grant_task_response(orchestrate)  # approve/abort checkpoints resume a waiting task
+        machine.grant_execution(orchestrate, "states:StopExecution")
+        schedules = ResearchSchedules(self, "Schedules", state_machine=machine)
+        schedules.grant_manage(orchestrate)
+        assert orchestrate.role is not None
+        suppress(
+            orchestrate.role,
+            "IAM5",
+            "The job API describes and stops executions of the research state machine only; execution "
+            "ARNs are `<machine>:<execution name>`, so they can only be granted with a trailing wildcard. "
+            "ListSchedules has no resource-level scope.",
+            [{"regex": "/^Resource::arn:.*:states:.*:execution:.*:\\*$/g"}, "Resource::*"],
+        )
+        orchestrate.add_environment("STATE_MACHINE_ARN", machine.state_machine_arn)
+        orchestrate.add_environment("SCHEDULE_GROUP_NAME", schedules.group_name)
+        orchestrate.add_environment("SCHEDULER_ROLE_ARN", schedules.role.role_arn)
+        CfnOutput(self, "ResearchStateMachineArn", value=machine.state_machine_arn)
+        CfnOutput(self, "ScheduleGroupName", value=schedules.group_name)
+        return schedules
 
-        self.api = Api(
+    def _api(self, options: StackOptions) -> Api:
+        api = Api(
             self,
             "Api",
             routes=self.routes,
@@ -124,11 +143,14 @@ class ResearchStack(Stack):
             },
             authorization={spec.family: spec.authorization for spec in API_FUNCTIONS},
         )
-        self.api.grant_read_api_keys(self.functions.authorizer.function)
+        api.grant_read_api_keys(self.functions.authorizer.function)
         for spec in API_FUNCTIONS:
             if spec.authorization == "iam":
-                self.api.grant_create_team_keys(self.functions.api[spec.family].function)
-        self.monitoring = Monitoring(
+                api.grant_create_team_keys(self.functions.api[spec.family].function)
+        return api
+
+    def _monitoring(self, options: StackOptions) -> Monitoring:
+        return Monitoring(
             self,
             "Monitoring",
             functions={d.function.node.id: d.function for d in self.functions.all()},
@@ -140,25 +162,22 @@ class ResearchStack(Stack):
             refusing_functions=frozenset({self.functions.authorizer.function.node.id}),
         )
 
-        self.console: Console | None = None
-        if options.console:
-            self.console = Console(
-                self,
-                "Console",
-                dist=console_dist or CONSOLE_DIST,
-                api_url=self.api.rest_api.url,
-                api_origin=api_origin(self.api.rest_api),
-                access_logs=self.data.access_logs,
-                retain=options.retain_data,
-            )
-            CfnOutput(
-                self, "ConsoleUrl", value=f"https://{self.console.distribution.distribution_domain_name}/"
-            )
+    def _console(self, options: StackOptions, console_dist: Path | None) -> Console | None:
+        if not options.console:
+            return None
+        console = Console(
+            self,
+            "Console",
+            dist=console_dist or CONSOLE_DIST,
+            api_url=self.api.rest_api.url,
+            api_origin=api_origin(self.api.rest_api),
+            access_logs=self.data.access_logs,
+            retain=options.retain_data,
+        )
+        CfnOutput(self, "ConsoleUrl", value=f"https://{console.distribution.distribution_domain_name}/")
+        return console
 
-        self.functions.drop_redundant_role_dependencies()
-        for machine in self.workflow.machines.values():
-            depend_only_on_role_policy(machine, machine.role)
-
+    def _outputs(self) -> None:
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url)
         CfnOutput(self, "JobEventBusName", value=self.job_events.bus.event_bus_name)
         CfnOutput(self, "JobEventsQueueUrl", value=self.job_events.queue.queue_url)

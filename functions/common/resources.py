@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATEMACHINE_DIR = REPO_ROOT / "statemachine"
@@ -22,6 +23,22 @@ class TableSpec:
     ttl_attribute: str | None = None
     purpose: str = ""
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The partition key, then the sort key if any: both strings."""
+        return (self.partition_key, *([self.sort_key] if self.sort_key else []))
+
+    def key_schema(self) -> list[dict[str, str]]:
+        """`KeySchema` of DynamoDB's CreateTable."""
+        return [
+            {"AttributeName": key, "KeyType": kind}
+            for key, kind in zip(self.keys, ("HASH", "RANGE"), strict=False)
+        ]
+
+    def attribute_definitions(self) -> list[dict[str, str]]:
+        """`AttributeDefinitions` of DynamoDB's CreateTable: the keys, strings."""
+        return [{"AttributeName": key, "AttributeType": "S"} for key in self.keys]
+
 
 @dataclass(frozen=True)
 class BucketSpec:
@@ -29,6 +46,32 @@ class BucketSpec:
     versioned: bool = False
     expiring_prefixes: dict[str, int] = field(default_factory=dict)  # prefix -> days
     purpose: str = ""
+
+
+Access = Literal["read", "read_write"]
+
+
+@dataclass(frozen=True)
+class Uses:
+    """What of the registry a function reaches, and how: the settings of the tables and buckets it reads
+    and writes or only reads, whether it puts events on the event bus, and the purposes (encryption
+    contexts) under which it encrypts or decrypts with the teams' secret key. The CDK app grants exactly
+    this; the local runtime refuses a step Lambda anything else (functions/local_runtime/grants.py)."""
+
+    read_write: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+    events: bool = False
+    encrypts: tuple[str, ...] = ()
+    decrypts: tuple[str, ...] = ()
+
+    def access(self, setting: str) -> Access | None:
+        if setting in self.read_write:
+            return "read_write"
+        return "read" if setting in self.read else None
+
+    @property
+    def settings(self) -> frozenset[str]:
+        return frozenset((*self.read_write, *self.read))
 
 
 @dataclass(frozen=True)
@@ -39,6 +82,7 @@ class StepFunctionSpec:
     handler: str  # dotted path "package.module.function", the same string on AWS and locally
     memory_mb: int = 1024
     timeout_seconds: int = 60  # above the 45 s TimeoutSeconds of every Task
+    uses: Uses = Uses()
 
 
 @dataclass(frozen=True)
@@ -77,21 +121,97 @@ BUCKETS: tuple[BucketSpec, ...] = (
     BucketSpec("artifacts_bucket", versioned=True, purpose="report artifacts"),
 )
 
-# Every Lambda the state machines call (the research workflow: functions/orchestrate/steps/).
+# What every step reaches: the job's record, and its cost ledger and the team's month (each invocation is
+# metered: functions/metering/steps.py). Steps that ask the budget before a unit of work also read the
+# team's monthly budget in the teams table; steps that trace write the traces table.
+_JOB_AND_LEDGER = ("jobs_table", "usage_table")
+# The search connectors: response cache, token buckets and turns at the providers, the teams' own upstream
+# keys (sealed), uploaded documents (the library connector).
+_SEARCHING = Uses(
+    read_write=("cache_table", "rate_limit_table"),
+    read=("teams_table", "documents_table"),
+    decrypts=("upstream-key",),
+)
+# Completion: the event bus, the webhook's delivery log (jobs table) and the team's signing secret.
+_ANNOUNCING = Uses(events=True, read=("teams_table",), decrypts=("webhook-secret",))
+
+
+def _step_uses(*parts: Uses, read_write: tuple[str, ...] = (), read: tuple[str, ...] = ()) -> Uses:
+    """A step's declaration: the job and its ledger, `parts` and the settings given, merged."""
+    every = (Uses(read_write=_JOB_AND_LEDGER), *parts, Uses(read_write=read_write, read=read))
+    writes = tuple(dict.fromkeys(name for part in every for name in part.read_write))
+    return Uses(
+        read_write=writes,
+        read=tuple(dict.fromkeys(name for part in every for name in part.read if name not in writes)),
+        events=any(part.events for part in every),
+        encrypts=tuple(dict.fromkeys(purpose for part in every for purpose in part.encrypts)),
+        decrypts=tuple(dict.fromkeys(purpose for part in every for purpose in part.decrypts)),
+    )
+
+
+# Every Lambda the state machines call (the research workflow: functions/orchestrate/steps/), with what
+# its state's work reaches (the step module of the same name).
 STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
-    StepFunctionSpec("ResearchPlanStep", "functions.orchestrate.steps.plan.handler", memory_mb=512),
-    StepFunctionSpec("ResearchSearchStep", "functions.orchestrate.steps.search.handler", memory_mb=512),
-    # Screening embeds up to 250 candidates with MiniLM: 2 GB buys about 1.2 vCPU for it.
-    StepFunctionSpec("ResearchScreenStep", "functions.orchestrate.steps.screen.handler", memory_mb=2048),
+    # Creates the record of a job a schedule started (planning reads OpenAlex's daily allowance left) and
+    # holds its budget; traces the plan.
     StepFunctionSpec(
-        "ResearchCheckpointStep", "functions.orchestrate.steps.checkpoint.handler", memory_mb=256
+        "ResearchPlanStep",
+        "functions.orchestrate.steps.plan.handler",
+        memory_mb=512,
+        uses=_step_uses(read_write=("traces_table",), read=("teams_table", "rate_limit_table")),
     ),
-    StepFunctionSpec("ResearchExtractStep", "functions.orchestrate.steps.extract.handler", memory_mb=2048),
+    # Searches; the hits go to the data bucket.
     StepFunctionSpec(
-        "ResearchSynthesizeStep", "functions.orchestrate.steps.synthesize.handler", memory_mb=1024
+        "ResearchSearchStep",
+        "functions.orchestrate.steps.search.handler",
+        memory_mb=512,
+        uses=_step_uses(_SEARCHING, read_write=("traces_table", "data_bucket")),
     ),
-    StepFunctionSpec("ResearchFinalizeStep", "functions.orchestrate.steps.finalize.handler", memory_mb=1024),
-    StepFunctionSpec("ResearchFailStep", "functions.orchestrate.steps.fail.handler", memory_mb=256),
+    # Screening embeds up to 250 candidates with MiniLM: 2 GB buys about 1.2 vCPU for it. Reads the hits,
+    # writes the screening.
+    StepFunctionSpec(
+        "ResearchScreenStep",
+        "functions.orchestrate.steps.screen.handler",
+        memory_mb=2048,
+        uses=_step_uses(read_write=("traces_table", "data_bucket"), read=("teams_table",)),
+    ),
+    # Only keeps the task token on the job record.
+    StepFunctionSpec(
+        "ResearchCheckpointStep",
+        "functions.orchestrate.steps.checkpoint.handler",
+        memory_mb=256,
+        uses=_step_uses(),
+    ),
+    # Fetches and parses one source (cached in the data bucket; `library://` sources are uploaded
+    # documents), through the providers' turns and the teams' own keys.
+    StepFunctionSpec(
+        "ResearchExtractStep",
+        "functions.orchestrate.steps.extract.handler",
+        memory_mb=2048,
+        uses=_step_uses(_SEARCHING, read_write=("traces_table", "data_bucket")),
+    ),
+    # Reads the extracted papers, writes the synthesis.
+    StepFunctionSpec(
+        "ResearchSynthesizeStep",
+        "functions.orchestrate.steps.synthesize.handler",
+        memory_mb=1024,
+        uses=_step_uses(read_write=("traces_table", "data_bucket"), read=("teams_table",)),
+    ),
+    # Reads the screening and the synthesis, writes the artifacts (a living review reads the last run's),
+    # announces the job.
+    StepFunctionSpec(
+        "ResearchFinalizeStep",
+        "functions.orchestrate.steps.finalize.handler",
+        memory_mb=1024,
+        uses=_step_uses(_ANNOUNCING, read_write=("traces_table", "artifacts_bucket"), read=("data_bucket",)),
+    ),
+    # Records the failure (and the record of a scheduled job that failed before Plan made it); announces it.
+    StepFunctionSpec(
+        "ResearchFailStep",
+        "functions.orchestrate.steps.fail.handler",
+        memory_mb=256,
+        uses=_step_uses(_ANNOUNCING, read_write=("traces_table",), read=("rate_limit_table",)),
+    ),
 )
 
 STATE_MACHINES: tuple[StateMachineSpec, ...] = (StateMachineSpec("research", "research.asl.json"),)

@@ -2,6 +2,8 @@
 
 `EmbeddedAws` starts the mock, routes Lambda to in-process handlers, and creates the resources of
 `functions.common.resources` (tables, buckets, step Lambdas, state machines from `statemachine/`).
+Each step Lambda may reach only what its spec declares (functions/local_runtime/grants.py); leaving a
+runtime in which a step reached anything else raises `grants.UndeclaredUse`.
 It is used by `make run` and by the integration tests.
 """
 
@@ -24,7 +26,7 @@ from moto import mock_aws
 from functions.common import resources
 from functions.common.aws import reset_clients
 from functions.common.settings import get_settings, reset_settings_cache
-from functions.local_runtime import durable, dynamodb_atomic, lambda_adapter, s3_atomic
+from functions.local_runtime import durable, dynamodb_atomic, grants, lambda_adapter, s3_atomic
 from functions.search.turns import reset_process_turns
 
 REGION = "us-east-1"
@@ -77,7 +79,10 @@ class EmbeddedAws:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        denied = grants.take_denied()
         self.stop()
+        if denied and exc is None:
+            raise grants.UndeclaredUse("; ".join(sorted({str(denial) for denial in denied})))
 
     def start(self) -> None:
         """Raises durable.StateDirInUse, before anything is set up, when another runtime holds `state_dir`."""
@@ -100,6 +105,7 @@ class EmbeddedAws:
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         lambda_adapter.install()
+        grants.install()
         if self.state_dir is not None:
             durable.install()  # before dynamodb_atomic: its lock then wraps the journal's read-back
         dynamodb_atomic.install()
@@ -122,6 +128,8 @@ class EmbeddedAws:
             self._mock.stop()
             self._mock = None
         lambda_adapter.uninstall()
+        grants.uninstall()
+        grants.forget()
         dynamodb_atomic.uninstall()
         s3_atomic.uninstall()
         durable.uninstall()
@@ -146,16 +154,11 @@ class EmbeddedAws:
         settings = get_settings()
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         for table in resources.TABLES:
-            keys = [{"AttributeName": table.partition_key, "KeyType": "HASH"}]
-            attributes = [{"AttributeName": table.partition_key, "AttributeType": "S"}]
-            if table.sort_key:
-                keys.append({"AttributeName": table.sort_key, "KeyType": "RANGE"})
-                attributes.append({"AttributeName": table.sort_key, "AttributeType": "S"})
             name = getattr(settings, table.setting)
             dynamodb.create_table(
                 TableName=name,
-                KeySchema=keys,  # type: ignore[arg-type]
-                AttributeDefinitions=attributes,  # type: ignore[arg-type]
+                KeySchema=table.key_schema(),  # type: ignore[arg-type]
+                AttributeDefinitions=table.attribute_definitions(),  # type: ignore[arg-type]
                 BillingMode="PAY_PER_REQUEST",
             )
             if table.ttl_attribute:
@@ -187,6 +190,7 @@ class EmbeddedAws:
                 MemorySize=spec.memory_mb,
             )
             self.function_arns[spec.logical_id] = created["FunctionArn"]
+            grants.declare(spec.logical_id, spec.uses)
 
     def _create_state_machines(self) -> None:
         machines = list(self.state_machines)

@@ -7,8 +7,9 @@ moto runs Lambda code only inside Docker. Its Step Functions interpreter invokes
 Lambda-like context. A raised exception becomes `errored=True` with `{"errorType", "errorMessage"}`,
 exactly as the Lambda service reports it, so Retry and Catch in the ASL behave as on AWS.
 
-Limits: handlers share this process's environment (per-function environment variables are not
-applied), and a Task that exceeds its TimeoutSeconds fails on time while its Python thread runs on to
+A step Lambda's calls are held to what its spec declares it uses (functions/local_runtime/grants.py),
+as IAM holds them on AWS. Limits: handlers share this process's environment (per-function environment
+variables are not applied), and a Task that exceeds its TimeoutSeconds fails on time while its Python thread runs on to
 completion in the background (threads cannot be killed).
 """
 
@@ -25,6 +26,7 @@ from typing import Any
 
 from moto.awslambda.models import LambdaFunction
 
+from functions.local_runtime import grants
 from functions.local_runtime.patching import MethodPatch
 
 Handler = Callable[[Any, Any], Any]
@@ -68,7 +70,8 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
         timeout_seconds=float(function.timeout),
     )
     try:
-        result = resolve_handler(function.handler)(event, context)
+        with grants.invoking(function.function_name):
+            result = resolve_handler(function.handler)(event, context)
     except Exception as exc:  # the Lambda service reports every handler exception this way
         error = {
             "errorType": type(exc).__name__,

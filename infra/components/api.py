@@ -70,102 +70,19 @@ class Api(Construct):
         prelude and body where it expects the proxy JSON. `authorization`: each family's (default "team")."""
         super().__init__(scope, construct_id)
         stack_name = Stack.of(self).stack_name
-        access_logs = logs.LogGroup(
-            self,
-            "AccessLogs",
-            retention=retention(options.log_retention_days),
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        self.rest_api = apigw.RestApi(
-            self,
-            "RestApi",
-            rest_api_name=f"{stack_name}-research-api",
-            description="Evidence-grounded research API: search, extract, agent jobs, answers, knowledge base",
-            endpoint_types=[apigw.EndpointType.REGIONAL],
-            api_key_source_type=apigw.ApiKeySourceType.AUTHORIZER,
-            binary_media_types=list(BINARY_MEDIA_TYPES),
-            cloud_watch_role=True,
-            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
-            default_method_options=apigw.MethodOptions(api_key_required=True),
-            default_cors_preflight_options=apigw.CorsOptions(
-                allow_origins=list(options.cors_origins),
-                allow_methods=apigw.Cors.ALL_METHODS,
-                allow_headers=[*apigw.Cors.DEFAULT_HEADERS, "X-Request-Id"],
-                expose_headers=["X-Request-Id", "Retry-After"],
-                max_age=Duration.hours(1),
-            ),
-            deploy_options=apigw.StageOptions(
-                stage_name=STAGE,
-                access_log_destination=apigw.LogGroupLogDestination(access_logs),
-                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
-                    caller=True,
-                    http_method=True,
-                    ip=True,
-                    protocol=True,
-                    request_time=True,
-                    resource_path=True,
-                    response_length=True,
-                    status=True,
-                    user=True,
-                ),
-                logging_level=apigw.MethodLoggingLevel.ERROR,
-                data_trace_enabled=False,  # bodies may hold uploaded documents
-                metrics_enabled=True,
-                tracing_enabled=True,
-                throttling_rate_limit=100,
-                throttling_burst_limit=200,
-            ),
-        )
+        self.rest_api = _rest_api(self, stack_name, options)
         self.validator = self.rest_api.add_request_validator(
             "RequestValidator", validate_request_parameters=True, validate_request_body=True
         )
-        self._add_gateway_responses(options.cors_origins)
-        self.authorizer = apigw.RequestAuthorizer(
-            self,
-            "TeamAuthorizer",
-            authorizer_name=f"{stack_name}-teams",
-            handler=authorizer_function,
-            identity_sources=[],  # either header may carry the credential: none can be mandatory
-            results_cache_ttl=Duration.seconds(0),  # so a revoked token is refused from the next request
-        )
-        # CDK writes the empty list as IdentitySource "": leave the property out (optional without caching)
-        authorizer_resource = self.authorizer.node.default_child
-        assert isinstance(authorizer_resource, apigw.CfnAuthorizer)
-        authorizer_resource.add_property_deletion_override("IdentitySource")
-
-        streamed = streamed or {}
-        integrations = {
-            family: apigw.LambdaIntegration(
-                function,
-                allow_test_invoke=False,
-                timeout=streamed.get(family, BUFFERED_TIMEOUT),
-                response_transfer_mode=apigw.ResponseTransferMode.STREAM
-                if family in streamed
-                else apigw.ResponseTransferMode.BUFFERED,
+        add_gateway_responses(self.rest_api, options.cors_origins)
+        self.authorizer = self._team_authorizer(stack_name, authorizer_function)
+        integrations = _integrations(functions, streamed or {})
+        self.methods: dict[tuple[str, str], apigw.Method] = {
+            (route.path, route.method): self._add_method(
+                route, integrations[route.family], (authorization or {}).get(route.family, "team")
             )
-            for family, function in functions.items()
+            for route in routes
         }
-        self.methods: dict[tuple[str, str], apigw.Method] = {}
-        for route in routes:
-            resource = self.rest_api.root.resource_for_path(route.path)
-            parameters = {
-                f"method.request.path.{segment.strip('{}+')}": True
-                for segment in route.path.split("/")
-                if segment.startswith("{")
-            }
-            authorizer, authorization_type, key_required = self._access(
-                route, (authorization or {}).get(route.family, "team")
-            )
-            self.methods[(route.path, route.method)] = resource.add_method(
-                route.method,
-                integrations[route.family],
-                authorizer=authorizer,
-                authorization_type=authorization_type,
-                api_key_required=key_required,
-                request_validator=self.validator,
-                request_parameters=parameters or None,
-            )
-
         self.usage_plans: dict[str, apigw.UsagePlan] = {
             tier.name: self._usage_plan(tier) for tier in options.tiers
         }
@@ -178,7 +95,44 @@ class Api(Construct):
                 {tier: plan.usage_plan_id for tier, plan in self.usage_plans.items()}
             ),
         )
+        self._suppress_findings(options)
 
+    def _team_authorizer(self, stack_name: str, function: lambda_.IFunction) -> apigw.RequestAuthorizer:
+        authorizer = apigw.RequestAuthorizer(
+            self,
+            "TeamAuthorizer",
+            authorizer_name=f"{stack_name}-teams",
+            handler=function,
+            identity_sources=[],  # either header may carry the credential: none can be mandatory
+            results_cache_ttl=Duration.seconds(0),  # so a revoked token is refused from the next request
+        )
+        # CDK writes the empty list as IdentitySource "": leave the property out (optional without caching)
+        authorizer_resource = authorizer.node.default_child
+        assert isinstance(authorizer_resource, apigw.CfnAuthorizer)
+        authorizer_resource.add_property_deletion_override("IdentitySource")
+        return authorizer
+
+    def _add_method(
+        self, route: Route, integration: apigw.Integration, authorization: Authorization
+    ) -> apigw.Method:
+        resource = self.rest_api.root.resource_for_path(route.path)
+        parameters = {
+            f"method.request.path.{segment.strip('{}+')}": True
+            for segment in route.path.split("/")
+            if segment.startswith("{")
+        }
+        authorizer, authorization_type, key_required = self._access(route, authorization)
+        return resource.add_method(
+            route.method,
+            integration,
+            authorizer=authorizer,
+            authorization_type=authorization_type,
+            api_key_required=key_required,
+            request_validator=self.validator,
+            request_parameters=parameters or None,
+        )
+
+    def _suppress_findings(self, options: StackOptions) -> None:
         suppress(
             self.rest_api,
             "APIG4",
@@ -287,58 +241,127 @@ class Api(Construct):
         )
         return policy
 
-    def _add_gateway_responses(self, origins: Sequence[str]) -> None:
-        origin = "'*'" if "*" in origins else f"'{origins[0]}'"
-        headers = {"Access-Control-Allow-Origin": origin, "Access-Control-Allow-Headers": "'*'"}
-        for name, response_type in (
-            ("Default4xx", apigw.ResponseType.DEFAULT_4_XX),
-            ("Default5xx", apigw.ResponseType.DEFAULT_5_XX),
-        ):
-            self.rest_api.add_gateway_response(name, type=response_type, response_headers=headers)
-        json_errors = (
-            (
-                "MissingKeyOrRoute",
-                apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN,
-                "403",
-                '{"error": "FORBIDDEN", "message": "Unknown route, or an admin route called without an '
-                'IAM (SigV4) signature."}',
-            ),
-            (
-                "InvalidKey",
-                apigw.ResponseType.INVALID_API_KEY,
-                "403",
-                '{"error": "FORBIDDEN", "message": "The team has no API key in a usage plan; ask the '
-                'platform team."}',
-            ),
-            (
-                "QuotaExceeded",
-                apigw.ResponseType.QUOTA_EXCEEDED,
-                "429",
-                '{"error": "Rate limit exceeded", "message": "The usage-plan quota of this API key is used up."}',
-            ),
-            (
-                "Throttled",
-                apigw.ResponseType.THROTTLED,
-                "429",
-                '{"error": "Rate limit exceeded", "retry_after": 1}',
-            ),
+
+def add_gateway_responses(rest_api: apigw.RestApi, origins: Sequence[str]) -> None:
+    """CORS headers on every error API Gateway answers itself, and JSON bodies in the API's error form."""
+    origin = "'*'" if "*" in origins else f"'{origins[0]}'"
+    headers = {"Access-Control-Allow-Origin": origin, "Access-Control-Allow-Headers": "'*'"}
+    for name, response_type in (
+        ("Default4xx", apigw.ResponseType.DEFAULT_4_XX),
+        ("Default5xx", apigw.ResponseType.DEFAULT_5_XX),
+    ):
+        rest_api.add_gateway_response(name, type=response_type, response_headers=headers)
+    json_errors = (
+        (
+            "MissingKeyOrRoute",
+            apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN,
+            "403",
+            '{"error": "FORBIDDEN", "message": "Unknown route, or an admin route called without an '
+            'IAM (SigV4) signature."}',
+        ),
+        (
+            "InvalidKey",
+            apigw.ResponseType.INVALID_API_KEY,
+            "403",
+            '{"error": "FORBIDDEN", "message": "The team has no API key in a usage plan; ask the '
+            'platform team."}',
+        ),
+        (
+            "QuotaExceeded",
+            apigw.ResponseType.QUOTA_EXCEEDED,
+            "429",
+            '{"error": "Rate limit exceeded", "message": "The usage-plan quota of this API key is used up."}',
+        ),
+        (
+            "Throttled",
+            apigw.ResponseType.THROTTLED,
+            "429",
+            '{"error": "Rate limit exceeded", "retry_after": 1}',
+        ),
+    )
+    for name, response_type, status, body in json_errors:
+        rest_api.add_gateway_response(
+            name,
+            type=response_type,
+            status_code=status,
+            response_headers=headers,
+            templates={"application/json": body},
         )
-        for name, response_type, status, body in json_errors:
-            self.rest_api.add_gateway_response(
-                name,
-                type=response_type,
-                status_code=status,
-                response_headers=headers,
-                templates={"application/json": body},
-            )
-        # The team authorizer refused the credential (missing, unknown, revoked or malformed): RFC 6750.
-        self.rest_api.add_gateway_response(
-            "Unauthorized",
-            type=apigw.ResponseType.UNAUTHORIZED,
-            status_code="401",
-            response_headers={**headers, "WWW-Authenticate": "'Bearer'"},
-            templates={
-                "application/json": '{"error": "UNAUTHORIZED", "message": "A valid team credential is '
-                'required: Authorization: Bearer <token>, or the team API key in x-api-key."}'
-            },
+    # The team authorizer refused the credential (missing, unknown, revoked or malformed): RFC 6750.
+    rest_api.add_gateway_response(
+        "Unauthorized",
+        type=apigw.ResponseType.UNAUTHORIZED,
+        status_code="401",
+        response_headers={**headers, "WWW-Authenticate": "'Bearer'"},
+        templates={
+            "application/json": '{"error": "UNAUTHORIZED", "message": "A valid team credential is '
+            'required: Authorization: Bearer <token>, or the team API key in x-api-key."}'
+        },
+    )
+
+
+def _rest_api(scope: Construct, stack_name: str, options: StackOptions) -> apigw.RestApi:
+    """The regional REST API and its `prod` stage: access logs, tracing, throttling, CORS preflight."""
+    access_logs = logs.LogGroup(
+        scope,
+        "AccessLogs",
+        retention=retention(options.log_retention_days),
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    return apigw.RestApi(
+        scope,
+        "RestApi",
+        rest_api_name=f"{stack_name}-research-api",
+        description="Evidence-grounded research API: search, extract, agent jobs, answers, knowledge base",
+        endpoint_types=[apigw.EndpointType.REGIONAL],
+        api_key_source_type=apigw.ApiKeySourceType.AUTHORIZER,
+        binary_media_types=list(BINARY_MEDIA_TYPES),
+        cloud_watch_role=True,
+        cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
+        default_method_options=apigw.MethodOptions(api_key_required=True),
+        default_cors_preflight_options=apigw.CorsOptions(
+            allow_origins=list(options.cors_origins),
+            allow_methods=apigw.Cors.ALL_METHODS,
+            allow_headers=[*apigw.Cors.DEFAULT_HEADERS, "X-Request-Id"],
+            expose_headers=["X-Request-Id", "Retry-After"],
+            max_age=Duration.hours(1),
+        ),
+        deploy_options=apigw.StageOptions(
+            stage_name=STAGE,
+            access_log_destination=apigw.LogGroupLogDestination(access_logs),
+            access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                caller=True,
+                http_method=True,
+                ip=True,
+                protocol=True,
+                request_time=True,
+                resource_path=True,
+                response_length=True,
+                status=True,
+                user=True,
+            ),
+            logging_level=apigw.MethodLoggingLevel.ERROR,
+            data_trace_enabled=False,  # bodies may hold uploaded documents
+            metrics_enabled=True,
+            tracing_enabled=True,
+            throttling_rate_limit=100,
+            throttling_burst_limit=200,
+        ),
+    )
+
+
+def _integrations(
+    functions: Mapping[str, lambda_.IFunction], streamed: Mapping[str, Duration]
+) -> dict[str, apigw.LambdaIntegration]:
+    """One proxy integration per family: a STREAM one (with its timeout) for a streamed family."""
+    return {
+        family: apigw.LambdaIntegration(
+            function,
+            allow_test_invoke=False,
+            timeout=streamed.get(family, BUFFERED_TIMEOUT),
+            response_transfer_mode=apigw.ResponseTransferMode.STREAM
+            if family in streamed
+            else apigw.ResponseTransferMode.BUFFERED,
         )
+        for family, function in functions.items()
+    }

@@ -75,8 +75,16 @@ class Console(Construct):
                 "or synthesize with -c console=false"
             )
         removal = RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY
+        self.bucket = self._site_bucket(access_logs, removal)
+        self.cdn_logs = self._cdn_logs_bucket(access_logs, removal)
+        self.headers = self._security_headers(api_origin)
+        self.distribution = self._distribution()
+        self.deployment = self._deployment(dist, api_url, retain)
+        depend_only_on_role_policy(self.deployment_handler, self.deployment.handler_role)
+        self._suppress_findings()
 
-        self.bucket = s3.Bucket(
+    def _site_bucket(self, access_logs: s3.IBucket, removal: RemovalPolicy) -> s3.Bucket:
+        return s3.Bucket(
             self,
             "SiteBucket",
             encryption=s3.BucketEncryption.S3_MANAGED,  # OAC reads SSE-S3 objects without a key policy
@@ -87,9 +95,11 @@ class Console(Construct):
             server_access_logs_prefix="console/",
             removal_policy=removal,
         )
+
+    def _cdn_logs_bucket(self, access_logs: s3.IBucket, removal: RemovalPolicy) -> s3.Bucket:
         # CloudFront standard logs are delivered with an ACL grant, which a bucket with ACLs disabled (as
         # the stack's log bucket is) refuses: they get a bucket of their own, logged like every other.
-        self.cdn_logs = s3.Bucket(
+        return s3.Bucket(
             self,
             "CdnLogsBucket",
             encryption=s3.BucketEncryption.S3_MANAGED,
@@ -102,7 +112,8 @@ class Console(Construct):
             removal_policy=removal,
         )
 
-        self.headers = cloudfront.ResponseHeadersPolicy(
+    def _security_headers(self, api_origin: str) -> cloudfront.ResponseHeadersPolicy:
+        return cloudfront.ResponseHeadersPolicy(
             self,
             "SecurityHeaders",
             comment="Research console: CSP (own files, the API origin), HSTS, nosniff, DENY, no-referrer",
@@ -122,7 +133,9 @@ class Console(Construct):
                 ),
             ),
         )
-        self.distribution = cloudfront.Distribution(
+
+    def _distribution(self) -> cloudfront.Distribution:
+        return cloudfront.Distribution(
             self,
             "Distribution",
             comment=f"{Stack.of(self).stack_name} research console",
@@ -145,7 +158,8 @@ class Console(Construct):
             log_file_prefix="console/",
         )
 
-        self.deployment = s3_deployment.BucketDeployment(
+    def _deployment(self, dist: Path, api_url: str, retain: bool) -> s3_deployment.BucketDeployment:
+        return s3_deployment.BucketDeployment(
             self,
             "Deployment",
             destination_bucket=self.bucket,
@@ -163,8 +177,6 @@ class Console(Construct):
             distribution_paths=["/*"],
             memory_limit=256,
         )
-        depend_only_on_role_policy(self.deployment_handler, self.deployment.handler_role)
-        self._suppress_findings()
 
     @property
     def deployment_handler(self) -> lambda_.Function:

@@ -2,14 +2,13 @@
 authorizer, the step Lambdas of the registry, the knowledge-base ingest.
 
 Python 3.13 on arm64, X-Ray tracing, Powertools settings, their own log groups, and grants that follow
-the settings each function's code reads.
+what each function declares it uses (`uses` on its spec: infra/config.py, functions/common/resources.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from aws_cdk import ArnFormat, CfnResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -24,34 +23,12 @@ from constructs import Construct
 from functions.common import resources
 from functions.common.observability import NAMESPACE
 from infra import bundling
-from infra.config import API_FUNCTIONS, KB_INGEST, TEAM_AUTHORIZER, WEB_ADAPTER, StackOptions
+from infra.config import API_FUNCTIONS, KB_INGEST, TEAM_AUTHORIZER, WEB_ADAPTER, ApiFunctionSpec, StackOptions
 from infra.nag import suppress, suppress_function_role
 
-# A function may use a registry table or bucket when a source file it carries names its setting
-# (`get_settings().documents_table`, ...): grants follow the code's import closure, so a new registry
-# entry or a new use of one needs no infra edit. These families only read the resources listed here:
-# the knowledge base its index; the answer function uploaded documents' records (uploading is the extract
-# function's route), while it does write the extraction cache in the data bucket. The functions that
-# search read the teams table only for the teams' own upstream keys.
-READ_ONLY: Mapping[str, frozenset[str]] = {
-    "rag": frozenset({"data_bucket"}),
-    "search": frozenset({"teams_table"}),
-    "answer": frozenset({"documents_table", "teams_table"}),
-    "authorizer": frozenset({"teams_table"}),
-}
-# Families whose grants are capped whatever their import closure names (the settings, and
-# "event_bus_name"): the authorizer, on every request's path, only reads the teams table, even if a module
-# it imports one day names another table.
-ONLY: Mapping[str, frozenset[str]] = {"authorizer": frozenset({"teams_table"})}
-# Teams' webhook secrets are sealed with a KMS key (functions/webhooks/secret_cipher.py): a function that
-# carries the admin's secret route may only encrypt with it, one that carries the webhook sender (it signs
-# deliveries) may only decrypt; either only for the webhook-secret encryption context.
-WEBHOOK_SECRET_WRITER = Path("functions/teams/routes.py")
-WEBHOOK_SECRET_READER = Path("functions/webhooks/sender.py")
-# The same key seals the teams' own upstream API keys under the upstream-key context: the admin function
-# seals them, the functions that search (they carry the team-key reader) may only open them.
-UPSTREAM_KEY_WRITER = WEBHOOK_SECRET_WRITER
-UPSTREAM_KEY_READER = Path("functions/search/team_keys.py")
+# The purposes (KMS encryption contexts) under which the teams' secret key seals values: webhook signing
+# secrets and the teams' own upstream API keys (functions/webhooks/secret_cipher.py).
+KEY_PURPOSES = ("webhook-secret", "upstream-key")
 # numpy's BLAS threads only contend on Lambda's vCPUs for the knowledge base's small products
 # The alias every invoker names (a published version: what SnapStart snapshots).
 LIVE_ALIAS = "live"
@@ -68,6 +45,7 @@ class DeployedFunction:
     # upload rule) names this alias, never the unpublished $LATEST.
     alias: lambda_.Alias
     streams: bool = False  # under the Lambda Web Adapter in response_stream mode
+    uses: resources.Uses = field(default_factory=resources.Uses)  # what it is granted
 
 
 class Functions(Construct):
@@ -87,85 +65,20 @@ class Functions(Construct):
         super().__init__(scope, construct_id)
         self._options = options
         self._locked = bundling.LockedDependencies()
-        environment = {setting.upper(): table.table_name for setting, table in tables.items()}
-        environment.update({setting.upper(): bucket.bucket_name for setting, bucket in buckets.items()})
-        environment.update(
-            {
-                "EVENT_BUS_NAME": event_bus.event_bus_name,
-                "LLM_PROVIDER": options.llm_provider,
-                "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
-                "POWERTOOLS_LOGGER_LOG_EVENT": "false",
-                # the research console calls the API from its CloudFront origin (functions/common/api.py)
-                "CORS_ORIGINS": ",".join(options.cors_origins),
-                **options.extra_environment,
-            }
-        )
-        self.api: dict[str, DeployedFunction] = {}  # by family
-        self.steps: dict[str, DeployedFunction] = {}  # by logical id (`${<id>Arn}` in ASL)
-        self.ingest: DeployedFunction | None = None  # the knowledge-base ingest, when the rag family has one
-        # Every function learns its team from the authorizer's context (functions/common/tenancy.py).
-        environment["TEAM_SOURCE"] = "authorizer"
+        environment = _shared_environment(tables, buckets, event_bus, options)
         # The functions that make (admin) and read (authorizer) the teams' API Gateway keys.
         team_keys = {
             "USAGE_PLANS_PARAMETER": usage_plans_parameter,
             "API_KEY_NAME_PREFIX": Stack.of(self).stack_name,
         }
-
-        for api_spec in API_FUNCTIONS:
-            if api_spec.streams:
-                deployed = self._web_adapter_function(
-                    api_spec.logical_id,
-                    entry=api_spec.entry,
-                    asgi_app=api_spec.asgi_app,
-                    family=api_spec.family,
-                    memory_mb=api_spec.memory_mb,
-                    timeout_seconds=api_spec.timeout_seconds,
-                    reserved=api_spec.reserved_concurrency,
-                    environment=environment,
-                )
-            else:
-                own = {"ADMIN_AUTH": "iam", **team_keys} if api_spec.authorization == "iam" else {}
-                deployed = self._function(
-                    api_spec.logical_id,
-                    handler=api_spec.entry,
-                    family=api_spec.family,
-                    memory_mb=api_spec.memory_mb,
-                    timeout_seconds=api_spec.timeout_seconds,
-                    reserved=api_spec.reserved_concurrency,
-                    environment={**environment, **own},
-                )
-            self.api[api_spec.family] = deployed
-        self.authorizer = self._function(
-            TEAM_AUTHORIZER.logical_id,
-            handler=TEAM_AUTHORIZER.handler,
-            family="authorizer",
-            memory_mb=TEAM_AUTHORIZER.memory_mb,
-            timeout_seconds=TEAM_AUTHORIZER.timeout_seconds,
-            reserved=None,
-            environment={**environment, **team_keys},
-        )
-        if module_exists(KB_INGEST.handler):
-            self.ingest = self._function(
-                KB_INGEST.logical_id,
-                handler=KB_INGEST.handler,
-                family="ingest",
-                memory_mb=KB_INGEST.memory_mb,
-                timeout_seconds=KB_INGEST.timeout_seconds,
-                reserved=None,
-                environment={**environment, "RAG_SOURCE_PREFIX": KB_INGEST.prefix},
-            )
-        for step_spec in step_functions:
-            self.steps[step_spec.logical_id] = self._function(
-                step_spec.logical_id,
-                handler=step_spec.handler,
-                family="steps",
-                memory_mb=step_spec.memory_mb,
-                timeout_seconds=step_spec.timeout_seconds,
-                reserved=None,
-                environment=environment,
-            )
-
+        self.api: dict[str, DeployedFunction] = {  # by family
+            spec.family: self._api_function(spec, environment, team_keys) for spec in API_FUNCTIONS
+        }
+        self.authorizer = self._authorizer({**environment, **team_keys})
+        self.ingest = self._ingest(environment)  # the knowledge-base ingest, when the rag family has one
+        self.steps: dict[str, DeployedFunction] = {  # by logical id (`${<id>Arn}` in ASL)
+            spec.logical_id: self._step_function(spec, environment) for spec in step_functions
+        }
         self.webhook_secret_key = kms.Key(
             self,
             "WebhookSecretKey",
@@ -174,38 +87,75 @@ class Functions(Construct):
             removal_policy=RemovalPolicy.RETAIN,  # deleting it would make every stored secret unreadable
         )
         for deployed in self.all():
-            self._grant_webhook_secret_key(deployed)
+            self._grant_secret_key(deployed)
         for deployed in self.all():
-            used = deployed.sources.names_used([*tables, *buckets, "event_bus_name"])
-            if deployed.family in ONLY:
-                used = used & ONLY[deployed.family]
-            read_only = READ_ONLY.get(deployed.family, frozenset())
-            for setting, table in tables.items():
-                if setting in used:
-                    if setting in read_only:
-                        table.grant_read_data(deployed.function)
-                    else:
-                        table.grant_read_write_data(deployed.function)
-            for setting, bucket in buckets.items():
-                if setting in used:
-                    if setting in read_only:
-                        bucket.grant_read(deployed.function)
-                    else:
-                        bucket.grant_read_write(deployed.function)
-            if "event_bus_name" in used:
-                event_bus.grant_put_events_to(deployed.function)
+            _grant_declared(deployed, tables, buckets, event_bus)
 
-    def _grant_webhook_secret_key(self, deployed: DeployedFunction) -> None:
-        """Per purpose (the encryption context), only the actions the function's code needs."""
-        files = deployed.sources.files
-        readable = deployed.family not in ONLY
-        grants = {
-            "webhook-secret": (WEBHOOK_SECRET_WRITER in files, WEBHOOK_SECRET_READER in files and readable),
-            "upstream-key": (UPSTREAM_KEY_WRITER in files, UPSTREAM_KEY_READER in files and readable),
-        }
+    def _authorizer(self, environment: Mapping[str, str]) -> DeployedFunction:
+        return self._function(
+            TEAM_AUTHORIZER.logical_id,
+            handler=TEAM_AUTHORIZER.handler,
+            family="authorizer",
+            memory_mb=TEAM_AUTHORIZER.memory_mb,
+            timeout_seconds=TEAM_AUTHORIZER.timeout_seconds,
+            reserved=None,
+            environment=environment,
+            uses=TEAM_AUTHORIZER.uses,
+        )
+
+    def _ingest(self, environment: Mapping[str, str]) -> DeployedFunction | None:
+        if not module_exists(KB_INGEST.handler):
+            return None
+        return self._function(
+            KB_INGEST.logical_id,
+            handler=KB_INGEST.handler,
+            family="ingest",
+            memory_mb=KB_INGEST.memory_mb,
+            timeout_seconds=KB_INGEST.timeout_seconds,
+            reserved=None,
+            environment={**environment, "RAG_SOURCE_PREFIX": KB_INGEST.prefix},
+            uses=KB_INGEST.uses,
+        )
+
+    def _api_function(
+        self, spec: ApiFunctionSpec, environment: Mapping[str, str], team_keys: Mapping[str, str]
+    ) -> DeployedFunction:
+        if spec.streams:
+            return self._web_adapter_function(spec, environment)
+        own = {"ADMIN_AUTH": "iam", **team_keys} if spec.authorization == "iam" else {}
+        return self._function(
+            spec.logical_id,
+            handler=spec.entry,
+            family=spec.family,
+            memory_mb=spec.memory_mb,
+            timeout_seconds=spec.timeout_seconds,
+            reserved=spec.reserved_concurrency,
+            environment={**environment, **own},
+            uses=spec.uses,
+        )
+
+    def _step_function(
+        self, spec: resources.StepFunctionSpec, environment: Mapping[str, str]
+    ) -> DeployedFunction:
+        return self._function(
+            spec.logical_id,
+            handler=spec.handler,
+            family="steps",
+            memory_mb=spec.memory_mb,
+            timeout_seconds=spec.timeout_seconds,
+            reserved=None,
+            environment=environment,
+            uses=spec.uses,
+        )
+
+    def _grant_secret_key(self, deployed: DeployedFunction) -> None:
+        """Per purpose (the encryption context), only the actions the function declares."""
         granted = False
-        for purpose, (encrypts, decrypts) in grants.items():
-            actions = [*(["kms:Encrypt"] if encrypts else []), *(["kms:Decrypt"] if decrypts else [])]
+        for purpose in KEY_PURPOSES:
+            actions = [
+                *(["kms:Encrypt"] if purpose in deployed.uses.encrypts else []),
+                *(["kms:Decrypt"] if purpose in deployed.uses.decrypts else []),
+            ]
             if not actions:
                 continue
             granted = True
@@ -234,23 +184,14 @@ class Functions(Construct):
             depend_only_on_role_policy(deployed.function, deployed.function.role)
 
     def _web_adapter_function(
-        self,
-        logical_id: str,
-        *,
-        entry: str,
-        asgi_app: str,
-        family: str,
-        memory_mb: int,
-        timeout_seconds: int,
-        reserved: int | None,
-        environment: Mapping[str, str],
+        self, spec: ApiFunctionSpec, environment: Mapping[str, str]
     ) -> DeployedFunction:
         """An app served by uvicorn behind the Lambda Web Adapter layer, which answers each invocation as
         a response stream (the format API Gateway's STREAM integrations read), so its SSE routes stream."""
         sources = bundling.analyse(
-            entry, locked=self._locked, extra_distributions=(WEB_ADAPTER.server_distribution,)
+            spec.entry, locked=self._locked, extra_distributions=(WEB_ADAPTER.server_distribution,)
         )
-        start_script = bundling.web_adapter_start_script(asgi_app)
+        start_script = bundling.web_adapter_start_script(spec.asgi_app)
         layer_arn = Stack.of(self).format_arn(
             service="lambda",
             account=WEB_ADAPTER.account,
@@ -258,21 +199,28 @@ class Functions(Construct):
             resource_name=f"{WEB_ADAPTER.layer_name}:{WEB_ADAPTER.version}",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
+        layer = lambda_.LayerVersion.from_layer_version_arn(self, f"{spec.logical_id}WebAdapter", layer_arn)
         deployed = self._function(
-            logical_id,
+            spec.logical_id,
             handler=WEB_ADAPTER.entry_script,
-            family=family,
-            memory_mb=memory_mb,
-            timeout_seconds=timeout_seconds,
-            reserved=reserved,
+            family=spec.family,
+            memory_mb=spec.memory_mb,
+            timeout_seconds=spec.timeout_seconds,
+            reserved=spec.reserved_concurrency,
             environment={**environment, **WEB_ADAPTER.environment()},
+            uses=spec.uses,
             sources=sources,
             executables={WEB_ADAPTER.entry_script: start_script},
-            layers=[lambda_.LayerVersion.from_layer_version_arn(self, f"{logical_id}WebAdapter", layer_arn)],
-            description=f"{asgi_app} under the Lambda Web Adapter ({family})",
+            layers=[layer],
+            description=f"{spec.asgi_app} under the Lambda Web Adapter ({spec.family})",
         )
         return DeployedFunction(
-            function=deployed.function, family=family, sources=sources, alias=deployed.alias, streams=True
+            function=deployed.function,
+            family=spec.family,
+            sources=sources,
+            alias=deployed.alias,
+            streams=True,
+            uses=spec.uses,
         )
 
     def _function(
@@ -285,6 +233,7 @@ class Functions(Construct):
         timeout_seconds: int,
         reserved: int | None,
         environment: Mapping[str, str],
+        uses: resources.Uses,
         sources: bundling.FunctionSources | None = None,
         executables: Mapping[str, str] | None = None,
         layers: list[lambda_.ILayerVersion] | None = None,
@@ -331,7 +280,7 @@ class Functions(Construct):
         )
         assert function.role is not None
         suppress_function_role(function.role)
-        return DeployedFunction(function=function, family=family, sources=sources, alias=alias)
+        return DeployedFunction(function=function, family=family, sources=sources, alias=alias, uses=uses)
 
 
 _RETENTION = {
@@ -361,6 +310,56 @@ def depend_only_on_role_policy(owner: Construct, role: iam.IRole) -> None:
         [Stack.of(owner).get_logical_id(policy_resource)] if isinstance(policy_resource, CfnResource) else []
     )
     resource.add_override("DependsOn", depends_on)
+
+
+def _shared_environment(
+    tables: Mapping[str, dynamodb.Table],
+    buckets: Mapping[str, s3.Bucket],
+    event_bus: events.EventBus,
+    options: StackOptions,
+) -> dict[str, str]:
+    """What every function learns: the registry's names, the LLM provider, Powertools' settings."""
+    environment = {setting.upper(): table.table_name for setting, table in tables.items()}
+    environment.update({setting.upper(): bucket.bucket_name for setting, bucket in buckets.items()})
+    environment.update(
+        {
+            "EVENT_BUS_NAME": event_bus.event_bus_name,
+            "LLM_PROVIDER": options.llm_provider,
+            "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+            "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+            # the research console calls the API from its CloudFront origin (functions/common/api.py)
+            "CORS_ORIGINS": ",".join(options.cors_origins),
+            **options.extra_environment,
+        }
+    )
+    # Every function learns its team from the authorizer's context (functions/common/tenancy.py).
+    environment["TEAM_SOURCE"] = "authorizer"
+    return environment
+
+
+def _grant_declared(
+    deployed: DeployedFunction,
+    tables: Mapping[str, dynamodb.Table],
+    buckets: Mapping[str, s3.Bucket],
+    event_bus: events.EventBus,
+) -> None:
+    """Exactly what the function declares of the registry: read or read/write, and putting events."""
+    function, uses = deployed.function, deployed.uses
+    for setting, table in tables.items():
+        access = uses.access(setting)
+        if access == "read":
+            table.grant_read_data(function)
+        elif access == "read_write":
+            table.grant_read_write_data(function)
+    for setting, bucket in buckets.items():
+        access = uses.access(setting)
+        if access == "read":
+            bucket.grant_read(function)
+        elif access == "read_write":
+            bucket.grant_read_write(function)
+    if uses.events:
+        event_bus.grant_put_events_to(function)
 
 
 def module_exists(handler: str) -> bool:

@@ -3,8 +3,8 @@
 `deployed` is the app exactly as `cdk synth` builds it: the registry of functions/common/resources.py
 and the four function apps. `probe` adds what the real registry may not have yet: a fixture state
 machine with Lambda, Map, DynamoDB and EventBridge tasks, a fixture set of routes (a greedy path
-parameter, health checks and admin routes among them), a registry table only one probe step names (the
-grants of a new table), and the optional WAF. Both use source-only bundling (no pip).
+parameter, health checks and admin routes among them), a registry table only one probe step declares
+(the grants of a new table), and the optional WAF. Both use source-only bundling (no pip).
 """
 
 from __future__ import annotations
@@ -46,7 +46,11 @@ def probe_registry() -> Registry:
             resources.StepFunctionSpec("ProbeCreateStep", "tests.infra.fixtures.probe_steps.create", 256, 60),
             resources.StepFunctionSpec("ProbeWorkStep", "tests.infra.fixtures.probe_steps.work", 512, 90),
             resources.StepFunctionSpec(
-                "ProbeLedgerStep", "tests.infra.fixtures.probe_ledger.record", 256, 60
+                "ProbeLedgerStep",
+                "tests.infra.fixtures.probe_ledger.record",
+                256,
+                60,
+                uses=resources.Uses(read_write=(PROBE_LEDGER.setting,)),
             ),
         ),
         state_machines=(resources.StateMachineSpec("research", str(PROBE_ASL)),),

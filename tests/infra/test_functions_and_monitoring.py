@@ -8,18 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from infra import bundling
-from infra.components.functions import (
-    ONLY,
-    UPSTREAM_KEY_READER,
-    UPSTREAM_KEY_WRITER,
-    WEBHOOK_SECRET_READER,
-    WEBHOOK_SECRET_WRITER,
-)
 from infra.config import API_FUNCTIONS, WEB_ADAPTER
 from tests.infra.conftest import Synthesized
 from tests.infra.template_facts import rendered
 
 DEV_ONLY = {"moto", "pytest", "aws-cdk-lib", "cdk-nag", "cfn-lint", "uvicorn", "mypy", "ruff", "jsii"}
+# The code that seals (admin's routes) and opens (the webhook sender, the team-key reader) the teams'
+# secrets: a function may declare a use of the key only when it carries that code.
+SEALS = {
+    "webhook-secret": Path("functions/teams/routes.py"),
+    "upstream-key": Path("functions/teams/routes.py"),
+}
+OPENS = {
+    "webhook-secret": Path("functions/webhooks/sender.py"),
+    "upstream-key": Path("functions/search/team_keys.py"),
+}
+DYNAMODB_WRITES = ("dynamodb:Put", "dynamodb:Update", "dynamodb:Delete", "dynamodb:BatchWrite")
 STREAMING = [spec for spec in API_FUNCTIONS if spec.streams]
 
 
@@ -188,26 +192,50 @@ def _policy_text(synthesized: Synthesized, role_id: str) -> str:
     )
 
 
-def test_grants_follow_the_settings_each_function_reads(deployed: Synthesized) -> None:
+def test_grants_follow_what_each_function_declares(deployed: Synthesized) -> None:
+    """Read/write, read only, or nothing on each registry table and bucket, and events, exactly as the
+    function's spec declares (`uses`); and a declaration names only what the carried code names."""
     tables = {setting: deployed.logical_id(table) for setting, table in deployed.stack.data.tables.items()}
     buckets = {
         setting: deployed.logical_id(bucket) for setting, bucket in deployed.stack.data.buckets.items()
     }
     for deployed_function in deployed.stack.functions.all():
+        name, uses = deployed_function.function.node.id, deployed_function.uses
         role = deployed_function.function.role
         assert role is not None
-        policies = _policy_text(deployed, deployed.logical_id(role))
-        used = deployed_function.sources.names_used([*tables, *buckets])
-        if deployed_function.family in ONLY:
-            used &= ONLY[deployed_function.family]
+        role_id = deployed.logical_id(role)
         for setting, logical_id in {**tables, **buckets}.items():
-            assert (logical_id in policies) is (setting in used), (
-                f"{deployed_function.function.node.id}: {setting}"
-            )
+            actions = _actions_on(deployed, role_id, logical_id)
+            access = uses.access(setting)
+            assert bool(actions) is (access is not None), f"{name}: {setting}"
+            writes = {a for a in actions if a.startswith((*DYNAMODB_WRITES, "s3:Put", "s3:Delete"))}
+            assert bool(writes) is (access == "read_write"), f"{name}: {setting} {sorted(writes)}"
+        assert ("events:PutEvents" in _policy_text(deployed, role_id)) is uses.events, name
+        named = deployed_function.sources.names_used([*tables, *buckets, "event_bus_name"])
+        assert uses.settings <= named, f"{name} declares what its code never names: {uses.settings - named}"
+        assert not uses.events or "event_bus_name" in named, name
     rag = deployed.stack.functions.api["rag"].function
     assert rag.role is not None
     rag_policies = _policy_text(deployed, deployed.logical_id(rag.role))
     assert "s3:GetObject" in rag_policies and "s3:PutObject" not in rag_policies  # reads the index only
+
+
+def test_the_checkpoint_step_reaches_only_the_job_record_and_its_ledger(deployed: Synthesized) -> None:
+    """Each step is granted what its state's work uses, not what its bundle carries: the Checkpoint step
+    keeps the task token on the job record and is metered, nothing more."""
+    step = deployed.stack.functions.steps["ResearchCheckpointStep"]
+    role = step.function.role
+    assert role is not None
+    role_id = deployed.logical_id(role)
+    data = deployed.stack.data
+    granted = {
+        setting
+        for setting, resource in [*data.tables.items(), *data.buckets.items()]
+        if _actions_on(deployed, role_id, deployed.logical_id(resource))
+    }
+    assert granted == {"jobs_table", "usage_table"}
+    policies = _policy_text(deployed, role_id)
+    assert "events:PutEvents" not in policies and "kms:" not in policies
 
 
 def _actions_on(synthesized: Synthesized, role_id: str, resource_id: str) -> set[str]:
@@ -256,10 +284,11 @@ def test_the_answer_function_gets_exactly_what_its_code_uses(deployed: Synthesiz
 
 
 def test_the_webhook_secret_key_is_used_only_as_each_function_needs(deployed: Synthesized) -> None:
-    """Per purpose (the encryption context): the admin function (it rotates webhook secrets and stores the
-    teams' own upstream keys) may only encrypt; the functions that sign webhooks may only decrypt
-    webhook secrets, the functions that search (search API, research steps, answer) may only decrypt
-    upstream keys; the authorizer and the others get nothing, nor the key's id."""
+    """Per purpose (the encryption context), as each function declares: the admin function (it rotates
+    webhook secrets and stores the teams' own upstream keys) may only encrypt; the functions that sign
+    webhooks may only decrypt webhook secrets, the functions that search (search API, research steps,
+    answer) may only decrypt upstream keys; the authorizer and the others get nothing, nor the key's id.
+    A function declares a use of the key only when it carries the code that seals or opens."""
     functions = deployed.stack.functions
     key_id = deployed.logical_id(functions.webhook_secret_key)
     (key,) = deployed.resources("AWS::KMS::Key").values()
@@ -268,18 +297,18 @@ def test_the_webhook_secret_key_is_used_only_as_each_function_needs(deployed: Sy
     for deployed_function in functions.all():
         role = deployed_function.function.role
         assert role is not None
-        files = deployed_function.sources.files
-        readable = deployed_function.family not in ONLY
+        uses, files = deployed_function.uses, deployed_function.sources.files
         expected: dict[str, set[str]] = {"webhook-secret": set(), "upstream-key": set()}
-        if WEBHOOK_SECRET_WRITER in files:
-            expected["webhook-secret"].add("kms:Encrypt")
-        if WEBHOOK_SECRET_READER in files and readable:
-            expected["webhook-secret"].add("kms:Decrypt")
+        for purpose in expected:
+            if purpose in uses.encrypts:
+                assert SEALS[purpose] in files, (deployed_function.function.node.id, purpose)
+                expected[purpose].add("kms:Encrypt")
+            if purpose in uses.decrypts:
+                assert OPENS[purpose] in files, (deployed_function.function.node.id, purpose)
+                expected[purpose].add("kms:Decrypt")
+        if "webhook-secret" in uses.decrypts:
             signers.append(deployed_function.family)
-        if UPSTREAM_KEY_WRITER in files:
-            expected["upstream-key"].add("kms:Encrypt")
-        if UPSTREAM_KEY_READER in files and readable:
-            expected["upstream-key"].add("kms:Decrypt")
+        if "upstream-key" in uses.decrypts:
             searchers.append(deployed_function.family)
         role_id = deployed.logical_id(role)
         for purpose, actions in expected.items():

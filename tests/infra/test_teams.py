@@ -264,10 +264,10 @@ def test_the_admin_keys_policy_is_not_what_the_admin_function_waits_for(synthesi
     assert keys_policies[0] not in resource.get("DependsOn", [])
 
 
-def test_a_new_registry_table_reaches_exactly_the_functions_that_name_it(probe: Synthesized) -> None:
-    """What a helper adding a table does: a TableSpec in the registry, a setting, code reading it. The
-    table is deployed, every function learns its name, and only the function carrying that code (the
-    probe's ledger step) may read and write it."""
+def test_a_new_registry_table_reaches_exactly_the_functions_that_declare_it(probe: Synthesized) -> None:
+    """What a helper adding a table does: a TableSpec in the registry, a setting, code reading it, and the
+    step's declaration. The table is deployed, every function learns its name, and only the function
+    declaring it (the probe's ledger step) may read and write it."""
     stack = probe.stack
     table = stack.data.tables[PROBE_LEDGER.setting]
     table_id = probe.logical_id(table)
@@ -288,8 +288,8 @@ def test_a_new_registry_table_reaches_exactly_the_functions_that_name_it(probe: 
 
 
 def test_the_usage_table_is_granted_to_the_code_that_meters(deployed: Synthesized) -> None:
-    """The registry's usage table (metering) follows the same rule: read/write exactly where the carried
-    code names `usage_table`, never for the authorizer."""
+    """The registry's usage table (metering): read/write exactly where the carried code names
+    `usage_table` (every API function and step meters), never for the authorizer."""
     stack = deployed.stack
     assert "usage_table" in stack.data.tables
     table_id = deployed.logical_id(stack.data.tables["usage_table"])

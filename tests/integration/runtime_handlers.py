@@ -59,3 +59,20 @@ def explode(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def sleepy(event: dict[str, Any], context: Any) -> dict[str, Any]:
     time.sleep(event.get("seconds", 3))
     return {"slept": True}
+
+
+def write_job_record(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Writes one item to the jobs table; `swallow` hides a refused write, as best-effort bookkeeping does."""
+    from botocore.exceptions import ClientError
+
+    from functions.common.aws import dynamodb_resource
+    from functions.common.settings import get_settings
+
+    table = dynamodb_resource().Table(get_settings().jobs_table)
+    try:
+        table.put_item(Item={"pk": f"JOB#{event['job_id']}", "sk": "JOB"})
+    except ClientError:
+        if not event.get("swallow"):
+            raise
+        return {"written": False}
+    return {"written": True}

@@ -8,7 +8,6 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -18,6 +17,7 @@ from functions.webhooks.notify import WebhookNotifier
 from functions.webhooks.sender import WebhookSender
 from functions.webhooks.settings import WebhookSettings
 from functions.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER
+from tests.support.tables import create_table
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -30,18 +30,7 @@ FAST = WebhookSettings(backoff_seconds=0.05, max_backoff_seconds=0.2, attempt_ti
 @pytest.fixture
 def log() -> Iterator[DynamoDbDeliveryLog]:
     with mock_aws():
-        table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
-            TableName="jobs",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        table = create_table("jobs_table", "jobs")
         yield DynamoDbDeliveryLog(table)
 
 

@@ -12,7 +12,7 @@ from functions.research.fusion import SearchPort
 from functions.research.pipeline import AnswerPipeline
 from functions.research.retriever import Retriever
 from functions.search.models import FoundPaper, PaperQuery, SearchOutcome
-from tests.unit.research.answer_fakes import InMemorySearch, paper
+from tests.support.fakes.answer_search import InMemorySearch, paper
 
 RAG = [
     paper(

@@ -18,8 +18,8 @@ from functions.answer.service import (
 )
 from functions.common.errors import InvalidInput, NotFound, UpstreamError
 from functions.research.pipeline import AnswerRequest
+from tests.support.fakes.answer_search import InMemorySearch, paper
 from tests.unit.answer.harness import QUESTION, RAG, BrokenSearch, Harness, harness
-from tests.unit.research.answer_fakes import InMemorySearch, paper
 
 
 def test_ids_have_their_prefixes_and_are_unique() -> None:

@@ -6,7 +6,6 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -18,6 +17,7 @@ from functions.common.traces import (
     TraceStore,
 )
 from functions.local_runtime import dynamodb_atomic
+from tests.support.tables import create_table
 
 
 class Clock:
@@ -40,19 +40,7 @@ def make_store(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
     # on AWS, which the concurrent-append test relies on (without it, two ADDs can read the same counter).
     dynamodb_atomic.install()
     with mock_aws():
-        dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
-        table = dynamodb.create_table(
-            TableName="traces",
-            KeySchema=[
-                {"AttributeName": "trace_id", "KeyType": "HASH"},
-                {"AttributeName": "seq", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "trace_id", "AttributeType": "S"},
-                {"AttributeName": "seq", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        table = create_table("traces_table", "traces")
         try:
             yield lambda clock: DynamoDbTraceStore(table, ttl_days=30, clock=clock)
         finally:

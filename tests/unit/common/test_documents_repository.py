@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -19,6 +18,7 @@ from functions.common.documents import (
     DynamoDocumentRepository,
     InMemoryDocumentRepository,
 )
+from tests.support.tables import create_table
 
 TEAM_A = "team-a"
 TEAM_B = "team-b"
@@ -54,25 +54,8 @@ def _record(team_id: str, document_id: str = DOC, title: str = "Sparse attention
 @contextmanager
 def _dynamodb_repository() -> Iterator[DynamoDocumentRepository]:
     """The table created from the registry's spec, as the local runtime and CDK create it."""
-    spec = _spec()
-    assert spec.sort_key is not None
-    keys: list[Any] = [
-        {"AttributeName": spec.partition_key, "KeyType": "HASH"},
-        {"AttributeName": spec.sort_key, "KeyType": "RANGE"},
-    ]
-    attributes: list[Any] = [
-        {"AttributeName": spec.partition_key, "AttributeType": "S"},
-        {"AttributeName": spec.sort_key, "AttributeType": "S"},
-    ]
     with mock_aws():
-        dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
-        table = dynamodb.create_table(
-            TableName="documents",
-            KeySchema=keys,
-            AttributeDefinitions=attributes,
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield DynamoDocumentRepository(table)
+        yield DynamoDocumentRepository(create_table("documents_table", "documents"))
 
 
 @pytest.fixture(params=["dynamodb", "memory"])

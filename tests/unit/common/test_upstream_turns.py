@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -20,6 +19,7 @@ from functions.common.upstream_turns import (
     TurnStore,
     UpstreamTurns,
 )
+from tests.support.tables import create_table
 
 INTERVAL = 0.15
 
@@ -50,14 +50,7 @@ def _run(threads: list[threading.Thread]) -> None:
 @pytest.fixture
 def dynamodb_store() -> Iterator[DynamoDbTurnStore]:
     with mock_aws():
-        client = boto3.resource("dynamodb", region_name="us-east-1")
-        table = client.create_table(
-            TableName="limits",
-            KeySchema=[{"AttributeName": "bucket_key", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "bucket_key", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield DynamoDbTurnStore(table)
+        yield DynamoDbTurnStore(create_table("rate_limit_table", "limits"))
 
 
 def test_requests_leave_at_least_an_interval_apart_however_late_each_one_leaves() -> None:

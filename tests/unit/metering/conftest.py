@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -13,6 +12,7 @@ from functions.common.settings import reset_settings_cache
 from functions.local_runtime import dynamodb_atomic
 from functions.metering.dynamodb import DynamoDbUsageStore
 from functions.metering.store import InMemoryUsageStore, UsageStore
+from tests.support.tables import create_table
 
 
 @pytest.fixture(autouse=True)
@@ -20,19 +20,6 @@ def _metering_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests are about metering: on, whatever the suite's default."""
     monkeypatch.setenv("USAGE_METERING", "true")
     reset_settings_cache()
-
-
-def create_usage_table(name: str = "research-usage") -> object:
-    dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
-    return dynamodb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
 
 
 @pytest.fixture(params=["dynamodb", "memory"])
@@ -43,6 +30,6 @@ def store(request: pytest.FixtureRequest) -> Iterator[UsageStore]:
     dynamodb_atomic.install()
     try:
         with mock_aws():
-            yield DynamoDbUsageStore(create_usage_table())  # type: ignore[arg-type]
+            yield DynamoDbUsageStore(create_table("usage_table", "research-usage"))
     finally:
         dynamodb_atomic.uninstall()

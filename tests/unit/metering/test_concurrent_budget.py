@@ -29,7 +29,7 @@ from functions.orchestrate.jobs import JobService
 from functions.orchestrate.routes import get_job_service
 from functions.orchestrate.store import InMemoryJobStore
 from functions.research.request import ExecuteRequest
-from tests.unit.orchestrate.test_jobs import RecordingStarter
+from tests.support.fakes.jobs import RecordingStarter
 
 TEAM = "team-alpha"
 GOAL = "What are recent advances in transformer architectures?"

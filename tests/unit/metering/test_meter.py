@@ -16,7 +16,7 @@ from functions.common.llm import Completion, CompletionStream, StreamEnd, Usage
 from functions.common.models import ExtractedPaper
 from functions.metering.aws_calls import instrument_clients
 from functions.metering.meter import Meter, MeteredFullText, MeteredLlm, current_meter, metered_llm, metering
-from tests.unit.metering.conftest import create_usage_table
+from tests.support.tables import create_table
 
 
 class FakeLlm:
@@ -105,7 +105,7 @@ def test_sources_fetched_and_parsed_are_counted() -> None:
 @mock_aws
 def test_s3_and_dynamodb_calls_are_counted_inside_a_meter_only() -> None:
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="data")
-    create_usage_table("usage")
+    create_table("usage_table", "usage")
     instrument_clients()
     instrument_clients()  # idempotent: each call is counted once
     meter = Meter()

@@ -26,7 +26,7 @@ from functions.orchestrate.steps.search import Search
 from functions.orchestrate.steps.synthesize import Synthesize
 from functions.orchestrate.store import InMemoryJobStore
 from functions.research.request import ExecuteRequest
-from tests.unit.orchestrate.test_jobs import RecordingStarter
+from tests.support.fakes.jobs import RecordingStarter
 
 TEAM = "team-alpha"
 GOAL = "What are recent advances in transformer architectures?"

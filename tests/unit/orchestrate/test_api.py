@@ -11,7 +11,7 @@ from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.routes import get_job_service
 from functions.orchestrate.store import InMemoryJobStore
-from tests.unit.orchestrate.test_jobs import RecordingStarter
+from tests.support.fakes.jobs import RecordingStarter
 
 GOAL = "What are recent advances in transformer architectures?"
 

@@ -18,8 +18,8 @@ from functions.orchestrate.jobs import JobService
 from functions.orchestrate.steps.extract import Extract
 from functions.orchestrate.store import InMemoryJobStore
 from functions.research.request import ExecuteRequest
+from tests.support.fakes.jobs import RecordingStarter
 from tests.unit.orchestrate.fixtures import extracted
-from tests.unit.orchestrate.test_jobs import RecordingStarter
 
 
 class ScriptedExtractor:

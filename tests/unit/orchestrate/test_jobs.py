@@ -4,7 +4,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -15,22 +14,8 @@ from functions.orchestrate.jobs import JobNotFinished, JobService, progress_perc
 from functions.orchestrate.models import JobStatus
 from functions.orchestrate.store import DynamoDbJobStore, InMemoryJobStore, JobStore
 from functions.research.request import ExecuteRequest
-
-
-class RecordingStarter:
-    def __init__(self) -> None:
-        self.started: list[tuple[str, dict[str, Any]]] = []
-
-        self.execution_state: str | None = "RUNNING"
-        self.status_checks = 0
-
-    def start(self, name: str, payload: dict[str, Any]) -> str:
-        self.started.append((name, payload))
-        return f"arn:aws:states:us-east-1:123456789012:execution:research:{name}"
-
-    def execution_status(self, execution_arn: str) -> str | None:
-        self.status_checks += 1
-        return self.execution_state
+from tests.support.fakes.jobs import RecordingStarter
+from tests.support.tables import create_table
 
 
 @pytest.fixture(params=["dynamodb", "memory"])
@@ -39,20 +24,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[JobStore]:
         yield InMemoryJobStore()
         return
     with mock_aws():
-        dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
-        table = dynamodb.create_table(
-            TableName="jobs",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield DynamoDbJobStore(table)
+        yield DynamoDbJobStore(create_table("jobs_table", "jobs"))
 
 
 def _service(store: JobStore) -> tuple[JobService, RecordingStarter]:

@@ -17,8 +17,8 @@ from functions.orchestrate.steps.search import Search
 from functions.orchestrate.store import InMemoryJobStore
 from functions.research.request import ExecuteRequest
 from functions.search.models import SearchOutcome
+from tests.support.fakes.jobs import RecordingStarter
 from tests.unit.orchestrate.fixtures import paper
-from tests.unit.orchestrate.test_jobs import RecordingStarter
 
 TEAM = "team-default"
 GOAL = "How do graph neural networks with attention mechanisms help drug discovery?"

@@ -11,7 +11,7 @@ from functions.research.pipeline import AnswerPipeline, AnswerRequest, AnswerRes
 from functions.research.presets import DEFAULT_PRESET, PRESETS
 from functions.research.retriever import Retriever
 from functions.research.trace import TraceEvent, TraceRecorder
-from tests.unit.research.answer_fakes import InMemorySearch, paper
+from tests.support.fakes.answer_search import InMemorySearch, paper
 
 RAG = [
     paper(

@@ -12,7 +12,7 @@ from functions.research.trace import TraceRecorder
 from functions.research.verified_stream import VerifiedStream
 from functions.research.verifier import Verifier
 from functions.research.writer import DraftSentence
-from tests.unit.research.answer_fakes import InMemorySearch
+from tests.support.fakes.answer_search import InMemorySearch
 from tests.unit.research.scripted_llm import ScriptedLlm
 from tests.unit.research.test_answer_pipeline import RAG
 

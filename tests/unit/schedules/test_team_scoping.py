@@ -15,6 +15,7 @@ from functions.common.errors import InvalidInput
 from functions.schedules.adapters import EventBridgeScheduleStore, schedule_name, team_prefix
 from functions.schedules.runs import DynamoDbScheduleRunStore, ScheduleRun
 from functions.schedules.service import ScheduleNotFound, ScheduleRequest, ScheduleService
+from tests.support.tables import create_table
 
 TEAM_A, TEAM_B = "team-aaaaaaaaaaaa", "team-bbbbbbbbbbbb"
 GOAL = "How do transformer architectures handle long documents?"
@@ -30,18 +31,7 @@ def service() -> Iterator[ScheduleService]:
             target_arn="arn:aws:states:us-east-1:123456789012:stateMachine:research",
             role_arn="arn:aws:iam::123456789012:role/scheduler",
         )
-        table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
-            TableName="jobs",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        table = create_table("jobs_table", "jobs")
         yield ScheduleService(store=store, runs=DynamoDbScheduleRunStore(table))
 
 

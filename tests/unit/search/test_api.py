@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from functions.search.app import app
 from functions.search.routes import get_service
 from functions.search.service import SearchService
-from tests.unit.search.stubs import crossref_stub, failing_stub, s2_stub, service_with
+from tests.support.fakes.connectors import crossref_stub, failing_stub, s2_stub, service_with
 
 
 @pytest.fixture

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import boto3
 import pytest
 from moto import mock_aws
 
 from functions.common.circuit_breaker import BreakerRegistry, BreakerState, CircuitBreaker, CircuitOpen
 from functions.common.errors import RateLimited
 from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimit
+from tests.support.tables import create_table
 
 
 class FakeClock:
@@ -47,14 +47,7 @@ def test_per_minute_limit_allows_a_burst_then_rejects_with_retry_after() -> None
 
 def test_dynamodb_limiter_shares_one_bucket_between_instances() -> None:
     with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(
-            TableName="limits",
-            KeySchema=[{"AttributeName": "bucket_key", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "bucket_key", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        table = boto3.resource("dynamodb", region_name="us-east-1").Table("limits")
+        table = create_table("rate_limit_table", "limits")
         clock = FakeClock()
         one, two = DynamoDbRateLimiter(table, clock), DynamoDbRateLimiter(table, clock)
         limit = RateLimit.every(1.0)
@@ -97,4 +90,13 @@ def test_breaker_honours_upstream_retry_after() -> None:
     assert breaker.state is BreakerState.OPEN
     clock.now += 59
     assert breaker.state is BreakerState.OPEN
-    assert BreakerRegistry().get("x") is not None
+    clock.now += 1
+    assert breaker.state.value == "half_open"
+
+
+def test_the_registry_keeps_one_breaker_per_connector() -> None:
+    registry = BreakerRegistry(failure_threshold=1, cooldown_seconds=30)
+    breaker = registry.get("s2")
+    assert registry.get("s2") is breaker and registry.get("crossref") is not breaker
+    breaker.record_failure()
+    assert registry.states() == {"s2": "open", "crossref": "closed"}

@@ -9,7 +9,7 @@ import pytest
 
 from functions.common.errors import InvalidInput, UpstreamError
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
-from tests.unit.search.stubs import StubConnector, crossref_stub, failing_stub, s2_stub, service_with
+from tests.support.fakes.connectors import StubConnector, crossref_stub, failing_stub, s2_stub, service_with
 
 T = TypeVar("T")
 
@@ -117,12 +117,18 @@ def test_in_process_sources_that_are_not_cacheable_are_asked_every_time() -> Non
 
 def test_an_unreachable_bucket_table_admits_the_client() -> None:
     class BrokenLimiter:
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
         def reserve(self, key: str, limit: object, max_wait: float = 0.0) -> float:
+            self.asked.append(key)
             raise ConnectionError("table unreachable")
 
     service = service_with(s2_stub())
-    service.limiter = BrokenLimiter()
-    service.admit_client("key:abc")
+    limiter = BrokenLimiter()
+    service.limiter = limiter
+    service.admit_client("key:abc")  # admitted: no RateLimited, no ConnectionError
+    assert limiter.asked == ["client:key:abc"]
 
 
 def _library(found: bool) -> StubConnector:

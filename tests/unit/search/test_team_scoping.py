@@ -23,7 +23,7 @@ from functions.search.connectors.library import LibraryConnector
 from functions.search.models import PaperQuery
 from functions.search.routes import get_service
 from functions.search.service import SearchService, cache_key
-from tests.unit.search.stubs import StubConnector, crossref_stub, s2_stub, service_with
+from tests.support.fakes.connectors import StubConnector, crossref_stub, s2_stub, service_with
 
 TEAM_A, TEAM_B = "team-a", "team-b"
 DOC_A = "doc-aaaaaaaaaaaaaaaaaaaaaaaa"

@@ -9,7 +9,7 @@ import pytest
 from moto import mock_aws
 
 from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore, TeamStore
-from tests.unit.teams.deployed import create_teams_table
+from tests.support.tables import create_table
 
 
 @pytest.fixture(params=["dynamodb", "memory"])
@@ -18,5 +18,5 @@ def store(request: pytest.FixtureRequest) -> Iterator[TeamStore]:
         yield InMemoryTeamStore()
         return
     with mock_aws():
-        table = create_teams_table("teams")
+        table = create_table("teams_table", "teams")
         yield DynamoDbTeamStore(table)

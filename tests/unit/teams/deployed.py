@@ -14,6 +14,7 @@ from moto import mock_aws
 
 from functions.common import resources
 from functions.teams.models import TIERS
+from tests.support.tables import create_table
 
 REGION = "us-east-1"
 PLANS_PARAMETER = "/ResearchTest/usage-plan-ids"
@@ -41,23 +42,6 @@ def teams_table_spec() -> resources.TableSpec:
     return spec
 
 
-def create_teams_table(name: str) -> Any:
-    spec = teams_table_spec()
-    assert spec.sort_key is not None
-    return boto3.resource("dynamodb", region_name=REGION).create_table(
-        TableName=name,
-        KeySchema=[
-            {"AttributeName": spec.partition_key, "KeyType": "HASH"},
-            {"AttributeName": spec.sort_key, "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": spec.partition_key, "AttributeType": "S"},
-            {"AttributeName": spec.sort_key, "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-
-
 @contextmanager
 def deployed_aws(teams_table: str = "research-teams") -> Iterator[DeployedAws]:
     with mock_aws():
@@ -77,4 +61,4 @@ def deployed_aws(teams_table: str = "research-teams") -> Iterator[DeployedAws]:
         }
         ssm = boto3.client("ssm", region_name=REGION)
         ssm.put_parameter(Name=PLANS_PARAMETER, Value=json.dumps(plan_ids), Type="String")
-        yield DeployedAws(apigateway, ssm, create_teams_table(teams_table), api_id, plan_ids)
+        yield DeployedAws(apigateway, ssm, create_table("teams_table", teams_table), api_id, plan_ids)

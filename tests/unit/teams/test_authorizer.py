@@ -8,7 +8,6 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -19,6 +18,7 @@ from functions.teams.service import TeamService
 from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore
 from functions.teams.tokens import new_token
 from functions.teams.usage_keys import ApiGatewayUsageKeys, ssm_plan_ids
+from tests.support.tables import create_table
 from tests.unit.teams.deployed import KEY_PREFIX, PLANS_PARAMETER, DeployedAws, deployed_aws
 
 REGION, ACCOUNT, API = "eu-west-1", "123456789012", "a1b2c3d4e5"
@@ -266,20 +266,7 @@ def test_the_stage_resource_keeps_the_partition_region_account_api_and_stage() -
 @pytest.fixture
 def dynamodb_teams() -> Iterator[Any]:
     with mock_aws():
-        dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
-        table = dynamodb.create_table(
-            TableName=get_settings().teams_table,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield table
+        yield create_table("teams_table")
 
 
 def _event(headers: dict[str, str] | None, method_arn: str = METHOD_ARN) -> dict[str, Any]:

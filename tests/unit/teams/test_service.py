@@ -5,7 +5,6 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -13,6 +12,7 @@ from functions.common.errors import InvalidInput, NotFound
 from functions.teams.service import TeamService
 from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore
 from functions.teams.tokens import token_hash
+from tests.support.tables import create_table
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -97,18 +97,7 @@ def test_resolve_refuses_missing_unknown_and_oversized_tokens(token: str | None)
 @pytest.fixture
 def dynamodb_service() -> Iterator[tuple[TeamService, object]]:
     with mock_aws():
-        table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
-            TableName="teams",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        table = create_table("teams_table", "teams")
         yield TeamService(DynamoDbTeamStore(table), clock=lambda: NOW), table
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import boto3
 import pytest
 from moto import mock_aws
 
 from functions.common.errors import Conflict, NotFound
 from functions.teams.models import ApiKeyRecord, Team, TokenRecord
 from functions.teams.store import DynamoDbTeamStore, TeamStore
+from tests.support.tables import create_table
 from tests.unit.teams.deployed import teams_table_spec
 
 TEAM = Team(
@@ -83,16 +83,7 @@ def test_revocation_without_a_time_stamps_now(store: TeamStore) -> None:
 
 @mock_aws
 def test_dynamodb_items_are_keyed_as_documented() -> None:
-    dynamodb = boto3.resource("dynamodb", region_name="us-east-1")
-    table = dynamodb.create_table(
-        TableName="teams",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table = create_table("teams_table", "teams")
     store = DynamoDbTeamStore(table)
     store.create_team(TEAM)
     store.put_token(_record())
@@ -145,15 +136,7 @@ def test_an_api_key_needs_an_existing_team_and_a_team_has_at_most_one(store: Tea
 def test_dynamodb_api_key_items_are_keyed_as_documented() -> None:
     spec = teams_table_spec()
     assert spec.sort_key is not None
-    table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
-        TableName="teams",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table = create_table("teams_table", "teams")
     store = DynamoDbTeamStore(table)
     store.create_team(TEAM)
     store.put_api_key(_api_key())

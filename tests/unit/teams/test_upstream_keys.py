@@ -17,7 +17,8 @@ from functions.teams.routes import get_team_service
 from functions.teams.service import TeamService
 from functions.teams.store import DynamoDbTeamStore
 from functions.webhooks.secret_cipher import UPSTREAM_KEY_PURPOSE, KmsSecretCipher, SecretUnreadable
-from tests.unit.teams.deployed import REGION, create_teams_table
+from tests.support.tables import create_table
+from tests.unit.teams.deployed import REGION
 
 ADMIN = "admin-secret-for-tests"
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
@@ -27,7 +28,7 @@ OA_KEY = "oa_team_key_!#$%~"
 
 class Deployed:
     def __init__(self) -> None:
-        self.table = create_teams_table("teams")
+        self.table = create_table("teams_table", "teams")
         self.key_id = boto3.client("kms", region_name=REGION).create_key()["KeyMetadata"]["KeyId"]
         self.service = TeamService(
             DynamoDbTeamStore(self.table),

@@ -24,21 +24,14 @@ from functions.webhooks.secret_cipher import (
     UnconfiguredCipher,
     secret_cipher,
 )
+from tests.support.tables import create_table
 
 TEAM = Team(team_id="team-0123456789ab", name="A", tier="standard", created_at="2030-01-01T00:00:00Z")
 OTHER = "team-ba9876543210"
 
 
 def _teams_table() -> DynamoDbTeamStore:
-    table = boto3.resource("dynamodb", region_name="us-east-1").create_table(
-        TableName="teams",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table = create_table("teams_table", "teams")
     return DynamoDbTeamStore(table)
 
 
