@@ -18,7 +18,7 @@ from functions.common.observability import get_logger
 from functions.orchestrate.contracts import JobRecord
 from functions.orchestrate.models import JobStatus, audit_event, decision, utc_now
 from functions.orchestrate.store import JobStore
-from functions.research.trace import DECISION, PLANNER, RED_TEAM, RETRIEVER, VERIFIER, WRITER, TraceRecorder
+from functions.research.trace import DECISION, PLANNER, RETRIEVER, TraceRecorder
 
 if TYPE_CHECKING:
     from functions.common.models import ExtractedPaper
@@ -44,22 +44,30 @@ class JobTrace:
     def __init__(self, traces: TraceStore | None, team_id: str, job_id: str) -> None:
         self._traces, self.team_id, self.job_id = traces, team_id, job_id
         # one recorder per step invocation: the prefix keeps the ids of the job's steps apart
-        self._recorder = TraceRecorder(job_id, id_prefix=f"evt-{uuid.uuid4().hex[:8]}")
+        self.recorder = TraceRecorder(job_id, id_prefix=f"evt-{uuid.uuid4().hex[:8]}")
+        self._stored = 0  # how many of the recorder's events are stored
 
     def __call__(
         self, agent: str, event_type: str, name: str, query: str | None = None, **payload: Any
     ) -> None:
         """`query`: the trace's query (the job's goal), named by its first event."""
-        event = self._recorder.record(agent, event_type, name, **payload).to_dict()
-        if self._traces is None:
+        self.recorder.record(agent, event_type, name, **payload)
+        self.store_recorded(query)
+
+    def store_recorded(self, query: str | None = None) -> None:
+        """Stores the events recorded since the last call (a stage records through `recorder` itself)."""
+        events = [event.to_dict() for event in self.recorder.events[self._stored :]]
+        self._stored = len(self.recorder.events)
+        if self._traces is None or not events:
             return
         try:
             if query is not None:
-                self._traces.put(self.team_id, self.job_id, query, [event], kind="job")
+                self._traces.put(self.team_id, self.job_id, query, events, kind="job")
             else:
-                self._traces.append(self.team_id, self.job_id, [event])
+                self._traces.append(self.team_id, self.job_id, events)
         except Exception:
-            logger.warning("trace event not stored", job_id=self.job_id, trace_event=name, exc_info=True)
+            names = [event["name"] for event in events]
+            logger.warning("trace events not stored", job_id=self.job_id, trace_events=names, exc_info=True)
 
 
 class JobProgress:
@@ -68,6 +76,11 @@ class JobProgress:
     def __init__(self, jobs: JobStore, team_id: str, job_id: str, traces: TraceStore | None = None) -> None:
         self.jobs, self.team_id, self.job_id = jobs, team_id, job_id
         self._trace = JobTrace(traces, team_id, job_id)
+
+    @property
+    def trace_recorder(self) -> TraceRecorder:
+        """Where a stage of the pipeline records its own events; `synthesised` stores them."""
+        return self._trace.recorder
 
     def job(self) -> JobRecord:
         found = self.jobs.get(self.team_id, self.job_id)
@@ -301,8 +314,8 @@ class JobProgress:
             },
             once="synthesize",
         )
-        for agent, event_type, name, payload in _synthesis_events(result):
-            self._trace(agent, event_type, name, **payload)
+        # the Writer's, Verifier's and Red-Team's events, recorded by the synthesis stages themselves
+        self._trace.store_recorded()
 
     # --- Finalize and MarkFailed -------------------------------------------------------------------
 
@@ -390,34 +403,3 @@ def _screening_fields(result: ScreeningResult, to_extract: int) -> dict[str, Any
         "extract_total": to_extract,
         "updated_at": utc_now(),
     }
-
-
-def _synthesis_events(result: SynthesisResult) -> list[tuple[str, str, str, dict[str, Any]]]:
-    """The Writer's, Verifier's and Red-Team's trace events of a job's synthesis."""
-    claims = result.claims
-    return [
-        (
-            WRITER,
-            "write",
-            "draft_written",
-            {"writer": result.writer, "themes": result.primary_themes, "claims": len(claims)},
-        ),
-        (
-            VERIFIER,
-            "verify",
-            "verification_completed",
-            {
-                "verdicts": {claim.claim_id: claim.verdict for claim in claims},
-                "removed": [claim.claim_id for claim in claims if not claim.kept],
-            },
-        ),
-        (
-            RED_TEAM,
-            "critique",
-            "redteam_completed",
-            {
-                "flags": result.red_team.get("flags", []),
-                "force_refusal": result.red_team.get("force_refusal", False),
-            },
-        ),
-    ]

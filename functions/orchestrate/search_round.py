@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from functions.common.errors import InvalidInput, UpstreamError
 from functions.common.observability import get_logger
@@ -26,16 +26,13 @@ from functions.common.storage import BlobStore, put_json
 from functions.orchestrate.contracts import ITERATION_WAIT_SECONDS, SearchState
 from functions.orchestrate.payloads import search_key
 from functions.orchestrate.progress import JobProgress
+from functions.research.fusion import Searcher
 from functions.research.planning import PlannedQuery
 
 logger = get_logger("orchestrate")
 BUDGET_REACHED = "BUDGET_REACHED"
 # An iteration's share of the 45 s task: the rest is for recording and a slow last exchange.
 DEFAULT_ITERATION_SECONDS = 26.0
-
-
-class SearchPort(Protocol):
-    async def search(self, query: Any) -> Any: ...
 
 
 def not_run_counts(results: list[dict[str, Any]]) -> dict[str, int]:
@@ -63,7 +60,7 @@ def uncovered_concepts(concepts: list[str], queries: list[dict[str, Any]]) -> li
 class SearchRound:
     progress: JobProgress
     data: BlobStore
-    search_service: Callable[[], SearchPort]
+    search_service: Callable[[], Searcher]
     # what -> None when the budget allows the iteration's searches, else why not
     over_budget: Callable[[str], str | None]
     iteration_seconds: float = DEFAULT_ITERATION_SECONDS

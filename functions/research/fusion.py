@@ -17,13 +17,17 @@ from functions.search.models import PaperQuery, SearchOutcome
 RRF_K = 60
 
 
-class SearchPort(Protocol):
+class Searcher(Protocol):
+    """What runs one query at the search service (a job's Search state needs no more)."""
+
+    async def search(self, query: PaperQuery) -> SearchOutcome: ...
+
+
+class SearchPort(Searcher, Protocol):
     @property
     def connector_names(self) -> list[str]: ...
 
     def connector_prefix(self, name: str) -> str: ...
-
-    async def search(self, query: PaperQuery) -> SearchOutcome: ...
 
 
 @dataclass

@@ -21,7 +21,6 @@ from functions.common.models import ExtractedPaper
 from functions.common.settings import get_settings
 from functions.common.storage import BlobStore, S3BlobStore, put_json
 from functions.common.traces import DynamoDbTraceStore
-from functions.extract.service import ExtractionService
 from functions.metering.job_budget import JobBudget
 from functions.metering.meter import MeteredFullText
 from functions.metering.wiring import budgets
@@ -161,11 +160,18 @@ def _retry(progress: JobProgress, url: str, message: str) -> NoReturn:
     raise RetryableStepError(f"transient failure extracting {url}: {message}")
 
 
+def _extraction_service() -> FullTextPort:
+    # Imported on first use, as every handler's heavy services are (tests/unit/common/test_cold_imports.py).
+    from functions.extract.service import ExtractionService
+
+    return MeteredFullText(ExtractionService.from_settings())
+
+
 def build() -> Extract:
     return Extract(
         jobs=DynamoDbJobStore(),
         data=S3BlobStore(get_settings().data_bucket),
-        extraction_service=lambda: MeteredFullText(ExtractionService.from_settings()),
+        extraction_service=_extraction_service,
         settings=get_workflow_settings(),
         budget=JobBudget(budgets()),
         traces=DynamoDbTraceStore(),

@@ -16,10 +16,11 @@ from functions.metering.wiring import budgets
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import SearchInput, SearchState
 from functions.orchestrate.progress import JobProgress
-from functions.orchestrate.search_round import SearchPort, SearchRound
+from functions.orchestrate.search_round import SearchRound
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.store import DynamoDbJobStore, JobStore
 from functions.orchestrate.wiring import shared_search_service
+from functions.research.fusion import Searcher
 
 if TYPE_CHECKING:
     from functions.common.traces import TraceStore
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 class Search:
     jobs: JobStore
     data: BlobStore
-    search_service: Callable[[], SearchPort]
+    search_service: Callable[[], Searcher]
     settings: WorkflowSettings
     budget: JobBudget
     traces: TraceStore | None = None

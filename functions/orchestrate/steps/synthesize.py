@@ -54,11 +54,14 @@ class Synthesize:
                     sources,
                     provider=self.llm(),
                     llm_budget_seconds=self.settings.synthesis_llm_budget_seconds,
+                    trace=progress.trace_recorder,
                 )
             )
         else:  # skipped: an empty synthesis that says why
             progress.budget_skipped("synthesize", "synthesis", refused)
-            result = asyncio.run(synthesize(job.research_plan, [], provider=None))
+            result = asyncio.run(
+                synthesize(job.research_plan, [], provider=None, trace=progress.trace_recorder)
+            )
             result.refusal_reason = f"Synthesis skipped: {refused}"
         key = synthesis_key(progress.team_id, progress.job_id)
         put_json(self.data, key, result.to_dict())
