@@ -41,7 +41,7 @@ import httpx
 from functions.answer.service import AnswerService, Listeners
 from functions.answer.wiring import UploadedDocuments, relevance_scorer
 from functions.common.documents import DynamoDocumentRepository
-from functions.common.models import ExtractedPaper
+from functions.common.models import ExtractedPaper, FullTextPort
 from functions.common.settings import get_settings
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.common.traces import InMemoryTraceStore
@@ -49,7 +49,7 @@ from functions.extract.service import ExtractionService
 from functions.local_runtime.aws import EmbeddedAws
 from functions.research.fusion import SearchPort
 from functions.research.pipeline import AnswerPipeline, AnswerRequest
-from functions.research.retriever import FullTextPort, Retriever
+from functions.research.retriever import Retriever
 from functions.search.models import PaperQuery, SearchOutcome
 from functions.search.service import SearchService
 from tests.e2e.answer_topic import QUESTION, answer_papers, gateway_server

@@ -10,7 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -147,3 +147,23 @@ class WorkMetadata:
     abstract: str | None = None
     doi: str | None = None
     arxiv_id: str | None = None
+
+
+class FullTextPort(Protocol):
+    """What gives a paper's full text (functions/extract implements it; research, orchestrate and
+    metering use it)."""
+
+    async def extract(
+        self,
+        source_url: str,
+        *,
+        focus_areas: list[str] | None = None,
+        max_length: int = 5000,
+        budget_seconds: float = 40.0,
+        team_id: str | None = None,
+        job_id: str | None = None,
+        priority: int = 0,
+    ) -> ExtractedPaper:
+        """`library://` sources resolve within `team_id`'s documents only (None: none). `job_id` and
+        `priority`: where its fetches queue at a provider."""
+        ...

@@ -21,3 +21,12 @@ class DocumentTooLarge(InvalidInput):
 
 class UnprocessableDocument(InvalidInput):
     code = "unprocessable_document"
+
+
+class PdfLimitExceeded(Exception):
+    """The document needs more than a parse may take (decompressed bytes, time, memory): it is refused,
+    not read in part. `reason` is user-facing and names the limit."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 from functions.common.models import ExtractedPaper
 from functions.extract.analysis import analyse
-from functions.extract.errors import UnprocessableDocument
+from functions.extract.errors import PdfLimitExceeded, UnprocessableDocument
 from functions.extract.identifiers import DocumentIdentifiers
 from functions.extract.metadata import ResolvedMetadata
-from functions.extract.pdf import ParsedPdf, PdfLimitExceeded, PdfParseError
+from functions.extract.pdf import ParsedPdf, PdfParseError
 from functions.extract.pdf_sandbox import parse_pdf_isolated
 
 NO_TEXT_LAYER = "no text layer: the PDF contains only images (a scan); OCR is not supported"

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from functions.common.untrusted import clean_untrusted
+from functions.extract.errors import PdfLimitExceeded
 
 if TYPE_CHECKING:
     import pypdfium2 as pdfium  # type: ignore[import-untyped]
@@ -48,15 +49,6 @@ _PDFIUM_LOCK = threading.Lock()
 
 class PdfParseError(Exception):
     """The document cannot be read at all; `reason` is user-facing."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class PdfLimitExceeded(Exception):
-    """The document needs more than a parse may take (decompressed bytes, time, memory): it is refused,
-    not read in part. `reason` is user-facing and names the limit."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)

@@ -21,11 +21,11 @@ from functools import cache
 
 from functions.common.fair_slots import FairSlots
 from functions.extract.config import MIB, PdfParseLimits
+from functions.extract.errors import PdfLimitExceeded
 from functions.extract.pdf import (
     DEFAULT_MAX_PAGES,
     DEFAULT_TIME_BUDGET_SECONDS,
     ParsedPdf,
-    PdfLimitExceeded,
     PdfParseError,
     is_pdf,
 )

@@ -18,7 +18,8 @@ import resource
 import sys
 from typing import IO, Any
 
-from functions.extract.pdf import PdfLimitExceeded, PdfParseError, read_pdf
+from functions.extract.errors import PdfLimitExceeded
+from functions.extract.pdf import PdfParseError, read_pdf
 from functions.extract.stream_budget import check_stream_sizes
 
 OUT_OF_MEMORY_EXIT = 3

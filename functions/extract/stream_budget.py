@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from functions.extract.pdf import PdfLimitExceeded
+from functions.extract.errors import PdfLimitExceeded
 
 if TYPE_CHECKING:
     from pypdf import Configuration, PdfReader

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 from functions.common.llm import Completion, CompletionStream, LlmProvider, StreamEnd, Usage
 
 if TYPE_CHECKING:
-    from functions.common.models import ExtractedPaper
-    from functions.research.retriever import FullTextPort
+    from functions.common.models import ExtractedPaper, FullTextPort
 
 
 @dataclass

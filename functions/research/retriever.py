@@ -16,7 +16,7 @@ from typing import Protocol
 
 from functions.common.embedder import MemoEmbedder
 from functions.common.errors import DomainError, InvalidInput, NotFound
-from functions.common.models import ExtractedPaper, Paper
+from functions.common.models import ExtractedPaper, FullTextPort, Paper
 from functions.research.chunks import Bm25Index, bounded, sentence_spans
 from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc, chunk_id_for, source_id_for
 from functions.research.fusion import SearchPort, fused_search
@@ -33,23 +33,6 @@ FULL_TEXT_BUDGET_SECONDS = 12.0  # a slow PDF host must not hold the answer past
 MAX_CHUNKS_PER_SOURCE = 3
 # Chunk rank: its own match to the question, its source's relevance, and the focus mode's cues.
 CHUNK_WEIGHTS = (0.6, 0.4, 0.15)
-
-
-class FullTextPort(Protocol):
-    async def extract(
-        self,
-        source_url: str,
-        *,
-        focus_areas: list[str] | None = None,
-        max_length: int = 5000,
-        budget_seconds: float = 40.0,
-        team_id: str | None = None,
-        job_id: str | None = None,
-        priority: int = 0,
-    ) -> ExtractedPaper:
-        """`library://` sources resolve within `team_id`'s documents only (None: none). `job_id` and
-        `priority`: where its fetches queue at a provider."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from functions.common.errors import (
     RetryableStepError,
     UpstreamError,
 )
-from functions.common.models import ExtractedPaper
+from functions.common.models import ExtractedPaper, FullTextPort
 from functions.common.settings import get_settings
 from functions.common.storage import BlobStore, S3BlobStore, put_json
 from functions.common.traces import DynamoDbTraceStore
@@ -31,7 +31,6 @@ from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.store import DynamoDbJobStore, JobStore
 from functions.research.report import BUDGET_NOT_EXTRACTED
-from functions.research.retriever import FullTextPort
 
 if TYPE_CHECKING:
     from functions.common.traces import TraceStore

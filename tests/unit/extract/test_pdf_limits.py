@@ -11,7 +11,8 @@ import pytest
 from pypdf import PdfReader, PdfWriter
 
 from functions.extract.config import MIB, PdfParseLimits
-from functions.extract.pdf import PdfLimitExceeded, PdfParseError, parse_pdf
+from functions.extract.errors import PdfLimitExceeded
+from functions.extract.pdf import PdfParseError, parse_pdf
 from functions.extract.pdf_sandbox import parse_pdf_isolated
 from functions.extract.stream_budget import check_stream_sizes
 from tests.support.pdfgen import BOMB_LINE, bomb_pdf, build_pdf, deflated_repeats, sample_paper_pdf
