@@ -26,12 +26,12 @@ from functions.common.observability import get_logger, record_metric
 from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimit, RateLimiter
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache, TtlCache
+from functions.common.text import fold
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY, Connector, ConnectorContext, ConnectorFactory
 from functions.search.merge import merge_results, rrf_score
 from functions.search.models import SOURCE_TYPES, ConnectorResult, FoundPaper, PaperQuery, SearchOutcome
 from functions.search.scoring import quality_score, relevance_score
-from functions.search.text import fold
 
 logger = get_logger("search")
 CACHE_VERSION = "v1"
