@@ -25,8 +25,9 @@ import numpy as np
 
 from bench.corpus_web.corpus import DEFAULT_CORPUS
 from functions.common.embedder import default_embedder
+from functions.common.text import stems
 from functions.research.facets import decompose
-from functions.research.relevance import RelevanceScorer, stems
+from functions.research.relevance import RelevanceScorer
 from functions.search.connectors import arxiv, crossref, openalex, semantic_scholar
 from tests.support.cassettes import load_all
 
@@ -67,13 +68,13 @@ def pairs(
     by_group: dict[str, list[int]] = {}
     for index, (group, _, _) in enumerate(items):
         by_group.setdefault(group, []).append(index)
-    abstract_stems = [stems(abstract) for _, _, abstract in items]
+    abstract_stems = [set(stems(abstract)) for _, _, abstract in items]
     out: list[tuple[str, str, int]] = []
     for index, (group, title, abstract) in enumerate(items):
         aspects = [title, *(facet.phrase for facet in decompose(title))]
         for aspect in dict.fromkeys(aspects):
             out.append((aspect, abstract, 1))
-            wanted = stems(aspect)
+            wanted = set(stems(aspect))
             sharing = [o for o, found in enumerate(abstract_stems) if o != index and wanted & found]
             near = [o for o in by_group[group] if o != index]
             for count in range(NEGATIVES_PER_POSITIVE):

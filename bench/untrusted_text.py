@@ -4,7 +4,7 @@ what it costs per sentence.
     .venv/bin/python -m bench.untrusted_text [--corpus ../shared/corpus]
 
 Every PDF of the corpus (papers, regular and difficult, and the textbook chapters) is read with pypdfium2,
-line breaks joined, and cut into sentences as evidence chunks are (`chunks.sentence_spans`); each sentence
+line breaks joined, and cut into sentences as evidence chunks are (`functions/common/text.py`); each sentence
 is screened as retrieved text is (`untrusted_text.screen`, no links of its own allowed). Printed per group:
 sentences, sentences flagged as addressed to the reader or a model, sentences withheld only for a foreign
 link or e-mail address; then the share caught of each attack file under tests/unit/research/attacks/,
@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from functions.research.chunks import sentence_spans
+from functions.common.text import sentence_spans
 from functions.research.untrusted_text import STRONG, screen
 
 ATTACKS = Path(__file__).resolve().parent.parent / "tests" / "unit" / "research" / "attacks"
@@ -60,7 +60,7 @@ def main() -> None:
             text = pdf_text(path)
             if not text:
                 continue
-            for start, end in sentence_spans(text, merge_short=False):
+            for start, end in sentence_spans(text):
                 sentence = text[start:end]
                 began = time.perf_counter()
                 screened = screen(sentence)

@@ -10,6 +10,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from functions.common.models import EvidenceQuote
+from functions.common.text import sentence_spans
 from functions.extract import authors
 from functions.extract.frontmatter import (
     clean_abstract,
@@ -28,56 +29,6 @@ METHOD_MIN, METHOD_MAX = 200, 1000
 MAX_FINDINGS, MIN_FINDINGS = 7, 3
 MAX_EVIDENCE = 24
 
-_ABBREVIATIONS = frozenset(
-    [
-        "al",
-        "fig",
-        "figs",
-        "eq",
-        "eqs",
-        "e.g",
-        "i.e",
-        "vs",
-        "cf",
-        "sec",
-        "secs",
-        "tab",
-        "ref",
-        "refs",
-        "no",
-        "dr",
-        "mr",
-        "ms",
-        "st",
-        "resp",
-        "approx",
-        "ca",
-        "etc",
-        "viz",
-        "proc",
-        "vol",
-        "pp",
-        "ed",
-        "eds",
-        "jan",
-        "feb",
-        "mar",
-        "apr",
-        "jun",
-        "jul",
-        "aug",
-        "sep",
-        "sept",
-        "oct",
-        "nov",
-        "dec",
-        "inc",
-        "ltd",
-        "univ",
-        "dept",
-    ]
-)
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
 _RESULT_CUE = re.compile(
     r"\b(we (?:show|find|found|demonstrate|observe|observed|report|obtain|achieve|achieved|confirm)"
     r"|results? (?:show|shows|indicate|suggest|demonstrate|reveal|confirm)|outperform\w*|improv\w*"
@@ -476,32 +427,11 @@ def _sentences(
             while stop < end and lines[stop].page == page:
                 stop += 1
             text = page_text[page]
-            for s_start, s_end in split_sentences(text, lines[index].start, lines[stop - 1].end):
+            for s_start, s_end in sentence_spans(text, lines[index].start, lines[stop - 1].end):
                 sentence_text = text[s_start:s_end].replace("\n", " ")
                 sentences.append(Sentence(page, s_start, s_end, sentence_text, kind, title, len(sentences)))
             index = stop
     return sentences
-
-
-def split_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Sentence spans within text[start:end], skipping abbreviations and initials."""
-    spans: list[tuple[int, int]] = []
-    begin = start
-    for match in _SENTENCE_END.finditer(text, start, end):
-        boundary = match.start() + 1
-        following = text[match.end() : match.end() + 1]
-        if following and not (following.isupper() or following in "[(\"'“" or following.isdigit()):
-            continue
-        word = re.search(r"(\S+)$", text[begin:boundary])
-        token = word.group(1).rstrip(".").lower() if word else ""
-        if token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
-            continue
-        closing = len(match.group(0).rstrip()) - 1
-        spans.append((begin, boundary + closing))
-        begin = match.end()
-    if begin < end:
-        spans.append((begin, end))
-    return [(a, b) for a, b in spans if b - a >= 2]
 
 
 def _is_clean(text: str) -> bool:

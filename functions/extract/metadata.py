@@ -23,9 +23,9 @@ from typing import Protocol, runtime_checkable
 
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
+from functions.common.text import fold
 from functions.extract.frontmatter import clean_abstract
 from functions.extract.identifiers import DocumentIdentifiers
-from functions.search.text import fold
 
 logger = get_logger("extract")
 

@@ -25,10 +25,11 @@ from functions.common.storage import (
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY
 from functions.search.connectors.base import ConnectorContext, HttpConnector
+from functions.search.sources import metadata_preference
 
 logger = get_logger("extract")
 CACHE_VERSION = "v1"
-SOURCES = ("arxiv", "crossref", "openalex", "semantic_scholar")
+SOURCES = metadata_preference()
 
 _breakers: BreakerRegistry | None = None
 

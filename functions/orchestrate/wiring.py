@@ -19,7 +19,7 @@ from functions.orchestrate.store import (
     StepFunctionsTaskTokens,
     presigned_artifact_url,
 )
-from functions.research.planning import CONNECTORS, SearchBudget, connector_syntax
+from functions.research.planning import CONNECTORS, QueryWording, SearchBudget, connector_syntax
 from functions.research.request import ExecuteRequest
 from functions.search.config import SearchSettings
 
@@ -33,14 +33,7 @@ logger = get_logger("orchestrate")
 _SECRET_PARAMS = frozenset({"api_key", "mailto", "key"})
 
 
-def upstream_query(
-    connector: str,
-    query: str,
-    concepts: list[list[str]],
-    year_start: int | None,
-    year_end: int | None,
-    limit: int,
-) -> str:
+def upstream_query(connector: str, wording: QueryWording) -> str:
     """The request a search connector sends for this query, in its upstream syntax."""
     from functions.search.connectors import REGISTRY
     from functions.search.connectors.base import ConnectorContext
@@ -50,18 +43,18 @@ def upstream_query(
         instance: Any = REGISTRY[connector](ConnectorContext())
         request = instance.build_request(
             PaperQuery(
-                query=query,
-                concepts=concepts or None,
-                year_start=year_start,
-                year_end=year_end,
-                max_results=limit,
+                query=wording.query,
+                concepts=wording.concepts or None,
+                year_start=wording.year_start,
+                year_end=wording.year_end,
+                max_results=wording.limit,
             ),
-            limit,
+            wording.limit,
         )
         params = {k: v for k, v in dict(request.params).items() if k not in _SECRET_PARAMS and k != "fields"}
         return f"{request.url}?{urlencode(params)}"
     except Exception:  # a connector without a request builder: show our own rendering
-        return connector_syntax(connector, query, concepts, year_start, year_end, limit)
+        return connector_syntax(connector, wording)
 
 
 def configured_connectors() -> tuple[str, ...]:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from functions.common.text import SENTENCE_OPENERS, sentence_spans
 from functions.rag.graph import mentioned_ids
 from functions.rag.model import EQUATION_LABEL
 
@@ -32,7 +33,8 @@ MAX_SENTENCE_WORDS = 60
 MAX_CITING_SENTENCES = 4
 
 _PLAIN_WORD = re.compile(r"^[(\[]?[A-Za-z][a-z]{1,}[)\],.;:?]?$")
-_SENTENCE_BREAK = re.compile(r"(?<=[.?!])\s+(?=[A-Z⋄(])")
+# A sentence of the book may start with a question's marker ("⋄ Q: ...").
+_SENTENCE_OPENERS = SENTENCE_OPENERS + "⋄"
 
 
 @dataclass
@@ -68,7 +70,7 @@ def join_lines(lines: Sequence[str]) -> str:
 
 
 def sentences(text: str) -> list[str]:
-    return [part.strip() for part in _SENTENCE_BREAK.split(text) if part.strip()]
+    return [text[start:end] for start, end in sentence_spans(text, openers=_SENTENCE_OPENERS)]
 
 
 def _clip(sentence: str, words: int = MAX_SENTENCE_WORDS) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from functions.common.text import sentence_spans
 
 if TYPE_CHECKING:
     import Stemmer
@@ -12,31 +13,14 @@ if TYPE_CHECKING:
 # bm25s (which loads numpy and scipy) and PyStemmer are imported when an index is first built, not with
 # this module: the answer and step handlers import it, and their cold start should not pay for them.
 
-# A sentence ends at . ! ? followed by space and an upper-case letter, digit or bracket; abbreviations
-# that end in a full stop ("et al.", "e.g.", "Fig.") do not end one.
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
-_ABBREVIATION = re.compile(r"(?:\bet al|\be\.g|\bi\.e|\bFig|\bEq|\bSec|\bvs|\bcf|\bapprox|\bNo|\b[A-Z])\.$")
 MIN_CHUNK_CHARS = 40
 MAX_CHUNK_CHARS = 600
 
 
-def sentence_spans(text: str, *, merge_short: bool = True) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of `text`; very short sentences join the next one (evidence
-    chunks), unless `merge_short` is off (a draft, where every sentence is its own claim)."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _BOUNDARY.finditer(text):
-        end = match.start()
-        if _ABBREVIATION.search(text[start:end]):
-            continue
-        spans.append((start, end))
-        start = match.end()
-    if start < len(text):
-        spans.append((start, len(text.rstrip())))
-    if not merge_short:
-        return [(begin, end) for begin, end in spans if end > begin]
+def chunk_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each evidence chunk of `text`: its sentences, a very short one joined to the next."""
     merged: list[tuple[int, int]] = []
-    for begin, end in spans:
+    for begin, end in sentence_spans(text):
         if merged and merged[-1][1] - merged[-1][0] < MIN_CHUNK_CHARS:
             merged[-1] = (merged[-1][0], end)
         else:

@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
+from functions.common.text import QUERY_STOPWORDS, stem, stems
 from functions.research.chunks import Bm25Index
 from functions.research.evidence import EvidenceChunk
 from functions.research.planner import AnswerPlan
-from functions.search.text import stem, terms
 
 OPPOSITE, NUMERIC = "opposite_findings", "numeric_disagreement"
 MIN_SHARED_TERMS = 3
@@ -64,6 +64,7 @@ _NAME = re.compile(r"\b[A-Z][A-Za-z0-9\-]*[A-Z0-9][A-Za-z0-9\-]*\b")
 _STOP = frozenset(
     {"the", "a", "an", "by", "of", "to", "at", "was", "were", "is", "are", "and", "in", "on", "with", "our"}
 )
+_STEM_STOPWORDS = QUERY_STOPWORDS | _STOP
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class Critique:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(t) for t in terms(text) if not t.isdigit() and t not in _STOP and len(t) > 2}
+    return set(stems(text, stopwords=_STEM_STOPWORDS, min_length=3, numbers=False))
 
 
 def _direction(text: str) -> int:

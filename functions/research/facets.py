@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from functions.research.vocabulary import FRAMING, FRAMING_VERBS, QUESTION_WORDS, RELATIONAL, STOPWORDS
+from functions.common.text import STOPWORDS
+from functions.research.vocabulary import FRAMING, FRAMING_VERBS, QUESTION_WORDS, RELATIONAL
 
 _PIECE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{1,12})\s*\)|[A-Za-z0-9][A-Za-z0-9\-+'/]*|[,;:?!.()\[\]\"]")
 _PUNCTUATION = frozenset(',;:?!.()[]"')

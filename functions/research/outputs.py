@@ -7,6 +7,7 @@ import re
 import unicodedata
 from typing import Any
 
+from functions.common.text import first_sentence
 from functions.research.screening import Candidate
 from functions.research.untrusted_text import own_links, without_hostile
 
@@ -160,8 +161,7 @@ def annotated_bibliography(
             lines.append(f"- Extraction failed: {outcome.get('failure_reason') or 'not attempted'}")
         abstract = without_hostile(paper.abstract, own_links(paper.url, paper.doi)) if paper.abstract else ""
         if abstract.strip():
-            first = re.split(r"(?<=[.!?])\s+", abstract.strip(), maxsplit=1)[0]
-            lines.append(f"- Summary (from the abstract): {first}")
+            lines.append(f"- Summary (from the abstract): {first_sentence(abstract)}")
         for item in sorted(quotes.get(candidate.source_id, []), key=lambda q: -q["relevance_score"])[:3]:
             lines.append(f"  - p. {item['page']} ({item['kind']}): “{item['quote']}” [{item['evidence_id']}]")
         lines.append("")

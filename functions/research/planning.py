@@ -14,11 +14,13 @@ from datetime import UTC, datetime
 from itertools import combinations
 from typing import Any
 
+from functions.common.text import STOPWORDS, terms
 from functions.research.facets import Facet, decompose, facet_questions
 from functions.research.request import ScopeParameters
-from functions.research.vocabulary import FRAMING, STOPWORDS
+from functions.research.vocabulary import FRAMING
+from functions.search.sources import Matching, engine_matching, planned_connectors
 
-CONNECTORS: tuple[str, ...] = ("arxiv", "semantic_scholar", "openalex", "crossref")
+CONNECTORS: tuple[str, ...] = planned_connectors()
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-+]*[A-Za-z0-9+]|[A-Za-z]")
 _COMPARISON = re.compile(r"\b(vs\.?|versus|compare[sd]?|comparison|compared)\b", re.IGNORECASE)
@@ -34,7 +36,8 @@ IMPACT_POLICIES: dict[str, dict[str, Any]] = {
 QUERIES_BY_DEPTH = {"rapid": 3, "focused": 4, "comprehensive": 6, "exhaustive": 8}
 # The time a job may spend on its searches, by depth (over one or more Search iterations).
 SEARCH_SECONDS_BY_DEPTH = {"rapid": 40.0, "focused": 60.0, "comprehensive": 120.0, "exhaustive": 180.0}
-# How each engine matches a query, which decides what one request of it can find:
+# How each engine matches a query (`functions/search/sources.py`), which decides what one request of it
+# can find:
 #   "boolean": fielded boolean syntax ranked by relevance (arXiv): one query ORs every concept, and the
 #       papers that match most concepts rank first;
 #   "ranked_any": any word may match, ranked by how many do (Crossref's bibliographic query): the whole
@@ -42,7 +45,7 @@ SEARCH_SECONDS_BY_DEPTH = {"rapid": 40.0, "focused": 60.0, "comprehensive": 120.
 #   "all_words": every word must match (Semantic Scholar's and OpenAlex's relevance search, for short
 #       queries): a long goal finds little, so each concept is searched alone, the whole goal only
 #       when it is short.
-ENGINE_MATCHING: dict[str, str] = {"arxiv": "boolean", "crossref": "ranked_any"}
+ENGINE_MATCHING: dict[str, Matching] = engine_matching()
 BOOLEAN_CONNECTORS = frozenset(name for name, kind in ENGINE_MATCHING.items() if kind == "boolean")
 # The most queries one job sends an engine, by depth: one request already covers every concept where the
 # engine ORs them; an all-words engine needs one per concept.
@@ -195,13 +198,12 @@ class ResearchPlan:
         )
 
 
+_NOT_TOPIC = STOPWORDS | FRAMING
+
+
 def content_tokens(text: str) -> list[str]:
-    """Lower-cased words of `text` that carry topic (no stop or framing words)."""
-    return [
-        token
-        for token in (match.group(0).lower() for match in _TOKEN.finditer(text))
-        if token not in STOPWORDS and token not in FRAMING and len(token) > 1
-    ]
+    """Folded words of `text` that carry topic (no stop or framing words, no bare numbers)."""
+    return terms(text, stopwords=_NOT_TOPIC, numbers=False)
 
 
 def facets_of(goal: str) -> list[Facet]:
@@ -218,24 +220,28 @@ def key_phrases(goal: str) -> list[str]:
     return [facet.phrase for facet in facets_of(goal)]
 
 
-Renderer = Callable[[str, str, list[list[str]], int | None, int | None, int], str]
+@dataclass(frozen=True)
+class QueryWording:
+    """What one planned query asks a connector for, before it is put in the connector's syntax."""
+
+    query: str
+    concepts: list[list[str]]
+    year_start: int | None
+    year_end: int | None
+    limit: int
 
 
-def connector_syntax(
-    connector: str,
-    query: str,
-    concepts: list[list[str]],
-    year_start: int | None,
-    year_end: int | None,
-    limit: int,
-) -> str:
+Renderer = Callable[[str, QueryWording], str]
+
+
+def connector_syntax(connector: str, wording: QueryWording) -> str:
     """Fallback rendering of a query in a connector's syntax; the deployed wiring renders the real
     upstream request through the search connectors (`functions.orchestrate.wiring.upstream_query`)."""
-    years = f"{year_start or ''}-{year_end or ''}"
-    if connector == "arxiv" and concepts:
-        groups = [" OR ".join(f'all:"{phrase}"' for phrase in group) for group in concepts]
-        return " AND ".join(f"({group})" for group in groups) + f" (max_results={limit})"
-    return f"{query} (years {years}, limit {limit})"
+    years = f"{wording.year_start or ''}-{wording.year_end or ''}"
+    if connector == "arxiv" and wording.concepts:
+        groups = [" OR ".join(f'all:"{phrase}"' for phrase in group) for group in wording.concepts]
+        return " AND ".join(f"({group})" for group in groups) + f" (max_results={wording.limit})"
+    return f"{wording.query} (years {years}, limit {wording.limit})"
 
 
 def boolean_groups(facets: list[Facet]) -> list[list[str]]:
@@ -300,7 +306,9 @@ def _planned(
         query_id=query_id,
         connector=connector,
         query=text,
-        upstream_query=render(connector, text, concepts, policies.year_start, policies.year_end, limit),
+        upstream_query=render(
+            connector, QueryWording(text, concepts, policies.year_start, policies.year_end, limit)
+        ),
         terms=[facet.phrase for facet in unit],
         year_start=policies.year_start,
         year_end=policies.year_end,
@@ -395,14 +403,44 @@ def build_plan(
     budget: SearchBudget | None = None,
 ) -> ResearchPlan:
     now = now or datetime.now(UTC)
-    budget = budget or default_search_budget()
     facets = facets_of(goal)
     topic = _topic(facets)
     comparison = bool(_COMPARISON.search(goal))
     policies = policies_for(scope, now, relevance_threshold, min_sources)
+    queries, notes = _budgeted_queries(
+        connectors,
+        query_units(facets, QUERIES_BY_DEPTH[scope.discovery_depth]),
+        policies,
+        scope,
+        render,
+        budget or default_search_budget(),
+    )
+    focus_areas = ["methodology", "results", "limitations"] + (["comparison"] if comparison else [])
+    return ResearchPlan(
+        goal=goal,
+        topic=topic,
+        key_phrases=[facet.phrase for facet in facets],
+        sub_questions=_sub_questions(goal, facets, topic, policies, comparison),
+        queries=queries,
+        policies=policies,
+        target_sources=scope.target_sources,
+        focus_areas=focus_areas,
+        facets=facets,
+        budget_notes=notes,
+    )
+
+
+def _budgeted_queries(
+    connectors: tuple[str, ...],
+    units: list[list[Facet]],
+    policies: Policies,
+    scope: ScopeParameters,
+    render: Renderer,
+    budget: SearchBudget,
+) -> tuple[list[PlannedQuery], list[str]]:
+    """Every connector's queries as its rate and allowance permit, with a note where they cut the plan."""
     per_query = max(MIN_RESULTS_PER_QUERY, min(MAX_RESULTS_PER_QUERY, scope.target_sources))
     depth = scope.discovery_depth
-    units = query_units(facets, QUERIES_BY_DEPTH[depth])
     queries: list[PlannedQuery] = []
     notes: list[str] = []
     for connector in connectors:
@@ -423,6 +461,12 @@ def build_plan(
                 f"{budget.seconds_by_depth.get(depth, 0):g} s search time of a {depth} job"
             )
         queries.extend(planned)
+    return queries, notes
+
+
+def _sub_questions(
+    goal: str, facets: list[Facet], topic: str, policies: Policies, comparison: bool
+) -> list[str]:
     window = f"{policies.year_start}-{policies.year_end}"
     sub_questions = [
         *facet_questions(goal, facets),
@@ -434,19 +478,7 @@ def build_plan(
             else f"What limitations and open problems remain for {topic}?"
         ),
     ]
-    focus_areas = ["methodology", "results", "limitations"] + (["comparison"] if comparison else [])
-    return ResearchPlan(
-        goal=goal,
-        topic=topic,
-        key_phrases=[facet.phrase for facet in facets],
-        sub_questions=list(dict.fromkeys(sub_questions)),
-        queries=queries,
-        policies=policies,
-        target_sources=scope.target_sources,
-        focus_areas=focus_areas,
-        facets=facets,
-        budget_notes=notes,
-    )
+    return list(dict.fromkeys(sub_questions))
 
 
 def concept_head(facet: Facet) -> Facet | None:
@@ -505,21 +537,7 @@ def describe(
     window = f"{policies.year_start}-{policies.year_end}"
     connectors = sorted({query.connector for query in plan.queries})
     distinct_queries = len({tuple(query.terms) for query in plan.queries})
-    rules = [
-        f"Year filter: {window}",
-        f"Relevance threshold: {policies.relevance_threshold:.1f}",
-    ]
-    if policies.min_citations:
-        rules.append(f"Min citations: {policies.min_citations}")
-    if policies.min_quality_score is not None:
-        rules.append(f"Min quality score: {policies.min_quality_score:.1f}")
-    policies_checked = ["SourceQualityPolicy", "TemporalBoundaryPolicy"]
-    if policies.diversity_required:
-        rules.append(
-            f"At most {round(policies.max_share_per_venue * 100)}% of sources from one venue; "
-            f"at least {policies.min_connectors} databases represented"
-        )
-        policies_checked.append("SourceDiversityPolicy")
+    rules, policies_checked = _validation_rules(policies)
     analysis = {
         "goal_decomposition": {
             "primary_objectives": [
@@ -542,13 +560,45 @@ def describe(
         },
         "governance_applied": {"policies_checked": policies_checked, "policies": policies.to_dict()},
     }
-    execution_plan = {
+    exploration = (
+        f"Execute {len(plan.queries)} search queries ({distinct_queries} variants x "
+        f"{len(connectors)} databases) to discover relevant sources"
+    )
+    return analysis, _execution_plan(
+        plan, exploration, policies_checked, extract_concurrency, search_concurrency
+    )
+
+
+def _validation_rules(policies: Policies) -> tuple[list[str], list[str]]:
+    """The rules the plan's sources must pass, and the names of the policies they come from."""
+    rules = [
+        f"Year filter: {policies.year_start}-{policies.year_end}",
+        f"Relevance threshold: {policies.relevance_threshold:.1f}",
+    ]
+    if policies.min_citations:
+        rules.append(f"Min citations: {policies.min_citations}")
+    if policies.min_quality_score is not None:
+        rules.append(f"Min quality score: {policies.min_quality_score:.1f}")
+    policies_checked = ["SourceQualityPolicy", "TemporalBoundaryPolicy"]
+    if policies.diversity_required:
+        rules.append(
+            f"At most {round(policies.max_share_per_venue * 100)}% of sources from one venue; "
+            f"at least {policies.min_connectors} databases represented"
+        )
+        policies_checked.append("SourceDiversityPolicy")
+    return rules, policies_checked
+
+
+def _execution_plan(
+    plan: ResearchPlan,
+    exploration: str,
+    policies_checked: list[str],
+    extract_concurrency: int,
+    search_concurrency: int,
+) -> dict[str, Any]:
+    return {
         "phases": [
-            {
-                "phase": "Autonomous Exploration",
-                "description": f"Execute {len(plan.queries)} search queries ({distinct_queries} variants x "
-                f"{len(connectors)} databases) to discover relevant sources",
-            },
+            {"phase": "Autonomous Exploration", "description": exploration},
             {
                 "phase": "Intelligent Validation",
                 "description": "De-duplicate and score sources on relevance, citation impact, recency, "
@@ -569,4 +619,3 @@ def describe(
             plan, extract_concurrency, search_concurrency
         ),
     }
-    return analysis, execution_plan

@@ -32,7 +32,7 @@ from functions.common.fair_slots import FairSlots
 if TYPE_CHECKING:  # numpy is imported where features are computed: not on the handlers' import path
     import numpy as np
     from numpy.typing import NDArray
-from functions.search.text import stem, terms
+from functions.common.text import stems
 
 FULL_CREDIT_TERMS = 2
 # Embedding costs about 40 ms a candidate on one core: beyond this many, the candidates with the least
@@ -81,16 +81,12 @@ def probability(semantic: float | None, coverage: float, complete: float) -> flo
     )
 
 
-def stems(text: str) -> set[str]:
-    return {stem(word) for word in terms(text)}
-
-
 def term_coverage(aspect: str, document_stems: set[str]) -> tuple[float, float]:
     """(coverage, complete): the share of the aspect's terms in the document, a one-term aspect counting
     half (any paper may say 'networks'; few say 'graph neural networks'); and 1 when every term of a
     several-term aspect is there (part of a phrase, 'training data' of 'hand-labelled training data',
     is weak evidence; all of it is strong)."""
-    return _coverage(stems(aspect), document_stems)
+    return _coverage(set(stems(aspect)), document_stems)
 
 
 def _coverage(wanted: set[str], document_stems: set[str]) -> tuple[float, float]:
@@ -183,8 +179,8 @@ class RelevanceScorer:
     ) -> Features:
         import numpy as np
 
-        aspect_stems = [stems(aspect) for aspect in aspects]
-        document_stems = [stems(document) for document in documents]
+        aspect_stems = [set(stems(aspect)) for aspect in aspects]
+        document_stems = [set(stems(document)) for document in documents]
         pairs = np.array(
             [[_coverage(wanted, found) for wanted in aspect_stems] for found in document_stems],
             dtype=np.float32,

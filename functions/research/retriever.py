@@ -17,7 +17,7 @@ from typing import Protocol
 from functions.common.embedder import MemoEmbedder
 from functions.common.errors import DomainError, InvalidInput, NotFound
 from functions.common.models import ExtractedPaper, FullTextPort, Paper
-from functions.research.chunks import Bm25Index, bounded, sentence_spans
+from functions.research.chunks import Bm25Index, bounded, chunk_spans
 from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc, chunk_id_for, source_id_for
 from functions.research.fusion import SearchPort, fused_search
 from functions.research.planner import AnswerPlan, broadened
@@ -69,7 +69,7 @@ def published_at(year: int | None) -> str | None:
 
 def abstract_chunks(source: SourceDoc, abstract: str) -> list[EvidenceChunk]:
     chunks = []
-    for start, end in sentence_spans(abstract):
+    for start, end in chunk_spans(abstract):
         start, end = bounded(abstract, start, end)
         chunks.append(
             EvidenceChunk(

@@ -170,64 +170,56 @@ def document_text(paper: Paper) -> str:
     return f"{paper.title}. {paper.abstract or ''}".strip()
 
 
+def _citation_impact(paper: Paper, current_year: int) -> tuple[float, str]:
+    if paper.citations is None:
+        return UNKNOWN_SCORE, "citation count unknown: neutral score"
+    age = max(1, current_year - (paper.year or current_year) + 1)
+    per_year = paper.citations / age
+    impact = min(1.0, math.log1p(per_year) / math.log1p(CITATIONS_PER_YEAR_FOR_FULL_SCORE))
+    return impact, (
+        f"{paper.citations} citations over {age} year(s) ({per_year:.1f}/year; "
+        f"{CITATIONS_PER_YEAR_FOR_FULL_SCORE}/year scores 1)"
+    )
+
+
+def _recency(paper: Paper, policies: Policies, current_year: int) -> tuple[float, str]:
+    if paper.year is None:
+        return UNKNOWN_SCORE, "publication year unknown: neutral score"
+    window = max(1, policies.year_end - policies.year_start)
+    recency = max(0.0, min(1.0, 1 - (current_year - paper.year) / (window + 1)))
+    return recency, f"published {paper.year}; window {policies.year_start}-{policies.year_end}"
+
+
+def _methodology(paper: Paper) -> tuple[float, str]:
+    if not paper.abstract:
+        return UNKNOWN_SCORE, "no abstract: neutral score"
+    signals = sorted({m.group(0).lower() for m in _METHOD_SIGNALS.finditer(paper.abstract)})
+    found = f"method signals in the abstract: {', '.join(signals[:5])}" if signals else ""
+    return min(1.0, 0.2 + 0.2 * len(signals)), found or "no method signals in the abstract"
+
+
+def _accessibility(paper: Paper) -> tuple[float, str]:
+    if paper.pdf_url or paper.arxiv_id or paper.open_access:
+        return 1.0, "open access or a PDF link"
+    if paper.doi:
+        return 0.6, "DOI only: full text through open-access locations if any"
+    return 0.4, "no DOI and no PDF link"
+
+
 def score(candidate: Candidate, plan: ResearchPlan, current_year: int, relevance: Relevance) -> None:
     paper = candidate.paper
-    explanations = {"relevance": relevance.explain()}
-
-    if paper.citations is None:
-        citation_impact = UNKNOWN_SCORE
-        explanations["citation_impact"] = "citation count unknown: neutral score"
-    else:
-        age = max(1, current_year - (paper.year or current_year) + 1)
-        per_year = paper.citations / age
-        citation_impact = min(1.0, math.log1p(per_year) / math.log1p(CITATIONS_PER_YEAR_FOR_FULL_SCORE))
-        explanations["citation_impact"] = (
-            f"{paper.citations} citations over {age} year(s) ({per_year:.1f}/year; "
-            f"{CITATIONS_PER_YEAR_FOR_FULL_SCORE}/year scores 1)"
-        )
-
-    window = max(1, plan.policies.year_end - plan.policies.year_start)
-    if paper.year is None:
-        recency = UNKNOWN_SCORE
-        explanations["recency"] = "publication year unknown: neutral score"
-    else:
-        recency = max(0.0, min(1.0, 1 - (current_year - paper.year) / (window + 1)))
-        explanations["recency"] = (
-            f"published {paper.year}; window {plan.policies.year_start}-{plan.policies.year_end}"
-        )
-
-    signals = sorted({m.group(0).lower() for m in _METHOD_SIGNALS.finditer(paper.abstract or "")})
-    if not paper.abstract:
-        methodology = UNKNOWN_SCORE
-        explanations["methodology"] = "no abstract: neutral score"
-    else:
-        methodology = min(1.0, 0.2 + 0.2 * len(signals))
-        explanations["methodology"] = (
-            f"method signals in the abstract: {', '.join(signals[:5])}"
-            if signals
-            else "no method signals in the abstract"
-        )
-
-    if paper.pdf_url or paper.arxiv_id or paper.open_access:
-        accessibility = 1.0
-        explanations["accessibility"] = "open access or a PDF link"
-    elif paper.doi:
-        accessibility = 0.6
-        explanations["accessibility"] = "DOI only: full text through open-access locations if any"
-    else:
-        accessibility = 0.4
-        explanations["accessibility"] = "no DOI and no PDF link"
-
-    scores = {
-        "relevance": relevance.probability,
-        "citation_impact": citation_impact,
-        "recency": recency,
-        "methodology": methodology,
-        "accessibility": accessibility,
+    criteria = {
+        "citation_impact": _citation_impact(paper, current_year),
+        "recency": _recency(paper, plan.policies, current_year),
+        "methodology": _methodology(paper),
+        "accessibility": _accessibility(paper),
     }
+    scores = {"relevance": relevance.probability} | {name: value for name, (value, _) in criteria.items()}
     candidate.scores = {name: round(value, 3) for name, value in scores.items()}
     candidate.total_score = round(sum(scores.values()), 3)
-    candidate.explanations = explanations
+    candidate.explanations = {"relevance": relevance.explain()} | {
+        name: explanation for name, (_, explanation) in criteria.items()
+    }
     candidate.goal_relevance = relevance.goal_probability
     # Ranking: relevance counts as the mean of the best-aspect and whole-goal probabilities, so among
     # papers that pass, one that answers the whole goal comes before one that answers a single concept.

@@ -17,6 +17,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
+from functions.common.text import stem as stem_word
 from functions.research.evidence import PAGE, EvidenceChunk
 from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
 from functions.research.planning import ResearchPlan, content_tokens
@@ -265,14 +266,6 @@ def screen_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> Screened
     return ScreenedEvidence(evidence, quarantined, hostile)
 
 
-def _stem(token: str) -> str:
-    if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 4 and token.endswith("s") and not token.endswith("ss"):
-        return token[:-1]
-    return token
-
-
 def _surface(text: str, first: str, second: str) -> str:
     """How two adjacent topic words read in the quote, with the short words between ('mixture of experts')."""
     pattern = rf"\b{re.escape(first)}\W+(?:[A-Za-z]{{1,4}}\W+){{0,2}}?{re.escape(second)}\b"
@@ -285,13 +278,13 @@ def cluster_themes(
 ) -> list[tuple[str, list[Evidence]]]:
     """Group findings by the terms they share across sources; the label is the commonest shared term."""
     findings = [e for e in evidence if e.kind not in ("limitation", "future_work", "method")]
-    topic = {_stem(word) for word in topic_words}
+    topic = {stem_word(word) for word in topic_words}
     labels: dict[str, set[str]] = defaultdict(set)  # stem label -> source ids
     display: dict[str, str] = {}
     members: dict[str, list[Evidence]] = defaultdict(list)
     for item in findings:
         tokens = [t for t in content_tokens(item.quote) if not t.isdigit()]
-        stems = [_stem(t) for t in tokens]
+        stems = [stem_word(t) for t in tokens]
         grams: set[str] = set()
         for index, stem in enumerate(stems):
             if stem in topic or stem in _GENERIC:

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from functions.common.text import stems
 from functions.research.untrusted_text import is_hostile
-from functions.search.text import stem, terms
 
 if TYPE_CHECKING:
     from functions.common.llm import LlmProvider
@@ -72,7 +72,7 @@ def numbers_in(text: str) -> list[str]:
 
 def _terms(text: str) -> set[str]:
     """Every word that says something (stopwords and bare numbers aside), lightly stemmed."""
-    return {stem(word) for word in terms(text) if not word.replace(".", "").isdigit()}
+    return set(stems(text, numbers=False))
 
 
 def _negated(text: str) -> bool:

@@ -7,18 +7,6 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Function words: never a concept, never a search term.
-STOPWORDS = _words(
-    "a about above across after again against all am among an and any are as at be because been "
-    "before being below between both but by can could did do does doing down during each either every "
-    "few for from further had has have having he her here hers how i if in into is it its itself just "
-    "least less little lot lots many me more most much my neither no none nor not now of off on once "
-    "only or other our ours out over own per same several she should so some such than that the their "
-    "theirs them then there these they this those through to too toward towards under until up using "
-    "versus very via vs was we were what whatever when where which whichever while who whom why will "
-    "with within would you your yours"
-)
-
 # Question words and auxiliaries: the start of a question, not of a concept.
 QUESTION_WORDS = _words(
     "are be been being can could did do does had has have how is may might must should there was were "

@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from functions.research.chunks import Bm25Index, sentence_spans
+from functions.common.text import sentence_spans
+from functions.research.chunks import Bm25Index
 from functions.research.evidence import EvidenceChunk
 from functions.research.planner import AnswerPlan
 from functions.research.presets import (
@@ -286,7 +287,7 @@ def parse_cited(text: str) -> list[DraftSentence]:
         if heading:
             section = heading.group(1).strip()
             block = "\n".join(block.splitlines()[1:]).strip()
-        for start, end in sentence_spans(block, merge_short=False) or [(0, len(block))]:
+        for start, end in sentence_spans(block) or [(0, len(block))]:
             piece = block[start:end]
             ids = list(dict.fromkeys(_ANY_ID.findall(piece)))
             clean = strip_ids(piece)

@@ -7,12 +7,13 @@ from typing import TypeVar
 
 from functions.search.models import ConnectorResult, FoundPaper
 from functions.search.normalise import choose_url
+from functions.search.sources import metadata_preference
 from functions.search.text import normalise_title
 
 RRF_K = 60
 T = TypeVar("T")
 # Whose metadata wins when connectors disagree: registries of record first, preprint server last.
-METADATA_PREFERENCE = ("crossref", "openalex", "semantic_scholar", "arxiv")
+METADATA_PREFERENCE = metadata_preference()
 MIN_TITLE_KEY_LENGTH = 20
 
 

@@ -17,6 +17,7 @@ from pydantic.config import JsonDict
 
 from functions.common.validation import JsonInt
 from functions.search.models import SourceType
+from functions.search.sources import connector_names
 
 MIN_YEAR = 1900
 
@@ -38,8 +39,7 @@ QueryText = Annotated[
     Field(min_length=1, max_length=500, json_schema_extra={"pattern": NON_BLANK_PATTERN}),
     AfterValidator(_non_blank),
 ]
-# every connector the search function knows (functions/search/connectors REGISTRY; a test keeps them equal)
-CONNECTOR_NAMES: tuple[str, ...] = ("arxiv", "semantic_scholar", "openalex", "crossref", "library")
+CONNECTOR_NAMES: tuple[str, ...] = connector_names()
 ConnectorName = Annotated[str, Field(json_schema_extra={"enum": list(CONNECTOR_NAMES)})]
 CONNECTORS_SCHEMA: JsonDict = {"minItems": 1}
 

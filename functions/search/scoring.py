@@ -30,7 +30,8 @@ import math
 from datetime import UTC, datetime
 
 from functions.common.models import Paper
-from functions.search.text import clean_text, stem, terms
+from functions.common.text import stems
+from functions.search.text import clean_text
 
 _PREPRINT_VENUES = (
     "arxiv",
@@ -44,10 +45,6 @@ _PREPRINT_VENUES = (
 )
 
 
-def _stems(text: str) -> list[str]:
-    return [stem(word) for word in terms(text)]
-
-
 def _matches(term: str, vocabulary: set[str]) -> bool:
     if term in vocabulary:
         return True
@@ -59,12 +56,12 @@ def _matches(term: str, vocabulary: set[str]) -> bool:
 
 
 def lexical_match(query: str, title: str, abstract: str | None) -> float:
-    query_stems = _stems(query)
+    query_stems = stems(query)
     query_terms = list(dict.fromkeys(query_stems))
     if not query_terms:
         return 0.0
-    title_terms = _stems(title)
-    abstract_terms = _stems(abstract or "")
+    title_terms = stems(title)
+    abstract_terms = stems(abstract or "")
     title_vocab, abstract_vocab = set(title_terms), set(abstract_terms)
     title_cov = sum(_matches(t, title_vocab) for t in query_terms) / len(query_terms)
     phrase_seq = " ".join(query_stems)

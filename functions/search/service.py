@@ -32,12 +32,12 @@ from functions.common.storage import (
     cache_read,
     cache_write,
 )
+from functions.common.text import fold
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY, Connector, ConnectorContext, ConnectorFactory
 from functions.search.merge import merge_results, rrf_score
 from functions.search.models import SOURCE_TYPES, ConnectorResult, FoundPaper, PaperQuery, SearchOutcome
 from functions.search.scoring import quality_score, relevance_score
-from functions.search.text import fold
 
 logger = get_logger("search")
 CACHE_VERSION = "v1"

@@ -1,14 +1,14 @@
-"""Text helpers shared by the connectors: names, markup, identifiers, titles, snippets, query terms."""
+"""Text helpers shared by the connectors: names, markup, identifiers, titles, snippets."""
 
 from __future__ import annotations
 
 import html
 import re
-import unicodedata
+
+from functions.common.text import words
 
 _TAG = re.compile(r"<[^>]+>")
 _SPACE = re.compile(r"\s+")
-_WORD = re.compile(r"[0-9a-z]+(?:[-'][0-9a-z]+)*")
 _ARXIV_NEW = re.compile(r"(?:(?<=arxiv[.:/])|(?<![\d.]))(\d{4}\.\d{4,5})(?:v\d+)?(?!\d)", re.IGNORECASE)
 _ARXIV_OLD = re.compile(r"([a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?", re.IGNORECASE)
 _PARTICLES = frozenset(
@@ -34,12 +34,6 @@ _PARTICLES = frozenset(
     }
 )
 
-STOPWORDS = frozenset(
-    """a an and are as at be but by can do does for from has have how in into is it its of on or
-    over that the their these this those to under using via vs was were what when where which who
-    why with within without recent new novel study toward towards based approach approaches""".split()  # noqa: SIM905
-)
-
 
 def clean_text(value: str | None) -> str:
     """Markup (JATS, HTML) removed, entities decoded, whitespace collapsed."""
@@ -56,34 +50,8 @@ def strip_jats_abstract(value: str | None) -> str:
     return re.sub(r"^(abstract|summary)\s*[:.]?\s+", "", text, flags=re.IGNORECASE)
 
 
-def fold(value: str) -> str:
-    """Lower-case ASCII-folded text (accents dropped) for comparisons."""
-    decomposed = unicodedata.normalize("NFKD", value)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-
-
 def normalise_title(title: str) -> str:
-    return " ".join(_WORD.findall(fold(clean_text(title))))
-
-
-def terms(text: str) -> list[str]:
-    """Content words of a text, in order, folded; stopwords and 1-letter tokens dropped."""
-    return [w for w in _WORD.findall(fold(text)) if w not in STOPWORDS and len(w) > 1]
-
-
-def stem(word: str) -> str:
-    """A deliberately light stemmer: plurals and -ing/-ed, enough to match 'transformers'/'transformer'."""
-    if len(word) >= 5 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) >= 5 and word.endswith("es") and word[:-2].endswith(("x", "ch", "sh", "ss", "z")):
-        return word[:-2]
-    if len(word) >= 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    if len(word) >= 6 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) >= 5 and word.endswith("ed") and not word.endswith("eed"):
-        return word[:-2]
-    return word
+    return " ".join(words(clean_text(title)))
 
 
 def format_author(

@@ -1,4 +1,7 @@
-"""Connector registry: name -> factory taking a ConnectorContext. Adding a source is one line here."""
+"""Connector registry: name -> factory taking a ConnectorContext, in the order of `sources.SOURCES`.
+
+A source is added in `functions/search/sources.py` (its name and traits) and here (its factory).
+"""
 
 from __future__ import annotations
 
@@ -10,15 +13,18 @@ from functions.search.connectors.crossref import CrossrefConnector
 from functions.search.connectors.library import LibraryConnector
 from functions.search.connectors.openalex import OpenAlexConnector
 from functions.search.connectors.semantic_scholar import SemanticScholarConnector
+from functions.search.sources import connector_names
 
 ConnectorFactory = Callable[[ConnectorContext], Connector]
 
-REGISTRY: dict[str, ConnectorFactory] = {
-    "arxiv": ArxivConnector,
-    "semantic_scholar": SemanticScholarConnector,
-    "openalex": OpenAlexConnector,
-    "crossref": CrossrefConnector,
-    "library": LibraryConnector,
+_FACTORIES: dict[str, ConnectorFactory] = {
+    ArxivConnector.name: ArxivConnector,
+    SemanticScholarConnector.name: SemanticScholarConnector,
+    OpenAlexConnector.name: OpenAlexConnector,
+    CrossrefConnector.name: CrossrefConnector,
+    LibraryConnector.name: LibraryConnector,
 }
+# A source without a factory fails here, at import; a factory without a source is caught by a test.
+REGISTRY: dict[str, ConnectorFactory] = {name: _FACTORIES[name] for name in connector_names()}
 
 __all__ = ["REGISTRY", "Connector", "ConnectorContext", "ConnectorFactory"]

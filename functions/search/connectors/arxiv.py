@@ -7,6 +7,7 @@ from typing import Any
 
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
+from functions.common.text import fold, terms
 from functions.search.connectors.base import (
     FormatConnector,
     LookupResult,
@@ -19,7 +20,7 @@ from functions.search.connectors.base import (
 )
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
 from functions.search.normalise import build_paper
-from functions.search.text import arxiv_id_from, clean_text, fold, format_author, terms
+from functions.search.text import arxiv_id_from, clean_text, format_author
 
 NAME = "arxiv"
 MAX_TERMS = 6

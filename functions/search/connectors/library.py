@@ -11,9 +11,9 @@ import time
 from collections.abc import Awaitable, Callable
 
 from functions.common.documents import DocumentRecord, DocumentRepository, DynamoDocumentRepository
+from functions.common.text import stems
 from functions.search.connectors.base import ConnectorContext
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
-from functions.search.text import stem, terms
 
 NAME = "library"
 
@@ -22,8 +22,8 @@ def match_score(query_terms: list[str], record: DocumentRecord) -> float:
     """Share of the query's terms found in the document (title matches count double)."""
     if not query_terms:
         return 0.0
-    title = {stem(w) for w in terms(record.title)}
-    body = {stem(w) for w in terms(f"{record.abstract}\n{record.search_text}")}
+    title = set(stems(record.title))
+    body = set(stems(f"{record.abstract}\n{record.search_text}"))
     score = sum(2.0 if t in title else 1.0 if t in body else 0.0 for t in query_terms)
     return score / (2.0 * len(query_terms))
 
@@ -71,7 +71,7 @@ class LibraryConnector:
             records = await asyncio.to_thread(self._documents().all, team_id)
         except Exception as exc:  # the connector contract: failures are results, never exceptions
             return ConnectorResult(connector=NAME, error=f"library unavailable: {exc.__class__.__name__}")
-        query_terms = [stem(w) for w in terms(query.query)]
+        query_terms = stems(query.query)
         scored = []
         for record in records:
             if record.team_id != team_id or record.status != "indexed":

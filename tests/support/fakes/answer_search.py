@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from functions.common.errors import UpstreamError
+from functions.common.text import stems
 from functions.search.models import FoundPaper, PaperQuery, SearchOutcome
-from functions.search.text import stem, terms
 
 PREFIXES = {"arxiv": "ax", "openalex": "oa", "semantic_scholar": "s2", "crossref": "cr"}
 
@@ -45,8 +45,8 @@ class InMemorySearch:
         self.queries.append(query)
         if self.fail:
             raise UpstreamError("openalex: down")
-        wanted = {stem(t) for t in terms(query.query)}
-        found = [p for p in self.papers if wanted <= {stem(t) for t in terms(f"{p.title} {p.abstract}")}]
+        wanted = set(stems(query.query))
+        found = [p for p in self.papers if wanted <= set(stems(f"{p.title} {p.abstract}"))]
         return SearchOutcome(
             papers=list(found),
             total_found=len(found),

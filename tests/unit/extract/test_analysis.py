@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from functions.extract.analysis import analyse, split_sentences
+from functions.extract.analysis import analyse
 from functions.extract.extraction import from_parsed
 from functions.extract.pdf import PageText, parse_pdf
 from functions.extract.references import format_reference, split_references
@@ -79,17 +79,6 @@ def test_success_and_confidence_rules() -> None:
     parsed.metadata = {}
     none = from_parsed(parsed, source_url="u", canonical_id="c")
     assert not none.success and none.failure_reason
-
-
-def test_sentence_splitting_keeps_abbreviations_and_offsets() -> None:
-    text = "Results follow Smith et al. in Fig. 2 for the data. The gain was 3.5 points. Next one"
-    spans = split_sentences(text, 0, len(text))
-    sentences = [text[a:b] for a, b in spans]
-    assert sentences == [
-        "Results follow Smith et al. in Fig. 2 for the data.",
-        "The gain was 3.5 points.",
-        "Next one",
-    ]
 
 
 def test_reference_styles() -> None:

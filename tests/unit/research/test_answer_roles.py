@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from functions.research.chunks import bm25_scores, sentence_spans
+from functions.common.text import sentence_spans
+from functions.research.chunks import bm25_scores, chunk_spans
 from functions.research.critic import NUMERIC, OPPOSITE, find_contradictions
 from functions.research.evidence import ABSTRACT, EvidenceChunk, SourceDoc
 from functions.research.gate import (
@@ -59,13 +60,13 @@ def test_sentences_keep_their_offsets_and_abbreviations() -> None:
         "Smith et al. report a gain on every benchmark they tried. The gain was 3.5 points (Fig. 2) on "
         "GLUE and held across seeds. Short. Then a final sentence closes the abstract here."
     )
-    pieces = [text[start:end] for start, end in sentence_spans(text)]
+    pieces = [text[start:end] for start, end in chunk_spans(text)]
     assert pieces == [
         "Smith et al. report a gain on every benchmark they tried.",
         "The gain was 3.5 points (Fig. 2) on GLUE and held across seeds.",
         "Short. Then a final sentence closes the abstract here.",  # a very short sentence joins the next
     ]
-    unmerged = [text[start:end] for start, end in sentence_spans(text, merge_short=False)]
+    unmerged = [text[start:end] for start, end in sentence_spans(text)]
     assert unmerged[2:] == ["Short.", "Then a final sentence closes the abstract here."]
 
 

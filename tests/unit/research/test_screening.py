@@ -4,8 +4,9 @@ import pytest
 
 from functions.common.embedder import default_embedder
 from functions.common.models import Paper
+from functions.common.text import stems
 from functions.research.planning import build_plan
-from functions.research.relevance import RelevanceScorer, probability, stems, term_coverage
+from functions.research.relevance import RelevanceScorer, probability, term_coverage
 from functions.research.request import ScopeParameters
 from functions.research.screening import deduplicate, screen
 from tests.unit.orchestrate.fixtures import NOW, paper, plan
@@ -118,7 +119,7 @@ def test_calibrated_probability_rises_with_both_features() -> None:
 
 
 def test_term_coverage_gives_one_word_half_credit_and_rewards_whole_phrases() -> None:
-    document = stems("Graph neural networks predict molecular properties from training data.")
+    document = set(stems("Graph neural networks predict molecular properties from training data."))
     assert term_coverage("networks", document) == (0.5, 0.0)
     assert term_coverage("graph neural networks", document) == (1.0, 1.0)
     assert term_coverage("hand-labelled training data", document) == (2 / 3, 0.0)

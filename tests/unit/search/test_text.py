@@ -7,9 +7,7 @@ from functions.search.text import (
     format_author,
     normalise_title,
     snippet_from,
-    stem,
     strip_jats_abstract,
-    terms,
 )
 
 
@@ -70,12 +68,5 @@ def test_short_or_missing_abstract_is_completed_with_metadata() -> None:
     assert snippet_from("Short.", fallback=fallback).startswith("Short. A Title.")
 
 
-def test_terms_and_stems() -> None:
-    assert terms("What are recent advances in Transformer architectures?") == [
-        "advances",
-        "transformer",
-        "architectures",
-    ]
-    assert stem("transformers") == stem("transformer")
-    assert stem("architectures") == stem("architecture")
+def test_normalise_title() -> None:
     assert normalise_title("Attention Is All You Need!") == "attention is all you need"
