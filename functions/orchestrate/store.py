@@ -7,7 +7,6 @@ overwrites a terminal state, however late or often a step is retried.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from decimal import Decimal
@@ -214,75 +213,6 @@ def _update_expression(
         sets.append(f"#l{index} = list_append(if_not_exists(#l{index}, :empty), :l{index})")
     expression = ("SET " + ", ".join(sets) if sets else "") + (" ADD " + ", ".join(adds) if adds else "")
     return expression.strip(), condition, names, values
-
-
-class InMemoryJobStore:
-    """The same semantics as DynamoDbJobStore, for unit tests."""
-
-    def __init__(self) -> None:
-        self.items: dict[tuple[str, str], dict[str, Any]] = {}
-        self.keys: dict[tuple[str, str], tuple[str, str]] = {}
-        self.applied: dict[tuple[str, str], set[str]] = {}
-        self._lock = threading.Lock()
-
-    def create(self, item: dict[str, Any]) -> bool:
-        with self._lock:
-            key = (item["team_id"], item["job_id"])
-            if key in self.items:
-                return False
-            self.items[key] = json.loads(json.dumps(item, default=str))
-            return True
-
-    def get(self, team_id: str, job_id: str) -> dict[str, Any] | None:
-        with self._lock:
-            item = self.items.get((team_id, job_id))
-            return json.loads(json.dumps(item)) if item is not None else None
-
-    def update(
-        self,
-        team_id: str,
-        job_id: str,
-        *,
-        status: JobStatus | None = None,
-        set_fields: dict[str, Any] | None = None,
-        add_counters: dict[str, int] | None = None,
-        append: dict[str, list[Any]] | None = None,
-        once: str | None = None,
-    ) -> bool:
-        with self._lock:
-            item = self.items.get((team_id, job_id))
-            if item is None or item["status_rank"] >= TERMINAL_RANK:
-                return False
-            applied = self.applied.setdefault((team_id, job_id), set())
-            if once is not None and once in applied:
-                return False
-            if status is not None:
-                if item["status_rank"] > status.rank:
-                    return False
-                item["status"], item["status_rank"] = status.value, status.rank
-            item.update(json.loads(json.dumps(set_fields or {}, default=str)))
-            for name, amount in (add_counters or {}).items():
-                item[name] = item.get(name, 0) + amount
-            for name, items in (append or {}).items():
-                item[name] = item.get(name, []) + json.loads(json.dumps(items, default=str))
-            if once is not None:
-                applied.add(once)
-            return True
-
-    def claim_idempotency_key(self, team_id: str, key: str, job_id: str, fingerprint: str) -> str | None:
-        with self._lock:
-            if (team_id, key) not in self.keys:
-                self.keys[(team_id, key)] = (job_id, fingerprint)
-                return None
-            existing_job, existing_fingerprint = self.keys[(team_id, key)]
-        if existing_fingerprint != fingerprint:
-            raise Conflict("this Idempotency-Key was used for a different request")
-        return existing_job
-
-    def release_idempotency_key(self, team_id: str, key: str, job_id: str) -> None:
-        with self._lock:
-            if self.keys.get((team_id, key), ("", ""))[0] == job_id:
-                del self.keys[(team_id, key)]
 
 
 class WorkflowStarter(Protocol):

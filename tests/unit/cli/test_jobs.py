@@ -13,7 +13,7 @@ from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.models import JobStatus
 from functions.orchestrate.routes import get_job_service
-from functions.orchestrate.store import InMemoryJobStore
+from tests.support.fakes.jobs import InMemoryJobStore
 
 
 class InstantWorkflow:

@@ -27,9 +27,8 @@ from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.routes import get_job_service
-from functions.orchestrate.store import InMemoryJobStore
 from functions.research.request import ExecuteRequest
-from tests.support.fakes.jobs import RecordingStarter
+from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 
 TEAM = "team-alpha"
 GOAL = "What are recent advances in transformer architectures?"

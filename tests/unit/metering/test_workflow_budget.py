@@ -24,9 +24,8 @@ from functions.orchestrate.steps.extract import Extract
 from functions.orchestrate.steps.finalize import budget_reached
 from functions.orchestrate.steps.search import Search
 from functions.orchestrate.steps.synthesize import Synthesize
-from functions.orchestrate.store import InMemoryJobStore
 from functions.research.request import ExecuteRequest
-from tests.support.fakes.jobs import RecordingStarter
+from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 
 TEAM = "team-alpha"
 GOAL = "What are recent advances in transformer architectures?"

@@ -10,8 +10,7 @@ from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.routes import get_job_service
-from functions.orchestrate.store import InMemoryJobStore
-from tests.support.fakes.jobs import RecordingStarter
+from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 
 GOAL = "What are recent advances in transformer architectures?"
 

@@ -16,9 +16,8 @@ from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.contracts import ExtractInput
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.steps.extract import Extract
-from functions.orchestrate.store import InMemoryJobStore
 from functions.research.request import ExecuteRequest
-from tests.support.fakes.jobs import RecordingStarter
+from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.unit.orchestrate.fixtures import extracted
 
 

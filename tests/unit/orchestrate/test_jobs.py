@@ -12,9 +12,9 @@ from functions.common.storage import InMemoryBlobStore
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobNotFinished, JobService, progress_percentage
 from functions.orchestrate.models import JobStatus
-from functions.orchestrate.store import DynamoDbJobStore, InMemoryJobStore, JobStore
+from functions.orchestrate.store import DynamoDbJobStore, JobStore
 from functions.research.request import ExecuteRequest
-from tests.support.fakes.jobs import RecordingStarter
+from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.support.tables import create_table
 
 

@@ -14,10 +14,9 @@ from functions.orchestrate.jobs import JobService
 from functions.orchestrate.search_round import uncovered_concepts, upstream_failures
 from functions.orchestrate.steps.plan import Plan
 from functions.orchestrate.steps.search import Search
-from functions.orchestrate.store import InMemoryJobStore
 from functions.research.request import ExecuteRequest
 from functions.search.models import SearchOutcome
-from tests.support.fakes.jobs import RecordingStarter
+from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.unit.orchestrate.fixtures import paper
 
 TEAM = "team-default"
