@@ -12,12 +12,12 @@ from functions.metering import wiring
 from functions.metering.budget import Budgets
 from functions.metering.estimate import CostModel
 from functions.metering.prices import DEFAULT_PRICES
-from functions.metering.store import InMemoryUsageStore
 from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.routes import get_job_service
 from functions.orchestrate.store import InMemoryJobStore
+from tests.support.fakes.usage_store import InMemoryUsageStore
 from tests.unit.orchestrate.test_jobs import RecordingStarter
 
 GOAL = "What are recent advances in transformer architectures?"

@@ -14,12 +14,13 @@ from functions.metering.budget import BudgetExceeded, Budgets, Refusal
 from functions.metering.estimate import CostModel, Unit
 from functions.metering.meter import Meter, metering
 from functions.metering.prices import DEFAULT_PRICES
-from functions.metering.store import TOTALS, InMemoryUsageStore
+from functions.metering.store import TOTALS
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.store import InMemoryJobStore
 from functions.orchestrate.workflow import Workflow, _budget_decisions
 from functions.research.request import ExecuteRequest
+from tests.support.fakes.usage_store import InMemoryUsageStore
 from tests.unit.orchestrate.test_jobs import RecordingStarter
 
 TEAM = "team-alpha"
