@@ -33,7 +33,7 @@ from functions.common.errors import (
     UpstreamError,
     aws_outage,
 )
-from functions.common.faces.face import ErrorReply, Face, storage_outage_message
+from functions.common.faces.face import ErrorReply, Face, answers, storage_outage_message
 
 
 class AgentError(BaseModel):
@@ -116,16 +116,8 @@ def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
 FACE = Face(
     name="agent",
     prefixes=("/api/agent/", "/api/tools/", "/api/schedules", "/api/webhooks"),
-    rules=(
-        (RequestValidationError, validation),
-        (InvalidInput, invalid),
-        (Unauthorized, unauthorized),
-        (NotFound, not_found),
-        (Conflict, conflict),
-        (RateLimited, rate_limited),
-        (UpstreamError, upstream),
-        (DomainError, domain),
-        (StarletteHTTPException, http_error),
+    rules=answers(
+        validation, invalid, unauthorized, not_found, conflict, rate_limited, upstream, domain, http_error
     ),
     otherwise=outage_or_internal,
     refusal=refusal,

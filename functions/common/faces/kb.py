@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import DomainError, InvalidInput, NotFound
-from functions.common.faces.face import ErrorReply, Face
+from functions.common.faces.face import ErrorReply, Face, answers
 
 ERROR_CODES = {
     400: "INVALID_PARAMETER",
@@ -56,6 +56,11 @@ def internal(exc: BaseException) -> ErrorReply:
     return reply(500, "internal error")
 
 
+def domain(exc: DomainError) -> ErrorReply:
+    """A domain error of no rule above is an internal error here."""
+    return internal(exc)
+
+
 def http_error(exc: StarletteHTTPException) -> ErrorReply:
     return reply(exc.status_code, exc.detail if isinstance(exc.detail, str) else "request failed")
 
@@ -67,12 +72,7 @@ def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
 FACE = Face(
     name="kb",
     prefixes=("/search/", "/entity/"),
-    rules=(
-        (InvalidInput, invalid),
-        (NotFound, not_found),
-        (DomainError, internal),
-        (StarletteHTTPException, http_error),
-    ),
+    rules=answers(invalid, not_found, domain, http_error),
     otherwise=internal,
     refusal=refusal,
 )

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import InvalidInput, NotFound, RateLimited, Unauthorized
-from functions.common.faces.face import ErrorReply, Face, describe_validation_errors, retry_seconds
+from functions.common.faces.face import ErrorReply, Face, answers, describe_validation_errors, retry_seconds
 
 
 class MultiSourceError(BaseModel):
@@ -82,14 +82,7 @@ def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
 FACE = Face(
     name="multisource",
     prefixes=("/api/v1/",),
-    rules=(
-        (RequestValidationError, validation),
-        (InvalidInput, invalid),
-        (Unauthorized, unauthorized),
-        (NotFound, not_found),
-        (RateLimited, rate_limited),
-        (StarletteHTTPException, http_error),
-    ),
+    rules=answers(validation, invalid, unauthorized, not_found, rate_limited, http_error),
     otherwise=internal,
     refusal=refusal,
 )

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import InvalidInput, NotFound, RateLimited, Unauthorized, UpstreamError
-from functions.common.faces.face import ErrorReply, Face, describe_validation_errors, retry_seconds
+from functions.common.faces.face import ErrorReply, Face, answers, describe_validation_errors, retry_seconds
 
 
 class SearchToolError(BaseModel):
@@ -69,15 +69,7 @@ def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
 FACE = Face(
     name="search_tool",
     prefixes=("/api/tools/search",),
-    rules=(
-        (RequestValidationError, validation),
-        (InvalidInput, invalid),
-        (RateLimited, rate_limited),
-        (Unauthorized, unauthorized),
-        (NotFound, not_found),
-        (UpstreamError, connectors_failed),
-        (StarletteHTTPException, http_error),
-    ),
+    rules=answers(validation, invalid, rate_limited, unauthorized, not_found, connectors_failed, http_error),
     otherwise=internal,
     refusal=refusal,
 )
