@@ -292,6 +292,15 @@ class OpenAiCompatibleProvider:
         message = self._redact(" ".join(message.split())[:_ERROR_MESSAGE_CHARS])
         return UpstreamError(f"LLM endpoint answered {status}: {message}", status_code=status)
 
+    def _post_options(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What every call sends `body` with: its headers, and the one time-out for the whole exchange."""
+        return {
+            "headers": self._headers(),
+            "json": body,
+            "timeout": self._timeout,
+            "total_timeout": self._timeout,
+        }
+
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "[redacted]") if self._api_key else text
 
@@ -299,14 +308,7 @@ class OpenAiCompatibleProvider:
         body = chat_request_body(self.model, system, prompt, **options)
         async with self._client() as http:
             try:
-                response = await http.request(
-                    "POST",
-                    self._url,
-                    headers=self._headers(),
-                    json=body,
-                    timeout=self._timeout,
-                    total_timeout=self._timeout,
-                )
+                response = await http.request("POST", self._url, **self._post_options(body))
             except FetchError as exc:
                 raise self._unreachable(exc) from exc
         if response.status_code != 200:
@@ -331,14 +333,7 @@ class OpenAiCompatibleProvider:
         model = self.model
         async with self._client() as http:
             try:
-                async with http.stream(
-                    "POST",
-                    self._url,
-                    headers=self._headers(),
-                    json=body,
-                    timeout=self._timeout,
-                    total_timeout=self._timeout,
-                ) as response:
+                async with http.stream("POST", self._url, **self._post_options(body)) as response:
                     if response.status_code != 200:
                         body_head = (await response.read())[:_ERROR_BODY_BYTES]
                         raise self._status_error(response.status_code, body_head)
