@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from functions.common.models import ExtractedPaper
 from functions.extract.analysis import analyse
 from functions.extract.errors import UnprocessableDocument
-from functions.extract.identifiers import DocumentIdentifiers
+from functions.extract.identifiers import DocumentIdentifiers, RequestedIdentifiers
 from functions.extract.metadata import ResolvedMetadata
 from functions.extract.pdf import ParsedPdf, PdfLimitExceeded, PdfParseError
 from functions.extract.pdf_sandbox import parse_pdf_isolated
@@ -96,12 +96,10 @@ def with_metadata(
     paper: ExtractedPaper,
     found: DocumentIdentifiers,
     resolved: ResolvedMetadata | None,
-    *,
-    doi: str | None = None,
-    arxiv_id: str | None = None,
+    requested: RequestedIdentifiers,
 ) -> ExtractedPaper:
     """The paper with the registries' fields where they answered, the layout's elsewhere, and the
-    source of every field. `doi`/`arxiv_id`: identifiers of the requested source itself."""
+    source of every field; the requested source's own identifiers come first."""
     resolved = resolved or ResolvedMetadata()
     sources = dict(resolved.sources)
     if resolved.title:
@@ -122,8 +120,8 @@ def with_metadata(
             sources[name] = "layout"
     paper.metadata_sources = sources
     identifiers = {
-        "doi": doi or resolved.doi or found.doi,
-        "arxiv_id": arxiv_id or resolved.arxiv_id or found.arxiv_id,
+        "doi": requested.doi or resolved.doi or found.doi,
+        "arxiv_id": requested.arxiv_id or resolved.arxiv_id or found.arxiv_id,
     }
     paper.identifiers = {name: value for name, value in identifiers.items() if value}
     return paper
