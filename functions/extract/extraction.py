@@ -41,6 +41,10 @@ def parse_or_failure(
         raise UnprocessableDocument(f"the PDF exceeds the parsing limits: {exc.reason}", field=field) from exc
 
 
+# What a paper takes from the analysis as it is.
+ANALYSED_FIELDS = ("title", "authors", "abstract", "key_findings", "methodology", "sections", "evidence")
+
+
 def from_parsed(
     parsed: ParsedPdf,
     *,
@@ -77,14 +81,8 @@ def from_parsed(
         canonical_id=canonical_id,
         success=success,
         failure_reason=reason,
-        title=analysis.title,
-        authors=analysis.authors,
-        abstract=analysis.abstract,
-        key_findings=analysis.key_findings,
-        methodology=analysis.methodology,
+        **{name: getattr(analysis, name) for name in ANALYSED_FIELDS},
         citations=citations,
-        sections=analysis.sections,
-        evidence=analysis.evidence,
         page_count=parsed.page_count,
         confidence_score=analysis.confidence_score if success else 0.0,
         pdf_sha256=pdf_sha256,

@@ -56,6 +56,10 @@ def reply(status: int, code: str, message: str, /, **extra: Any) -> ErrorReply:
     return ErrorReply(status, body(code, message, **extra))
 
 
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, code.upper(), message)
+
+
 def _field_of(location: Any) -> str:
     parts = [str(part) for part in location if part not in ("body", "query", "path", "header")]
     return ".".join(parts) or "body"
@@ -107,10 +111,6 @@ def outage_or_internal(exc: BaseException) -> ErrorReply:
     if outage is not None:
         return reply(503, "SERVICE_UNAVAILABLE", storage_outage_message(outage))
     return reply(500, "INTERNAL_ERROR", "an internal error occurred")
-
-
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, code.upper(), message)
 
 
 FACE = Face(

@@ -44,6 +44,10 @@ def reply(
     return ErrorReply(status, body, {"Cache-Control": "no-store", **(headers or {})})
 
 
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, message, code=code.upper())
+
+
 def invalid(exc: InvalidInput) -> ErrorReply:
     return reply(400, exc.message)
 
@@ -63,10 +67,6 @@ def domain(exc: DomainError) -> ErrorReply:
 
 def http_error(exc: StarletteHTTPException) -> ErrorReply:
     return reply(exc.status_code, exc.detail if isinstance(exc.detail, str) else "request failed")
-
-
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, message, code=code.upper())
 
 
 FACE = Face(

@@ -36,6 +36,10 @@ def reply(status: int, detail: str, headers: dict[str, str] | None = None, **ext
     return ErrorReply(status, {"detail": detail, **extra}, dict(headers or {}))
 
 
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, title)
+
+
 def validation(exc: RequestValidationError) -> ErrorReply:
     return reply(400, describe_validation_errors(exc.errors()))
 
@@ -73,10 +77,6 @@ def http_error_bare(exc: StarletteHTTPException) -> ErrorReply:
 
 def internal(exc: BaseException) -> ErrorReply:
     return reply(500, "Internal error")
-
-
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, title)
 
 
 FACE = Face(

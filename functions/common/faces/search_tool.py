@@ -27,6 +27,10 @@ def reply(status: int, error: str, message: str) -> ErrorReply:
     return ErrorReply(status, {"error": error, "message": message})
 
 
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, title, message)
+
+
 def validation(exc: RequestValidationError) -> ErrorReply:
     return reply(400, "Invalid request", describe_validation_errors(exc.errors()))
 
@@ -60,10 +64,6 @@ def http_error(exc: StarletteHTTPException) -> ErrorReply:
 
 def internal(exc: BaseException) -> ErrorReply:
     return reply(500, "Search service unavailable", "internal error")
-
-
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, title, message)
 
 
 FACE = Face(

@@ -66,6 +66,10 @@ def reply(
     return ErrorReply(status, body(code, message, details), dict(headers or {}))
 
 
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, code, message)
+
+
 def field_details(field: str | None) -> dict[str, Any]:
     return {"field": field} if field else {}
 
@@ -115,10 +119,6 @@ def http_error(exc: StarletteHTTPException) -> ErrorReply:
 
 def internal(exc: BaseException) -> ErrorReply:
     return reply(500, "internal_error", "Internal error")
-
-
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, code, message)
 
 
 FACE = Face(
