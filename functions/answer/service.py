@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from functions.answer.errors import InternalFailure, NoResults, SearchUnavailable
+from functions.answer.schemas import TrustSearchRequest
 from functions.common.errors import DomainError, InvalidInput, NotFound, UpstreamError
 from functions.common.observability import get_logger
 from functions.common.tenancy import DEFAULT_TEAM
@@ -228,26 +229,19 @@ class AnswerService:
         }
 
     async def search(
-        self,
-        team_id: str,
-        query: str,
-        *,
-        search_provider: str | None = None,
-        freshness: str | None = None,
-        max_results: int = 10,
-        now: datetime | None = None,
+        self, team_id: str, request: TrustSearchRequest, now: datetime | None = None
     ) -> list[dict[str, Any]]:
         """Ranked sources for `/v1/search`: the connectors' papers in the search service's order
         (relevance to the query, then reciprocal-rank fusion)."""
-        connectors = self.connectors_for(search_provider, "search_provider")
-        year_start = freshness_year_start(freshness, now)
+        connectors = self.connectors_for(request.search_provider, "search_provider")
+        year_start = freshness_year_start(request.freshness, now)
         outcome = await self.search_port.search(
             PaperQuery(
-                query=query,
+                query=request.query,
                 year_start=year_start,
                 year_end=(now or datetime.now(UTC)).year if year_start else None,
-                per_connector=max_results,
-                max_results=max_results,
+                per_connector=request.max_results,
+                max_results=request.max_results,
                 connectors=connectors,
                 team_id=team_id,
             )

@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import os
+from collections.abc import Callable
 from typing import Any, TextIO
 from urllib.parse import quote
 
@@ -36,36 +37,33 @@ def add_commands(
         help="the admin credential (default: $ADMIN_TOKEN)",
     )
     actions = admin.add_subparsers(dest="admin_command", required=True)
-    create = actions.add_parser(
-        "create-team", parents=[common, credential], help="create a team; prints its id and first token"
-    )
+
+    def action(name: str, run: Callable[..., int], summary: str) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, parents=[common, credential], help=summary)
+        parser.set_defaults(run=run)
+        return parser
+
+    create = action("create-team", run_create_team, "create a team; prints its id and first token")
     create.add_argument("name", help="the team's display name")
     create.add_argument("--tier", choices=TIERS, required=True, help="usage tier")
-    create.set_defaults(run=run_create_team)
-    issue = actions.add_parser(
-        "issue-token", parents=[common, credential], help="issue a new token of a team; prints it once"
-    )
+    issue = action("issue-token", run_issue_token, "issue a new token of a team; prints it once")
     issue.add_argument("team_id")
-    issue.set_defaults(run=run_issue_token)
-    revoke = actions.add_parser("revoke-token", parents=[common, credential], help="revoke a team's token")
+    revoke = action("revoke-token", run_revoke_token, "revoke a team's token")
     revoke.add_argument("team_id")
     revoke.add_argument("token_id")
-    revoke.set_defaults(run=run_revoke_token)
-    budget = actions.add_parser(
+    budget = action(
         "set-budget",
-        parents=[common, credential],
-        help="set a team's monthly budget in USD (`none` removes it); prints the team",
+        run_set_budget,
+        "set a team's monthly budget in USD (`none` removes it); prints the team",
     )
     budget.add_argument("team_id")
     budget.add_argument("usd", type=_budget, help="USD a month, or `none`")
-    budget.set_defaults(run=run_set_budget)
-    secret = actions.add_parser(
+    secret = action(
         "webhook-secret",
-        parents=[common, credential],
-        help="create or rotate a team's webhook signing secret; prints it once",
+        run_webhook_secret,
+        "create or rotate a team's webhook signing secret; prints it once",
     )
     secret.add_argument("team_id")
-    secret.set_defaults(run=run_webhook_secret)
 
 
 def _error(response: httpx.Response) -> str:

@@ -13,7 +13,7 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
 
 from functions.common.errors import FetchError, UpstreamError
 from functions.common.settings import Settings, get_settings
@@ -96,25 +96,26 @@ class CompletionStream:
         await self.aclose()
 
 
+class StreamOptions(TypedDict, total=False):
+    """What a call may ask besides its prompts; unset, the endpoint's default temperature and 1024 tokens."""
+
+    temperature: float | None
+    max_tokens: int
+
+
+class CompletionOptions(StreamOptions, total=False):
+    json_schema: dict[str, Any] | None  # ask the endpoint for JSON matching this schema
+
+
 class LlmProvider(Protocol):
     name: str
     model: str
 
-    async def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        json_schema: dict[str, Any] | None = None,
-        temperature: float | None = None,
-        max_tokens: int = 1024,
-    ) -> Completion:
+    async def complete(self, system: str, prompt: str, **options: Unpack[CompletionOptions]) -> Completion:
         """The whole answer; with `json_schema`, the endpoint is asked for JSON matching it."""
         ...
 
-    def stream(
-        self, system: str, prompt: str, *, temperature: float | None = None, max_tokens: int = 1024
-    ) -> CompletionStream:
+    def stream(self, system: str, prompt: str, **options: Unpack[StreamOptions]) -> CompletionStream:
         """The answer's text deltas as they are produced; nothing is sent before iteration starts."""
         ...
 
@@ -291,36 +292,23 @@ class OpenAiCompatibleProvider:
         message = self._redact(" ".join(message.split())[:_ERROR_MESSAGE_CHARS])
         return UpstreamError(f"LLM endpoint answered {status}: {message}", status_code=status)
 
+    def _post_options(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What every call sends `body` with: its headers, and the one time-out for the whole exchange."""
+        return {
+            "headers": self._headers(),
+            "json": body,
+            "timeout": self._timeout,
+            "total_timeout": self._timeout,
+        }
+
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "[redacted]") if self._api_key else text
 
-    async def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        json_schema: dict[str, Any] | None = None,
-        temperature: float | None = None,
-        max_tokens: int = 1024,
-    ) -> Completion:
-        body = chat_request_body(
-            self.model,
-            system,
-            prompt,
-            json_schema=json_schema,
-            temperature=temperature,
-            max_tokens=max_tokens,
-        )
+    async def complete(self, system: str, prompt: str, **options: Unpack[CompletionOptions]) -> Completion:
+        body = chat_request_body(self.model, system, prompt, **options)
         async with self._client() as http:
             try:
-                response = await http.request(
-                    "POST",
-                    self._url,
-                    headers=self._headers(),
-                    json=body,
-                    timeout=self._timeout,
-                    total_timeout=self._timeout,
-                )
+                response = await http.request("POST", self._url, **self._post_options(body))
             except FetchError as exc:
                 raise self._unreachable(exc) from exc
         if response.status_code != 200:
@@ -336,12 +324,8 @@ class OpenAiCompatibleProvider:
             model=str(data.get("model") or self.model),
         )
 
-    def stream(
-        self, system: str, prompt: str, *, temperature: float | None = None, max_tokens: int = 1024
-    ) -> CompletionStream:
-        body = chat_request_body(
-            self.model, system, prompt, temperature=temperature, max_tokens=max_tokens, stream=True
-        )
+    def stream(self, system: str, prompt: str, **options: Unpack[StreamOptions]) -> CompletionStream:
+        body = chat_request_body(self.model, system, prompt, **options, stream=True)
         return CompletionStream(self._stream_events(body), self.model)
 
     async def _stream_events(self, body: dict[str, Any]) -> AsyncGenerator[str | StreamEnd, None]:
@@ -349,14 +333,7 @@ class OpenAiCompatibleProvider:
         model = self.model
         async with self._client() as http:
             try:
-                async with http.stream(
-                    "POST",
-                    self._url,
-                    headers=self._headers(),
-                    json=body,
-                    timeout=self._timeout,
-                    total_timeout=self._timeout,
-                ) as response:
+                async with http.stream("POST", self._url, **self._post_options(body)) as response:
                     if response.status_code != 200:
                         body_head = (await response.read())[:_ERROR_BODY_BYTES]
                         raise self._status_error(response.status_code, body_head)
@@ -396,9 +373,10 @@ class BedrockProvider:
         self,
         system: str,
         prompt: str,
-        json_schema: dict[str, Any] | None,
-        temperature: float | None,
-        max_tokens: int,
+        *,
+        json_schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int = 1024,
     ) -> dict[str, Any]:
         inference: dict[str, Any] = {"maxTokens": max_tokens}
         if temperature is not None:
@@ -421,16 +399,8 @@ class BedrockProvider:
             }
         return request
 
-    async def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        json_schema: dict[str, Any] | None = None,
-        temperature: float | None = None,
-        max_tokens: int = 1024,
-    ) -> Completion:
-        request = self._request(system, prompt, json_schema, temperature, max_tokens)
+    async def complete(self, system: str, prompt: str, **options: Unpack[CompletionOptions]) -> Completion:
+        request = self._request(system, prompt, **options)
         response = await _in_thread(lambda: self._client.converse(**request))
         try:
             blocks = response["output"]["message"]["content"]
@@ -442,10 +412,8 @@ class BedrockProvider:
             model=self.model,
         )
 
-    def stream(
-        self, system: str, prompt: str, *, temperature: float | None = None, max_tokens: int = 1024
-    ) -> CompletionStream:
-        request = self._request(system, prompt, None, temperature, max_tokens)
+    def stream(self, system: str, prompt: str, **options: Unpack[StreamOptions]) -> CompletionStream:
+        request = self._request(system, prompt, **options)
         return CompletionStream(self._stream_events(request), self.model)
 
     async def _stream_events(self, request: dict[str, Any]) -> AsyncGenerator[str | StreamEnd, None]:

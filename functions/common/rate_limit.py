@@ -23,11 +23,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from botocore.exceptions import ClientError
 
 from functions.common.aws import dynamodb_resource
+from functions.common.conditional_put import unchanged_since_read
 from functions.common.errors import RateLimited
 from functions.common.settings import get_settings
 
@@ -109,13 +110,7 @@ class DynamoDbRateLimiter:
             new_tat, wait = next_state(float(stored) if stored is not None else None, now, limit, max_wait)
             new_value = Decimal(repr(round(new_tat, 6)))
             expires_at = int(new_tat + limit.tolerance + limit.interval) + 60
-            if stored is None:
-                condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(bucket_key)"}
-            else:
-                condition = {
-                    "ConditionExpression": "tat = :old",
-                    "ExpressionAttributeValues": {":old": stored},
-                }
+            condition = unchanged_since_read("bucket_key", "tat", stored)
             try:
                 self._table.put_item(
                     Item={"bucket_key": key, "tat": new_value, "expires_at": expires_at}, **condition

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from functions.common.aws import dynamodb_resource
 from functions.common.settings import get_settings
@@ -32,28 +33,6 @@ SEQUENCE_DIGITS = 8
 # An event above this size (DynamoDB items stop at 400 KB) keeps its envelope; its payload is dropped.
 MAX_EVENT_BYTES = 350_000
 DAY_SECONDS = 86_400
-
-
-class TraceStore(Protocol):
-    def put(
-        self,
-        team_id: str,
-        trace_id: str,
-        query: str,
-        events: Sequence[dict[str, Any]],
-        kind: str = "answer",
-    ) -> None:
-        """Name the trace's query and kind, and append `events` (a trace may be put by one writer and
-        appended to by others, in any order)."""
-        ...
-
-    def append(self, team_id: str, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """Add events after every event already reserved by any writer."""
-        ...
-
-    def get(self, team_id: str, trace_id: str) -> dict[str, Any] | None:
-        """`{"trace_id", "query", "kind", "events": [...]}` in append order, or None (unknown or expired)."""
-        ...
 
 
 def storable(event: dict[str, Any]) -> str:
@@ -74,11 +53,8 @@ def trace_key(team_id: str, trace_id: str) -> str:
     return f"{team_id}#{trace_id}"
 
 
-class _TeamTraces:
-    """`put` and `append` of both stores: one append, under the team's key of the trace."""
-
-    def _append(self, key: str, events: Sequence[dict[str, Any]], fields: dict[str, str]) -> None:
-        raise NotImplementedError
+class TraceStore(ABC):
+    """`put` and `append` are one append under the team's key of the trace; each store appends and reads."""
 
     def put(
         self,
@@ -88,13 +64,23 @@ class _TeamTraces:
         events: Sequence[dict[str, Any]],
         kind: str = "answer",
     ) -> None:
+        """Name the trace's query and kind, and append `events` (a trace may be put by one writer and
+        appended to by others, in any order)."""
         self._append(trace_key(team_id, trace_id), events, {"query": query, "kind": kind})
 
     def append(self, team_id: str, trace_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Add events after every event already reserved by any writer."""
         self._append(trace_key(team_id, trace_id), events, {})
 
+    @abstractmethod
+    def _append(self, key: str, events: Sequence[dict[str, Any]], fields: dict[str, str]) -> None: ...
 
-class DynamoDbTraceStore(_TeamTraces):
+    @abstractmethod
+    def get(self, team_id: str, trace_id: str) -> dict[str, Any] | None:
+        """`{"trace_id", "query", "kind", "events": [...]}` in append order, or None (unknown or expired)."""
+
+
+class DynamoDbTraceStore(TraceStore):
     def __init__(
         self,
         table: Table | None = None,
@@ -162,7 +148,7 @@ class DynamoDbTraceStore(_TeamTraces):
         }
 
 
-class InMemoryTraceStore(_TeamTraces):
+class InMemoryTraceStore(TraceStore):
     def __init__(self, *, ttl_days: int = 30, clock: Callable[[], float] = time.time) -> None:
         self._traces: dict[str, dict[str, Any]] = {}
         self._ttl_seconds = ttl_days * DAY_SECONDS

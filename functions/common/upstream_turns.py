@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.common.conditional_put import unchanged_since_read
 from functions.common.observability import get_logger
 
 if TYPE_CHECKING:
@@ -224,13 +225,7 @@ class DynamoDbTurnStore:
     def write(self, provider: str, state: ProviderState, version: int) -> bool:
         from botocore.exceptions import ClientError
 
-        if version == 0:
-            condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(bucket_key)"}
-        else:
-            condition = {
-                "ConditionExpression": "version = :read",
-                "ExpressionAttributeValues": {":read": version},
-            }
+        condition = unchanged_since_read("bucket_key", "version", version or None)
         try:
             self._table.put_item(
                 Item={

@@ -149,16 +149,8 @@ class DocumentView(BaseModel):
 
     @classmethod
     def of(cls, record: DocumentRecord) -> DocumentView:
-        return cls(
-            document_id=record.document_id,
-            filename=record.filename,
-            uploaded_at=_utc_seconds(record.uploaded_at),
-            size_bytes=record.size_bytes,
-            status=record.status,
-            pages=record.pages,
-            title=record.title,
-            source_url=record.source_url,
-        )
+        shown = {name: getattr(record, name) for name in cls.model_fields}
+        return cls(**{**shown, "uploaded_at": _utc_seconds(record.uploaded_at)})
 
 
 class DocumentList(BaseModel):

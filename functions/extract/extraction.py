@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from functions.common.models import ExtractedPaper
 from functions.extract.analysis import analyse
 from functions.extract.errors import PdfLimitExceeded, UnprocessableDocument
-from functions.extract.identifiers import DocumentIdentifiers
+from functions.extract.identifiers import DocumentIdentifiers, RequestedIdentifiers
 from functions.extract.metadata import ResolvedMetadata
 from functions.extract.pdf import ParsedPdf, PdfParseError
 from functions.extract.pdf_sandbox import parse_pdf_isolated
@@ -39,6 +39,10 @@ def parse_or_failure(
         return failed(source_url, canonical_id, f"PDF parsing failed - {exc.reason}")
     except PdfLimitExceeded as exc:
         raise UnprocessableDocument(f"the PDF exceeds the parsing limits: {exc.reason}", field=field) from exc
+
+
+# What a paper takes from the analysis as it is.
+ANALYSED_FIELDS = ("title", "authors", "abstract", "key_findings", "methodology", "sections", "evidence")
 
 
 def from_parsed(
@@ -77,14 +81,8 @@ def from_parsed(
         canonical_id=canonical_id,
         success=success,
         failure_reason=reason,
-        title=analysis.title,
-        authors=analysis.authors,
-        abstract=analysis.abstract,
-        key_findings=analysis.key_findings,
-        methodology=analysis.methodology,
+        **{name: getattr(analysis, name) for name in ANALYSED_FIELDS},
         citations=citations,
-        sections=analysis.sections,
-        evidence=analysis.evidence,
         page_count=parsed.page_count,
         confidence_score=analysis.confidence_score if success else 0.0,
         pdf_sha256=pdf_sha256,
@@ -96,12 +94,10 @@ def with_metadata(
     paper: ExtractedPaper,
     found: DocumentIdentifiers,
     resolved: ResolvedMetadata | None,
-    *,
-    doi: str | None = None,
-    arxiv_id: str | None = None,
+    requested: RequestedIdentifiers,
 ) -> ExtractedPaper:
     """The paper with the registries' fields where they answered, the layout's elsewhere, and the
-    source of every field. `doi`/`arxiv_id`: identifiers of the requested source itself."""
+    source of every field; the requested source's own identifiers come first."""
     resolved = resolved or ResolvedMetadata()
     sources = dict(resolved.sources)
     if resolved.title:
@@ -122,8 +118,8 @@ def with_metadata(
             sources[name] = "layout"
     paper.metadata_sources = sources
     identifiers = {
-        "doi": doi or resolved.doi or found.doi,
-        "arxiv_id": arxiv_id or resolved.arxiv_id or found.arxiv_id,
+        "doi": requested.doi or resolved.doi or found.doi,
+        "arxiv_id": requested.arxiv_id or resolved.arxiv_id or found.arxiv_id,
     }
     paper.identifiers = {name: value for name, value in identifiers.items() if value}
     return paper

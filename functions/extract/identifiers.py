@@ -58,6 +58,18 @@ class DocumentIdentifiers:
         return self.arxiv_ids[0] if self.arxiv_ids else None
 
 
+@dataclass(frozen=True)
+class RequestedIdentifiers:
+    """The identifiers of the source the caller asked for (a DOI or arXiv id): trusted, no confirmation
+    needed."""
+
+    doi: str | None = None
+    arxiv_id: str | None = None
+
+
+NOTHING_REQUESTED = RequestedIdentifiers()
+
+
 def _unescape(text: str) -> str:
     for entity, char in _ENTITIES.items():
         text = text.replace(entity, char)

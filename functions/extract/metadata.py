@@ -25,7 +25,7 @@ from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
 from functions.common.text import fold
 from functions.extract.frontmatter import clean_abstract
-from functions.extract.identifiers import DocumentIdentifiers
+from functions.extract.identifiers import NOTHING_REQUESTED, DocumentIdentifiers, RequestedIdentifiers
 
 logger = get_logger("extract")
 
@@ -199,16 +199,13 @@ class MetadataResolver:
         self,
         identifiers: DocumentIdentifiers,
         layout: LayoutFacts,
-        *,
-        trusted_doi: str | None = None,
-        trusted_arxiv_id: str | None = None,
+        requested: RequestedIdentifiers = NOTHING_REQUESTED,
     ) -> ResolvedMetadata:
-        """`trusted_*`: identifiers of the requested source itself (no confirmation needed)."""
         self._deadline = time.monotonic() + self._budget
         accepted: list[WorkMetadata] = []
         try:
             async with asyncio.timeout(self._budget + 0.2):
-                await self._collect(identifiers, layout, trusted_doi, trusted_arxiv_id, accepted)
+                await self._collect(identifiers, layout, requested, accepted)
         except TimeoutError:
             logger.info("metadata lookups cut at the budget", budget_seconds=self._budget)
         except Exception:  # an adapter bug must not fail the extraction: keep the layout
@@ -219,16 +216,15 @@ class MetadataResolver:
         self,
         identifiers: DocumentIdentifiers,
         layout: LayoutFacts,
-        trusted_doi: str | None,
-        trusted_arxiv_id: str | None,
+        requested: RequestedIdentifiers,
         accepted: list[WorkMetadata],
     ) -> None:
-        arxiv_ids = _ordered(trusted_arxiv_id, identifiers.arxiv_ids)[:2]
-        dois = _ordered(trusted_doi, identifiers.dois)[:2]
+        arxiv_ids = _ordered(requested.arxiv_id, identifiers.arxiv_ids)[:2]
+        dois = _ordered(requested.doi, identifiers.dois)[:2]
         candidates: list[tuple[LookupKind, str, bool, tuple[str, ...]]] = [
-            ("arxiv", value, value == trusted_arxiv_id, ARXIV_SOURCES) for value in arxiv_ids
+            ("arxiv", value, value == requested.arxiv_id, ARXIV_SOURCES) for value in arxiv_ids
         ]
-        candidates += [("doi", value, value == trusted_doi, DOI_SOURCES) for value in dois]
+        candidates += [("doi", value, value == requested.doi, DOI_SOURCES) for value in dois]
         for kind, value, trusted, sources in candidates:
             found = await self._ask(sources, kind, value, layout, trusted)
             if not found or _missing(found):

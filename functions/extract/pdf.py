@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from functions.common.untrusted import clean_untrusted
 from functions.extract.errors import PdfLimitExceeded
@@ -150,14 +150,16 @@ def is_pdf(data: bytes) -> bool:
     return b"%PDF-" in data[:1024]
 
 
-def parse_pdf(
-    data: bytes,
-    *,
-    max_pages: int = DEFAULT_MAX_PAGES,
-    time_budget_seconds: float = DEFAULT_TIME_BUDGET_SECONDS,
-    max_stream_bytes: int | None = None,
-    on_page: Callable[[int], None] | None = None,
-) -> ParsedPdf:
+class PdfLimits(TypedDict, total=False):
+    """What bounds a parse (`read_pdf`'s keywords; unset: its defaults)."""
+
+    max_pages: int
+    time_budget_seconds: float
+    max_stream_bytes: int | None
+    on_page: Callable[[int], None] | None
+
+
+def parse_pdf(data: bytes, **limits: Unpack[PdfLimits]) -> ParsedPdf:
     """Extract normalised text per page; raises PdfParseError only when no parser can open the file.
 
     In-process and unbounded but for pypdf's own limits (`max_stream_bytes`, else pypdf's defaults): a
@@ -165,13 +167,7 @@ def parse_pdf(
     `on_page(number)` is called as each page is done."""
     from functions.extract.identifiers import embedded_hints
 
-    parsed = read_pdf(
-        data,
-        max_pages=max_pages,
-        time_budget_seconds=time_budget_seconds,
-        max_stream_bytes=max_stream_bytes,
-        on_page=on_page,
-    )
+    parsed = read_pdf(data, **limits)
     parsed.metadata.update(embedded_hints(data))
     return parsed
 

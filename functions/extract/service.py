@@ -38,7 +38,12 @@ from functions.extract.errors import SourceUnavailable
 from functions.extract.extraction import failed, from_parsed, parse_or_failure, with_metadata
 from functions.extract.fetch_turns import FetchDeadline, ServiceStats
 from functions.extract.fetching import Fetched, SourceFetcher
-from functions.extract.identifiers import FRONT_PAGES, DocumentIdentifiers, find_identifiers
+from functions.extract.identifiers import (
+    FRONT_PAGES,
+    DocumentIdentifiers,
+    RequestedIdentifiers,
+    find_identifiers,
+)
 from functions.extract.metadata import (
     LayoutFacts,
     MetadataResolver,
@@ -227,16 +232,16 @@ class ExtractionService:
         if paper.success:
             front = [page.text for page in parsed.pages[:FRONT_PAGES]]
             found = find_identifiers(front, parsed.metadata)
-            trusted_doi = target.value if target.kind == "doi" else None
-            trusted_arxiv = re.sub(r"v\d+$", "", target.value) if target.kind == "arxiv" else None
+            requested = RequestedIdentifiers(
+                doi=target.value if target.kind == "doi" else None,
+                arxiv_id=re.sub(r"v\d+$", "", target.value) if target.kind == "arxiv" else None,
+            )
             if resolved is None and self._metadata is not None:
                 layout = LayoutFacts(paper.title, paper.authors, "\n".join(front), found.year)
-                resolved = await self._resolve_metadata(
-                    self._metadata, found, layout, trusted_doi, trusted_arxiv, deadline
-                )
+                resolved = await self._resolve_metadata(self._metadata, found, layout, requested, deadline)
                 if resolved is not None and resolved.found:
                     await self._cache.put_pages(keys, parsed, sha256, extra_citations, resolved)
-            paper = with_metadata(paper, found, resolved, doi=trusted_doi, arxiv_id=trusted_arxiv)
+            paper = with_metadata(paper, found, resolved, requested)
         await self._cache.put_paper(paper, keys)
         return paper
 
@@ -245,8 +250,7 @@ class ExtractionService:
         metadata: ScholarlyMetadata,
         found: DocumentIdentifiers,
         layout: LayoutFacts,
-        trusted_doi: str | None,
-        trusted_arxiv: str | None,
+        requested: RequestedIdentifiers,
         deadline: FetchDeadline | None,
     ) -> ResolvedMetadata | None:
         """The registries' record of the paper, within what is left of the budget (None: no time)."""
@@ -255,9 +259,7 @@ class ExtractionService:
             budget = min(budget, deadline.ends_at - time.monotonic() - 1.0)
         if budget <= 0.2:
             return None
-        resolved = await MetadataResolver(metadata, budget).resolve(
-            found, layout, trusted_doi=trusted_doi, trusted_arxiv_id=trusted_arxiv
-        )
+        resolved = await MetadataResolver(metadata, budget).resolve(found, layout, requested)
         record_metric("extract", "AuthoritativeMetadataFound", int(resolved.found))
         return resolved
 

@@ -13,41 +13,32 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from functions.common.observability import get_logger
-from functions.schedules.service import JobStarter, ScheduleStore, due_fires
+from functions.schedules.service import ScheduleStore, StoredSchedule, due_fires
 
 logger = get_logger("local-scheduler")
 
 
-def start_with_job_service(
-    goal: str,
-    scope: dict[str, Any],
-    idempotency_key: str,
-    *,
-    team_id: str,
-    schedule_id: str,
-    callback_url: str | None = None,
-) -> str:
+def start_with_job_service(schedule: StoredSchedule, idempotency_key: str) -> str:
     """The default starter: the orchestrate job service, exactly as `POST /api/agent/execute` does."""
     from functions.orchestrate.wiring import start_job
 
     return start_job(
-        goal,
-        scope,
+        str(schedule.job_input.get("research_goal", "")),
+        dict(schedule.job_input.get("scope_parameters") or {}),
         idempotency_key,
-        team_id=team_id,
+        team_id=schedule.team_id,
         source="schedule",
-        schedule_id=schedule_id,
-        callback_url=callback_url,
+        schedule_id=schedule.schedule_id,
+        callback_url=schedule.callback_url,
     )
 
 
 @dataclass
 class LocalScheduler:
     store: ScheduleStore
-    start_job: JobStarter = start_with_job_service
+    start_job: Callable[[StoredSchedule, str], str] = start_with_job_service  # (schedule, idempotency key)
     poll_seconds: float = 5.0
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     started_jobs: list[str] = field(default_factory=list, init=False)  # every job id this scheduler started
@@ -68,17 +59,8 @@ class LocalScheduler:
             if not fires:
                 continue
             fire = fires[-1]  # several missed fires collapse into one job, like a paused runtime resuming
-            goal = str(schedule.job_input.get("research_goal", ""))
-            scope = dict(schedule.job_input.get("scope_parameters") or {})
             try:
-                job_id = self.start_job(
-                    goal,
-                    scope,
-                    f"schedule:{schedule.schedule_id}:{fire.isoformat()}",
-                    team_id=schedule.team_id,
-                    schedule_id=schedule.schedule_id,
-                    callback_url=schedule.callback_url,
-                )
+                job_id = self.start_job(schedule, f"schedule:{schedule.schedule_id}:{fire.isoformat()}")
             except Exception:  # one broken schedule must not stop the others
                 logger.exception(
                     "scheduled job did not start", schedule_id=schedule.schedule_id, team_id=schedule.team_id

@@ -16,9 +16,17 @@ from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from functions.common.llm import Completion, CompletionStream, LlmProvider, StreamEnd, Usage
+from functions.common.llm import (
+    Completion,
+    CompletionOptions,
+    CompletionStream,
+    LlmProvider,
+    StreamEnd,
+    StreamOptions,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from functions.common.models import ExtractedPaper, FullTextPort
@@ -103,28 +111,16 @@ class MeteredLlm:
         self.name = inner.name
         self.model = inner.model
 
-    async def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        json_schema: dict[str, Any] | None = None,
-        temperature: float | None = None,
-        max_tokens: int = 1024,
-    ) -> Completion:
+    async def complete(self, system: str, prompt: str, **options: Unpack[CompletionOptions]) -> Completion:
         meter = current_meter()
-        completion = await self.inner.complete(
-            system, prompt, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
-        )
+        completion = await self.inner.complete(system, prompt, **options)
         if meter is not None:
             meter.add_tokens(completion.usage)
         return completion
 
-    def stream(
-        self, system: str, prompt: str, *, temperature: float | None = None, max_tokens: int = 1024
-    ) -> CompletionStream:
+    def stream(self, system: str, prompt: str, **options: Unpack[StreamOptions]) -> CompletionStream:
         meter = current_meter()
-        inner = self.inner.stream(system, prompt, temperature=temperature, max_tokens=max_tokens)
+        inner = self.inner.stream(system, prompt, **options)
 
         async def events() -> AsyncGenerator[str | StreamEnd, None]:
             try:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from functions.common.errors import InvalidInput, NotFound
+from functions.rag.api_models import EntityFields
 from functions.rag.graph import mentioned_ids
 from functions.rag.model import (
     LOOKUP_TYPES,
@@ -398,17 +399,8 @@ def _admits(entity: Entity, types: set[str] | None, filters: SearchFilters) -> b
 
 
 def entity_fields(entity: Entity) -> dict[str, Any]:
-    """The fields every answer gives of an entity (`EntityFields` in api_models)."""
-    return {
-        "id": entity.id,
-        "type": entity.type,
-        "content": entity.content,
-        "number": entity.number,
-        "title": entity.title,
-        "chapter": entity.chapter,
-        "section": entity.section,
-        "page_number": entity.page_number,
-    }
+    """The fields every answer gives of an entity, those of `EntityFields` in api_models."""
+    return {name: getattr(entity, name) for name in EntityFields.model_fields}
 
 
 def _result(entity: Entity, score: float) -> dict[str, Any]:

@@ -338,21 +338,6 @@ class ScheduleStore(Protocol):
     def list(self, team_id: str) -> list[StoredSchedule]: ...
 
 
-class JobStarter(Protocol):
-    """Starts one job for a due schedule (the local scheduler; on AWS, Scheduler starts the machine)."""
-
-    def __call__(
-        self,
-        goal: str,
-        scope: dict[str, Any],
-        idempotency_key: str,
-        *,
-        team_id: str,
-        schedule_id: str,
-        callback_url: str | None = None,
-    ) -> str: ...
-
-
 # --- the service ------------------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from functions.common.observability import get_logger
+from functions.common.process_once import ProcessOnce
 
 logger = get_logger("search")
 TEAM_BUDGET_MARK = "@team:"
@@ -76,21 +77,14 @@ def _stored_keys(team_id: str) -> Mapping[str, str]:
     return TeamService(DynamoDbTeamStore()).upstream_keys(team_id)
 
 
-_lock = threading.Lock()
-_process_keys: CachedTeamKeys | None = None
+_process_keys = ProcessOnce(lambda: CachedTeamKeys(_stored_keys))
 
 
 def process_team_keys() -> CachedTeamKeys:
     """The process's cache of the teams' keys, read from the teams table."""
-    global _process_keys
-    with _lock:
-        if _process_keys is None:
-            _process_keys = CachedTeamKeys(_stored_keys)
-        return _process_keys
+    return _process_keys.get()
 
 
 def reset_process_team_keys() -> None:
     """Forget the cached keys (tests that change a team's key and search at once)."""
-    global _process_keys
-    with _lock:
-        _process_keys = None
+    _process_keys.reset()

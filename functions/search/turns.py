@@ -7,30 +7,20 @@ Deployed, the turns live in DynamoDB and any number of processes share them; wit
 
 from __future__ import annotations
 
-import threading
-
 from functions.common.polite_requests import PoliteRequests
+from functions.common.process_once import ProcessOnce
 from functions.common.settings import Settings
 from functions.common.upstream_turns import DynamoDbTurnStore, InMemoryTurnStore, UpstreamTurns
 from functions.search.config import SearchSettings
 
-_lock = threading.Lock()
-_memory_store: InMemoryTurnStore | None = None
-
-
-def _memory() -> InMemoryTurnStore:
-    global _memory_store
-    with _lock:
-        if _memory_store is None:
-            _memory_store = InMemoryTurnStore()
-        return _memory_store
+_memory_store = ProcessOnce(InMemoryTurnStore)
 
 
 def process_turns(search_settings: SearchSettings | None = None) -> UpstreamTurns:
     """Turns for these settings (the manners follow the settings; the queue is the process's or the
     table's)."""
     cfg = search_settings or SearchSettings()
-    store = _memory() if cfg.effective_turns_backend == "memory" else DynamoDbTurnStore()
+    store = _memory_store.get() if cfg.effective_turns_backend == "memory" else DynamoDbTurnStore()
     return UpstreamTurns(store, cfg.manners)
 
 
@@ -42,6 +32,4 @@ def polite_requests(settings: Settings, search_settings: SearchSettings | None =
 
 def reset_process_turns() -> None:
     """Forget this process's queues (tests that restart the runtime)."""
-    global _memory_store
-    with _lock:
-        _memory_store = None
+    _memory_store.reset()

@@ -1,4 +1,5 @@
-"""Where teams and their tokens live: the registry table `teams_table` (DynamoDB), or memory in tests.
+"""Where teams and their tokens live: the registry table `teams_table` (DynamoDB; tests have an in-memory
+twin in tests/support/fakes).
 
 Items (one table, `pk` + `sk`):
 
@@ -23,8 +24,7 @@ way, sealed, one item per provider.
 
 from __future__ import annotations
 
-import threading
-from dataclasses import replace
+from dataclasses import asdict
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -124,22 +124,12 @@ def _team_api_key_key(team_id: str) -> dict[str, str]:
     return {"pk": f"TEAM#{team_id}", "sk": API_KEY_SK}
 
 
+def _strings(item: dict[str, Any], *names: str) -> dict[str, str]:
+    return {name: str(item[name]) for name in names}
+
+
 def _api_key_of(item: dict[str, Any]) -> ApiKeyRecord:
-    return ApiKeyRecord(
-        api_key_id=str(item["api_key_id"]),
-        team_id=str(item["team_id"]),
-        key_hash=str(item["key_hash"]),
-        created_at=str(item["created_at"]),
-    )
-
-
-def _api_key_fields(record: ApiKeyRecord) -> dict[str, Any]:
-    return {
-        "api_key_id": record.api_key_id,
-        "team_id": record.team_id,
-        "key_hash": record.key_hash,
-        "created_at": record.created_at,
-    }
+    return ApiKeyRecord(**_strings(item, "api_key_id", "team_id", "key_hash", "created_at"))
 
 
 def _team_of(item: dict[str, Any]) -> Team:
@@ -158,13 +148,8 @@ def _budget_of(value: Any) -> float | None:
 
 def _record_of(item: dict[str, Any]) -> TokenRecord:
     revoked_at = item.get("revoked_at")
-    return TokenRecord(
-        token_id=str(item["token_id"]),
-        team_id=str(item["team_id"]),
-        token_hash=str(item["token_hash"]),
-        created_at=str(item["created_at"]),
-        revoked_at=str(revoked_at) if revoked_at else None,
-    )
+    fields = _strings(item, "token_id", "team_id", "token_hash", "created_at")
+    return TokenRecord(**fields, revoked_at=str(revoked_at) if revoked_at else None)
 
 
 def _cancellation_codes(exc: ClientError) -> list[str]:
@@ -179,7 +164,7 @@ class DynamoDbTeamStore:
         self._client: Any = self._table.meta.client
 
     def create_team(self, team: Team) -> None:
-        item = {**_team_key(team.team_id), **_team_fields(team)}
+        item = {**_team_key(team.team_id), **_item_fields(team)}
         try:
             self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)")
         except ClientError as exc:
@@ -192,7 +177,7 @@ class DynamoDbTeamStore:
         return _team_of(dict(item)) if item else None
 
     def put_token(self, record: TokenRecord) -> None:
-        fields = _token_fields(record)
+        fields = _item_fields(record)
         self._write_for_team(
             record.team_id,
             [
@@ -267,7 +252,7 @@ class DynamoDbTeamStore:
         return _team_of(dict(response["Attributes"]))
 
     def put_api_key(self, record: ApiKeyRecord) -> None:
-        fields = _api_key_fields(record)
+        fields = _item_fields(record)
         self._write_for_team(
             record.team_id,
             [
@@ -326,120 +311,9 @@ class DynamoDbTeamStore:
         }
 
 
-def _team_fields(team: Team) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "team_id": team.team_id,
-        "name": team.name,
-        "tier": team.tier,
-        "created_at": team.created_at,
+def _item_fields(record: Team | TokenRecord | ApiKeyRecord) -> dict[str, Any]:
+    """The record's fields as item attributes: a number as a Decimal, and no attribute for an unset one."""
+    fields = {name: value for name, value in asdict(record).items() if value is not None}
+    return {
+        name: Decimal(repr(value)) if isinstance(value, float) else value for name, value in fields.items()
     }
-    if team.monthly_budget_usd is not None:
-        fields["monthly_budget_usd"] = Decimal(repr(team.monthly_budget_usd))
-    return fields
-
-
-def _token_fields(record: TokenRecord) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "token_id": record.token_id,
-        "team_id": record.team_id,
-        "token_hash": record.token_hash,
-        "created_at": record.created_at,
-    }
-    if record.revoked_at:
-        fields["revoked_at"] = record.revoked_at
-    return fields
-
-
-class InMemoryTeamStore:
-    """The same semantics as DynamoDbTeamStore, for tests and composition without AWS."""
-
-    def __init__(self) -> None:
-        self.teams: dict[str, Team] = {}
-        self.tokens: dict[str, TokenRecord] = {}  # by hash
-        self._ids: dict[tuple[str, str], str] = {}  # (team_id, token_id) -> hash
-        self.api_keys: dict[str, ApiKeyRecord] = {}  # by the hash of the key's value
-        self.webhook_secrets: dict[str, str] = {}  # by team id
-        self.sealed_upstream_keys: dict[tuple[str, str], str] = {}  # by (team id, provider)
-        self._lock = threading.Lock()
-
-    def create_team(self, team: Team) -> None:
-        with self._lock:
-            if team.team_id in self.teams:
-                raise Conflict(f"team {team.team_id} exists")
-            self.teams[team.team_id] = team
-
-    def get_team(self, team_id: str) -> Team | None:
-        with self._lock:
-            return self.teams.get(team_id)
-
-    def put_token(self, record: TokenRecord) -> None:
-        with self._lock:
-            if record.team_id not in self.teams:
-                raise NotFound("team not found")
-            if record.token_hash in self.tokens or (record.team_id, record.token_id) in self._ids:
-                raise Conflict(f"token {record.token_id} exists")
-            self.tokens[record.token_hash] = record
-            self._ids[(record.team_id, record.token_id)] = record.token_hash
-
-    def revoke_token(self, team_id: str, token_id: str, revoked_at: str | None = None) -> bool:
-        with self._lock:
-            hashed = self._ids.get((team_id, token_id))
-            if hashed is None:
-                return False
-            record = self.tokens[hashed]
-            if not record.revoked:
-                self.tokens[hashed] = replace(record, revoked_at=revoked_at or utc_now_iso())
-            return True
-
-    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
-        with self._lock:
-            return self.tokens.get(token_hash)
-
-    def set_monthly_budget(self, team_id: str, usd: float | None) -> Team | None:
-        with self._lock:
-            team = self.teams.get(team_id)
-            if team is None:
-                return None
-            self.teams[team_id] = replace(team, monthly_budget_usd=usd)
-            return self.teams[team_id]
-
-    def put_api_key(self, record: ApiKeyRecord) -> None:
-        with self._lock:
-            if record.team_id not in self.teams:
-                raise NotFound("team not found")
-            taken = record.key_hash in self.api_keys
-            if taken or any(key.team_id == record.team_id for key in self.api_keys.values()):
-                raise Conflict(f"team {record.team_id} has an API key already")
-            self.api_keys[record.key_hash] = record
-
-    def api_key_by_hash(self, key_hash: str) -> ApiKeyRecord | None:
-        with self._lock:
-            return self.api_keys.get(key_hash)
-
-    def api_key_of_team(self, team_id: str) -> ApiKeyRecord | None:
-        with self._lock:
-            return next((key for key in self.api_keys.values() if key.team_id == team_id), None)
-
-    def put_webhook_secret(self, team_id: str, secret: str, created_at: str) -> None:
-        with self._lock:
-            if team_id not in self.teams:
-                raise NotFound("team not found")
-            self.webhook_secrets[team_id] = secret
-
-    def webhook_secret(self, team_id: str) -> str | None:
-        with self._lock:
-            return self.webhook_secrets.get(team_id)
-
-    def put_upstream_key(self, team_id: str, provider: str, sealed: str, created_at: str) -> None:
-        with self._lock:
-            if team_id not in self.teams:
-                raise NotFound("team not found")
-            self.sealed_upstream_keys[(team_id, provider)] = sealed
-
-    def delete_upstream_key(self, team_id: str, provider: str) -> None:
-        with self._lock:
-            self.sealed_upstream_keys.pop((team_id, provider), None)
-
-    def upstream_keys(self, team_id: str) -> dict[str, str]:
-        with self._lock:
-            return {p: sealed for (team, p), sealed in self.sealed_upstream_keys.items() if team == team_id}

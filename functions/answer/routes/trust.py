@@ -134,13 +134,7 @@ async def search(
 ) -> TrustSearchResponse:
     """Ranked sources from the scholarly search connectors (and the team's library), without an answer."""
     await service.admit(client_identity(request))
-    results = await service.search(
-        team,
-        body.query,
-        search_provider=body.search_provider,
-        freshness=body.freshness,
-        max_results=body.max_results,
-    )
+    results = await service.search(team, body)
     return TrustSearchResponse.model_validate({"results": results})
 
 

@@ -33,7 +33,7 @@ from functions.common.errors import (
     UpstreamError,
     aws_outage,
 )
-from functions.common.faces.face import ErrorReply, Face, storage_outage_message
+from functions.common.faces.face import ErrorReply, Face, answers, storage_outage_message
 
 
 class AgentError(BaseModel):
@@ -54,6 +54,10 @@ def body(code: str, message: str, /, **extra: Any) -> dict[str, Any]:
 
 def reply(status: int, code: str, message: str, /, **extra: Any) -> ErrorReply:
     return ErrorReply(status, body(code, message, **extra))
+
+
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, code.upper(), message)
 
 
 def _field_of(location: Any) -> str:
@@ -109,23 +113,11 @@ def outage_or_internal(exc: BaseException) -> ErrorReply:
     return reply(500, "INTERNAL_ERROR", "an internal error occurred")
 
 
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, code.upper(), message)
-
-
 FACE = Face(
     name="agent",
     prefixes=("/api/agent/", "/api/tools/", "/api/schedules", "/api/webhooks"),
-    rules=(
-        (RequestValidationError, validation),
-        (InvalidInput, invalid),
-        (Unauthorized, unauthorized),
-        (NotFound, not_found),
-        (Conflict, conflict),
-        (RateLimited, rate_limited),
-        (UpstreamError, upstream),
-        (DomainError, domain),
-        (StarletteHTTPException, http_error),
+    rules=answers(
+        validation, invalid, unauthorized, not_found, conflict, rate_limited, upstream, domain, http_error
     ),
     otherwise=outage_or_internal,
     refusal=refusal,

@@ -2,7 +2,7 @@
 module holds that body's pydantic model, which its apps document with `functions.common.openapi`).
 
 A table is an ordered list of rules, `(exception type, reply)`: the first rule whose type the error is an
-instance of answers. A family whose seed words an error differently on a face (the extraction tool's
+instance of answers (`answers(...)` builds them from replies, each typed by the error it takes). A family whose seed words an error differently on a face (the extraction tool's
 codes on the agent face, say) declares those rules in its composition root with `Face.with_rules`; they
 are tried before the face's own. No body ever carries a traceback.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, get_type_hints
 
 from fastapi.responses import JSONResponse
 
@@ -32,6 +32,18 @@ Reply = Callable[[Any], ErrorReply]
 Rule = tuple[type[Exception], Reply]
 # (status, code in snake case, title, message) -> the face's body for an error the gateway answers itself
 Refusal = Callable[[int, str, str, str], ErrorReply]
+
+
+def answers(*replies: Reply) -> tuple[Rule, ...]:
+    """The rules of `replies`, in their order: each answers the error type its parameter is annotated with."""
+    return tuple((_kind_answered(reply), reply) for reply in replies)
+
+
+def _kind_answered(reply: Reply) -> type[Exception]:
+    kind = next(hint for name, hint in get_type_hints(reply).items() if name != "return")
+    if not (isinstance(kind, type) and issubclass(kind, Exception)):
+        raise TypeError(f"{reply.__qualname__} must take an exception type, not {kind!r}")
+    return kind
 
 
 def reraise(exc: BaseException) -> ErrorReply:

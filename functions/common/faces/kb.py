@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import DomainError, InvalidInput, NotFound
-from functions.common.faces.face import ErrorReply, Face
+from functions.common.faces.face import ErrorReply, Face, answers
 
 ERROR_CODES = {
     400: "INVALID_PARAMETER",
@@ -44,6 +44,10 @@ def reply(
     return ErrorReply(status, body, {"Cache-Control": "no-store", **(headers or {})})
 
 
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, message, code=code.upper())
+
+
 def invalid(exc: InvalidInput) -> ErrorReply:
     return reply(400, exc.message)
 
@@ -56,23 +60,19 @@ def internal(exc: BaseException) -> ErrorReply:
     return reply(500, "internal error")
 
 
+def domain(exc: DomainError) -> ErrorReply:
+    """A domain error of no rule above is an internal error here."""
+    return internal(exc)
+
+
 def http_error(exc: StarletteHTTPException) -> ErrorReply:
     return reply(exc.status_code, exc.detail if isinstance(exc.detail, str) else "request failed")
-
-
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, message, code=code.upper())
 
 
 FACE = Face(
     name="kb",
     prefixes=("/search/", "/entity/"),
-    rules=(
-        (InvalidInput, invalid),
-        (NotFound, not_found),
-        (DomainError, internal),
-        (StarletteHTTPException, http_error),
-    ),
+    rules=answers(invalid, not_found, domain, http_error),
     otherwise=internal,
     refusal=refusal,
 )

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import InvalidInput, NotFound, RateLimited, Unauthorized
-from functions.common.faces.face import ErrorReply, Face, describe_validation_errors, retry_seconds
+from functions.common.faces.face import ErrorReply, Face, answers, describe_validation_errors, retry_seconds
 
 
 class MultiSourceError(BaseModel):
@@ -34,6 +34,10 @@ class MultiSourceError(BaseModel):
 
 def reply(status: int, detail: str, headers: dict[str, str] | None = None, **extra: Any) -> ErrorReply:
     return ErrorReply(status, {"detail": detail, **extra}, dict(headers or {}))
+
+
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, title)
 
 
 def validation(exc: RequestValidationError) -> ErrorReply:
@@ -75,21 +79,10 @@ def internal(exc: BaseException) -> ErrorReply:
     return reply(500, "Internal error")
 
 
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, title)
-
-
 FACE = Face(
     name="multisource",
     prefixes=("/api/v1/",),
-    rules=(
-        (RequestValidationError, validation),
-        (InvalidInput, invalid),
-        (Unauthorized, unauthorized),
-        (NotFound, not_found),
-        (RateLimited, rate_limited),
-        (StarletteHTTPException, http_error),
-    ),
+    rules=answers(validation, invalid, unauthorized, not_found, rate_limited, http_error),
     otherwise=internal,
     refusal=refusal,
 )

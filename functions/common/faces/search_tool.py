@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.errors import InvalidInput, NotFound, RateLimited, Unauthorized, UpstreamError
-from functions.common.faces.face import ErrorReply, Face, describe_validation_errors, retry_seconds
+from functions.common.faces.face import ErrorReply, Face, answers, describe_validation_errors, retry_seconds
 
 
 class SearchToolError(BaseModel):
@@ -25,6 +25,10 @@ class SearchToolError(BaseModel):
 
 def reply(status: int, error: str, message: str) -> ErrorReply:
     return ErrorReply(status, {"error": error, "message": message})
+
+
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, title, message)
 
 
 def validation(exc: RequestValidationError) -> ErrorReply:
@@ -62,22 +66,10 @@ def internal(exc: BaseException) -> ErrorReply:
     return reply(500, "Search service unavailable", "internal error")
 
 
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, title, message)
-
-
 FACE = Face(
     name="search_tool",
     prefixes=("/api/tools/search",),
-    rules=(
-        (RequestValidationError, validation),
-        (InvalidInput, invalid),
-        (RateLimited, rate_limited),
-        (Unauthorized, unauthorized),
-        (NotFound, not_found),
-        (UpstreamError, connectors_failed),
-        (StarletteHTTPException, http_error),
-    ),
+    rules=answers(validation, invalid, rate_limited, unauthorized, not_found, connectors_failed, http_error),
     otherwise=internal,
     refusal=refusal,
 )

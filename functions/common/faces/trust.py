@@ -26,6 +26,7 @@ from functions.common.errors import InvalidInput, NotFound, RateLimited, Unautho
 from functions.common.faces.face import (
     ErrorReply,
     Face,
+    answers,
     describe_validation_errors,
     retry_seconds,
     validation_field,
@@ -65,6 +66,10 @@ def reply(
     return ErrorReply(status, body(code, message, details), dict(headers or {}))
 
 
+def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
+    return reply(status, code, message)
+
+
 def field_details(field: str | None) -> dict[str, Any]:
     return {"field": field} if field else {}
 
@@ -89,7 +94,7 @@ def invalid(exc: InvalidInput) -> ErrorReply:
     return reply(400, "invalid_request", exc.message, field_details(exc.field))
 
 
-def unauthorized(exc: Any) -> ErrorReply:
+def unauthorized(exc: Unauthorized) -> ErrorReply:
     return reply(401, "unauthorized", exc.message, headers=BEARER)
 
 
@@ -116,22 +121,10 @@ def internal(exc: BaseException) -> ErrorReply:
     return reply(500, "internal_error", "Internal error")
 
 
-def refusal(status: int, code: str, title: str, message: str) -> ErrorReply:
-    return reply(status, code, message)
-
-
 FACE = Face(
     name="trust",
     prefixes=("/v1/", "/admin/"),
-    rules=(
-        (RequestValidationError, validation),
-        (InvalidInput, invalid),
-        (Unauthorized, unauthorized),
-        (NotFound, not_found),
-        (RateLimited, rate_limited),
-        (UpstreamError, upstream),
-        (StarletteHTTPException, http_error),
-    ),
+    rules=answers(validation, invalid, unauthorized, not_found, rate_limited, upstream, http_error),
     otherwise=internal,
     refusal=refusal,
     roots=("/v1", "/admin"),

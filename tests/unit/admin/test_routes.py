@@ -12,8 +12,8 @@ from functions.admin.app import app
 from functions.common.settings import reset_settings_cache
 from functions.teams.routes import get_team_service
 from functions.teams.service import TeamService
-from functions.teams.store import InMemoryTeamStore
 from functions.teams.tokens import token_hash
+from tests.support.fakes.team_store import InMemoryTeamStore
 
 ADMIN = "admin-secret-for-tests"
 AUTH = {"Authorization": f"Bearer {ADMIN}"}

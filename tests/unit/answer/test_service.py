@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from functions.answer.errors import InternalFailure, NoResults, SearchUnavailable
-from functions.answer.schemas import QueryResponse, ResearchResponse, TraceResponse
+from functions.answer.schemas import QueryResponse, ResearchResponse, TraceResponse, TrustSearchRequest
 from functions.answer.service import (
     freshness_year_start,
     new_answer_id,
@@ -168,7 +168,9 @@ def test_search_returns_seed_results_and_asks_for_fresh_years() -> None:
     search = InMemorySearch(list(RAG))
     service = Harness(search).service()
     now = datetime(2026, 3, 4, tzinfo=UTC)
-    everything = asyncio.run(service.search("team-default", "retrieval", max_results=10, now=now))
+    everything = asyncio.run(
+        service.search("team-default", TrustSearchRequest(query="retrieval", max_results=10), now=now)
+    )
     assert {r["title"] for r in everything} == {RAG[0].title, RAG[1].title}
     first = everything[0]
     assert set(first) == {"source_id", "title", "url", "published_at", "snippet"}
@@ -176,7 +178,9 @@ def test_search_returns_seed_results_and_asks_for_fresh_years() -> None:
     assert search.queries[-1].year_start is None and search.queries[-1].year_end is None
     asyncio.run(
         service.search(
-            "team-default", "retrieval", search_provider="arxiv", freshness="year", max_results=3, now=now
+            "team-default",
+            TrustSearchRequest(query="retrieval", search_provider="arxiv", freshness="year", max_results=3),
+            now=now,
         )
     )
     query = search.queries[-1]

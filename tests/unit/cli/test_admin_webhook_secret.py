@@ -15,7 +15,7 @@ from functions.common.settings import reset_settings_cache
 from functions.teams.models import Team
 from functions.teams.routes import get_team_service
 from functions.teams.service import TeamService
-from functions.teams.store import InMemoryTeamStore
+from tests.support.fakes.team_store import InMemoryTeamStore
 
 ADMIN = "admin-secret-for-cli-tests"
 TEAM = Team(team_id="team-0123456789ab", name="A", tier="basic", created_at="2030-01-01T00:00:00Z")

@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from functions.common.api import create_app
-from functions.common.errors import NotFound
-from functions.common.faces import agent, multisource, trust
+from functions.common.errors import Conflict, DomainError, InvalidInput, NotFound
+from functions.common.faces import agent, kb, multisource, trust
+from functions.common.faces.face import ErrorReply, answers
 from functions.common.faces.registry import face_for
 from functions.common.observability import get_logger
 
@@ -71,3 +73,19 @@ def test_an_unrouted_path_answers_in_its_prefix_face_else_the_first() -> None:
     assert client.get("/v1/nothing").json()["error"]["code"] == "not_found"
     assert client.get("/api/v1/nothing").json() == {"detail": "Not Found"}
     assert client.get("/elsewhere").json() == {"error": "NOT_FOUND", "message": "Not Found"}
+
+
+def test_answers_types_each_rule_by_the_error_its_reply_takes() -> None:
+    assert [kind for kind, _ in kb.FACE.rules] == [
+        InvalidInput,
+        NotFound,
+        DomainError,
+        StarletteHTTPException,
+    ]
+    assert kb.FACE.reply(Conflict("taken")).status == 500  # a domain error of no other rule
+
+    def by_status(status: int) -> ErrorReply:
+        return kb.reply(status, "no error to answer")
+
+    with pytest.raises(TypeError, match="must take an exception type"):
+        answers(by_status)

@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 from functions.local_runtime.gateway import Gateway, TokenCache, auth_required_from_env
 from functions.teams import wiring
 from functions.teams.service import TeamService
-from functions.teams.store import InMemoryTeamStore
 from functions.teams.tokens import new_token
+from tests.support.fakes.team_store import InMemoryTeamStore
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 

@@ -7,7 +7,7 @@ import json
 import time
 
 from functions.common.models import LookupKind, WorkMetadata
-from functions.extract.identifiers import DocumentIdentifiers
+from functions.extract.identifiers import DocumentIdentifiers, RequestedIdentifiers
 from functions.extract.metadata import LayoutFacts, MetadataResolver
 from functions.search.connectors import arxiv, crossref, openalex, semantic_scholar
 from tests.support.scholarly_fixtures import SamplePaper, arxiv_feed, crossref_works, openalex_works
@@ -41,8 +41,10 @@ class FakeRegistries:
         return self.answers.get((source, kind, value), [])
 
 
-def resolve(fake: FakeRegistries, found: DocumentIdentifiers, budget: float = 2.0, **trusted: str):  # type: ignore[no-untyped-def]
-    return asyncio.run(MetadataResolver(fake, budget).resolve(found, LAYOUT, **trusted))
+def resolve(fake: FakeRegistries, found: DocumentIdentifiers, budget: float = 2.0, **requested: str):  # type: ignore[no-untyped-def]
+    return asyncio.run(
+        MetadataResolver(fake, budget).resolve(found, LAYOUT, RequestedIdentifiers(**requested))
+    )
 
 
 def test_doi_crossref_fields_win_and_openalex_fills_the_abstract() -> None:
@@ -77,7 +79,7 @@ def test_a_doi_found_in_the_text_must_lead_to_this_paper() -> None:
     )
     assert not resolve(fake, DocumentIdentifiers(dois=[cited])).found
     # The same answer for the DOI the caller asked for is trusted.
-    assert resolve(fake, DocumentIdentifiers(), trusted_doi=cited).title == "A Completely Different Paper"
+    assert resolve(fake, DocumentIdentifiers(), doi=cited).title == "A Completely Different Paper"
 
 
 def test_arxiv_first_then_semantic_scholar_for_missing_fields() -> None:

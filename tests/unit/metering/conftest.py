@@ -11,7 +11,8 @@ from moto import mock_aws
 from functions.common.settings import reset_settings_cache
 from functions.local_runtime import dynamodb_atomic
 from functions.metering.dynamodb import DynamoDbUsageStore
-from functions.metering.store import InMemoryUsageStore, UsageStore
+from functions.metering.store import UsageStore
+from tests.support.fakes.usage_store import InMemoryUsageStore
 from tests.support.tables import create_table
 
 

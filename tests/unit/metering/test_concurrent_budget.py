@@ -21,7 +21,7 @@ from functions.metering.estimate import SKIPPED_PROFILE, STEP_PROFILES, CostMode
 from functions.metering.meter import Meter, metering
 from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.recorder import StepRun, UsageRecorder
-from functions.metering.store import TOTALS, InMemoryUsageStore, UsageStore
+from functions.metering.store import TOTALS, UsageStore
 from functions.metering.usage import step_memory_mb
 from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
@@ -29,6 +29,7 @@ from functions.orchestrate.jobs import JobService
 from functions.orchestrate.routes import get_job_service
 from functions.research.request import ExecuteRequest
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
+from tests.support.fakes.usage_store import InMemoryUsageStore
 
 TEAM = "team-alpha"
 GOAL = "What are recent advances in transformer architectures?"

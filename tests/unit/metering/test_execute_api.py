@@ -12,12 +12,12 @@ from functions.metering import wiring
 from functions.metering.budget import Budgets
 from functions.metering.estimate import CostModel
 from functions.metering.prices import DEFAULT_PRICES
-from functions.metering.store import InMemoryUsageStore
 from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.routes import get_job_service
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
+from tests.support.fakes.usage_store import InMemoryUsageStore
 
 GOAL = "What are recent advances in transformer architectures?"
 BUDGETS = {"team-poor": 0.0005, "team-rich": 100.0}

@@ -17,7 +17,8 @@ from functions.common.observability import get_logger
 from functions.common.settings import reset_settings_cache
 from functions.metering import wiring
 from functions.metering.middleware import UsageMiddleware
-from functions.metering.store import InMemoryUsageStore, route_dimension
+from functions.metering.store import route_dimension
+from tests.support.fakes.usage_store import InMemoryUsageStore
 
 router = APIRouter()
 

@@ -18,8 +18,8 @@ from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.recorder import StepRun, UsageRecorder
 from functions.metering.report import UsageReports
 from functions.metering.routes import get_reports
-from functions.metering.store import InMemoryUsageStore
 from functions.orchestrate.app import app
+from tests.support.fakes.usage_store import InMemoryUsageStore
 
 NOW = datetime(2026, 5, 14, tzinfo=UTC)
 ALPHA = {"x-team-id": "team-alpha"}

@@ -13,7 +13,8 @@ import pytest
 from functions.metering import wiring
 from functions.metering.meter import current_meter
 from functions.metering.steps import metered_step, step_ids
-from functions.metering.store import TOTALS, InMemoryUsageStore, jobs_dimension
+from functions.metering.store import TOTALS, jobs_dimension
+from tests.support.fakes.usage_store import InMemoryUsageStore
 
 TEAM = "team-alpha"
 CONTEXT = SimpleNamespace(memory_limit_in_mb=128, aws_request_id="req-1")

@@ -16,7 +16,7 @@ from functions.metering.estimate import CostModel, Unit
 from functions.metering.job_budget import JobBudget
 from functions.metering.meter import Meter, metering
 from functions.metering.prices import DEFAULT_PRICES
-from functions.metering.store import TOTALS, InMemoryUsageStore
+from functions.metering.store import TOTALS
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.contracts import ExtractInput, JobRecord, SearchInput, SynthesizeInput
 from functions.orchestrate.jobs import JobService
@@ -26,6 +26,7 @@ from functions.orchestrate.steps.search import Search
 from functions.orchestrate.steps.synthesize import Synthesize
 from functions.research.request import ExecuteRequest
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
+from tests.support.fakes.usage_store import InMemoryUsageStore
 
 TEAM = "team-alpha"
 GOAL = "What are recent advances in transformer architectures?"

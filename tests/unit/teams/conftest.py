@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 from moto import mock_aws
 
-from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore, TeamStore
+from functions.teams.store import DynamoDbTeamStore, TeamStore
+from tests.support.fakes.team_store import InMemoryTeamStore
 from tests.support.tables import create_table
 
 

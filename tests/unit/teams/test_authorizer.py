@@ -15,9 +15,10 @@ from functions.common.settings import get_settings
 from functions.teams import authorizer, wiring
 from functions.teams.authorizer import authorize, stage_resource
 from functions.teams.service import TeamService
-from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore
+from functions.teams.store import DynamoDbTeamStore
 from functions.teams.tokens import new_token
 from functions.teams.usage_keys import ApiGatewayUsageKeys, ssm_plan_ids
+from tests.support.fakes.team_store import InMemoryTeamStore
 from tests.support.tables import create_table
 from tests.unit.teams.deployed import KEY_PREFIX, PLANS_PARAMETER, DeployedAws, deployed_aws
 

@@ -17,7 +17,8 @@ from functions.common.settings import reset_settings_cache
 from functions.teams.models import Team
 from functions.teams.routes import get_team_service
 from functions.teams.service import TeamService
-from functions.teams.store import InMemoryTeamStore, TeamStore
+from functions.teams.store import TeamStore
+from tests.support.fakes.team_store import InMemoryTeamStore
 
 ADMIN = "admin-secret-for-budget-tests"
 AUTH = {"Authorization": f"Bearer {ADMIN}"}

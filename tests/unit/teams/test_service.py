@@ -10,8 +10,9 @@ from moto import mock_aws
 
 from functions.common.errors import InvalidInput, NotFound
 from functions.teams.service import TeamService
-from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore
+from functions.teams.store import DynamoDbTeamStore
 from functions.teams.tokens import token_hash
+from tests.support.fakes.team_store import InMemoryTeamStore
 from tests.support.tables import create_table
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -13,9 +13,10 @@ from botocore.exceptions import ClientError
 from functions.common.errors import Conflict, UpstreamError
 from functions.teams.models import ApiKeyRecord
 from functions.teams.service import TeamService
-from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore
+from functions.teams.store import DynamoDbTeamStore
 from functions.teams.tokens import token_hash
 from functions.teams.usage_keys import ApiGatewayUsageKeys, NoUsageKeys, ssm_plan_ids
+from tests.support.fakes.team_store import InMemoryTeamStore
 from tests.unit.teams.deployed import KEY_PREFIX, PLANS_PARAMETER, REGION, DeployedAws, deployed_aws
 
 

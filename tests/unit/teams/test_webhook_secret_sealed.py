@@ -15,7 +15,7 @@ from moto import mock_aws
 from functions.common.settings import Settings
 from functions.teams.models import Team
 from functions.teams.service import TeamService
-from functions.teams.store import DynamoDbTeamStore, InMemoryTeamStore
+from functions.teams.store import DynamoDbTeamStore
 from functions.webhooks.secret_cipher import (
     KEY_FILE,
     KmsSecretCipher,
@@ -24,6 +24,7 @@ from functions.webhooks.secret_cipher import (
     UnconfiguredCipher,
     secret_cipher,
 )
+from tests.support.fakes.team_store import InMemoryTeamStore
 from tests.support.tables import create_table
 
 TEAM = Team(team_id="team-0123456789ab", name="A", tier="standard", created_at="2030-01-01T00:00:00Z")
