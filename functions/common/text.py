@@ -56,14 +56,23 @@ def words(text: str) -> list[str]:
 
 
 def terms(
-    text: str, *, stopwords: frozenset[str] = QUERY_STOPWORDS, min_length: int = 2, numbers: bool = True
+    text: str,
+    *,
+    stopwords: frozenset[str] = QUERY_STOPWORDS,
+    min_length: int = 2,
+    numbers: bool = True,
+    letter_first: bool = False,
 ) -> list[str]:
     """The content words of a text, in order, folded: stop words and words shorter than `min_length`
-    dropped, and bare numbers too unless `numbers`."""
+    dropped, bare numbers too unless `numbers`, and with `letter_first` every word that starts with a
+    digit ('16s', '3d', '2024')."""
     return [
         word
         for word in words(text)
-        if len(word) >= min_length and word not in stopwords and (numbers or not word.isdigit())
+        if len(word) >= min_length
+        and word not in stopwords
+        and (numbers or not word.isdigit())
+        and not (letter_first and word[0].isdigit())
     ]
 
 

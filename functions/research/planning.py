@@ -202,8 +202,8 @@ _NOT_TOPIC = STOPWORDS | FRAMING
 
 
 def content_tokens(text: str) -> list[str]:
-    """Folded words of `text` that carry topic (no stop or framing words, no bare numbers)."""
-    return terms(text, stopwords=_NOT_TOPIC, numbers=False)
+    """Folded words of `text` that carry topic: no stop or framing words, none that starts with a digit."""
+    return terms(text, stopwords=_NOT_TOPIC, letter_first=True)
 
 
 def facets_of(goal: str) -> list[Facet]:

@@ -20,6 +20,7 @@ def test_term_options_say_what_each_caller_keeps() -> None:
     text = "Our 3 models and the 2024 baselines beat it by 12 points"
     assert terms(text, numbers=False) == ["our", "models", "baselines", "beat", "points"]
     assert terms(text, min_length=4, numbers=False) == ["models", "baselines", "beat", "points"]
+    assert terms("16S rRNA genes of 3D cells", letter_first=True) == ["rrna", "genes", "cells"]
     assert terms(text, stopwords=QUERY_STOPWORDS | {"our"}) == [
         "models",
         "2024",
