@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from functions.research.facets import decompose
@@ -256,3 +259,53 @@ def test_refinement_sends_nothing_to_a_connector_whose_turns_are_spent() -> None
         by_connector[query.connector] = by_connector.get(query.connector, 0) + 1
     assert "arxiv" not in by_connector and "crossref" not in by_connector
     assert by_connector["semantic_scholar"] == 1 and by_connector["openalex"] == 2
+
+
+# A job record's `plan` as stored by jobs already in flight (keys in their stored order).
+STORED_PLAN: dict[str, Any] = {
+    "goal": "How does sleep affect memory consolidation?",
+    "topic": "sleep and memory consolidation",
+    "key_phrases": ["sleep", "memory consolidation"],
+    "sub_questions": ["How does sleep affect memory consolidation?"],
+    "queries": [
+        {
+            "query_id": "q1-crossref",
+            "connector": "crossref",
+            "query": "sleep memory consolidation",
+            "upstream_query": "sleep memory consolidation (years 2021-2026, limit 20)",
+            "terms": ["sleep", "memory consolidation"],
+            "year_start": 2021,
+            "year_end": 2026,
+            "max_results": 20,
+            "concepts": [["sleep"], ["memory consolidation"]],
+            "priority": 0,
+        }
+    ],
+    "policies": {
+        "year_start": 2021,
+        "year_end": 2026,
+        "impact_level": "high_impact",
+        "min_citations": 10,
+        "min_quality_score": 0.4,
+        "relevance_threshold": 0.5,
+        "diversity_required": False,
+        "max_share_per_venue": 1.0,
+        "min_connectors": 1,
+        "weights": [1.0, 1.6, 0.8, 1.0, 1.0],
+        "min_sources": 1,
+    },
+    "target_sources": 20,
+    "focus_areas": ["methodology", "results", "limitations"],
+    "facets": [{"phrase": "sleep", "synonyms": []}, {"phrase": "memory consolidation", "synonyms": []}],
+    "budget_notes": ["arxiv: 1 of 2 queries fit its rate in the 40 s search time of a rapid job"],
+}
+
+
+def test_a_stored_plan_reads_back_to_the_same_json() -> None:
+    stored = ResearchPlan.from_dict(STORED_PLAN)
+    assert json.dumps(stored.to_dict()) == json.dumps(STORED_PLAN)
+    assert stored.settings.queries[0].connector == "crossref"
+    assert "memory consolidation" in stored.aspects and "sleep" not in stored.aspects
+    older = {key: value for key, value in STORED_PLAN.items() if key not in ("facets", "budget_notes")}
+    read = ResearchPlan.from_dict(older)
+    assert read.key_phrases == ["sleep", "memory consolidation"] and read.settings.budget_notes == []
