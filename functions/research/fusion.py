@@ -45,19 +45,20 @@ class FusedResults:
 
 
 def search_queries(plan: ResearchPlan[AnswerSettings], connector_names: Sequence[str]) -> list[PaperQuery]:
-    connectors = plan.settings.connectors or connector_names
+    answer = plan.settings
+    connectors = answer.connectors or connector_names
     return [
         PaperQuery(
             query=search.text or plan.goal,
             concepts=search.concepts or None,
-            year_start=plan.settings.year_start,
-            year_end=plan.settings.year_end,
-            per_connector=plan.settings.per_connector,
-            max_results=plan.settings.per_connector * max(1, len(connectors)),
-            connectors=plan.settings.connectors,
-            team_id=plan.settings.team_id,
+            year_start=answer.year_start,
+            year_end=answer.year_end,
+            per_connector=answer.per_connector,
+            max_results=answer.per_connector * max(1, len(connectors)),
+            connectors=answer.connectors,
+            team_id=answer.team_id,
         )
-        for search in plan.settings.searches
+        for search in answer.searches
     ]
 
 
