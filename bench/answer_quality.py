@@ -244,7 +244,7 @@ def analyse(
 
     # each expected paper's fate: never returned / filtered as irrelevant / cut by max_sources / not cited
     plan_obj = plan_for(request)
-    scorer = relevance_scorer() if plan_obj.effort.embedded_sources > 0 else RelevanceScorer(None)
+    scorer = relevance_scorer() if plan_obj.settings.effort.embedded_sources > 0 else RelevanceScorer(None)
     fates: list[str] = []
     for corpus_id in outcome.goal.expected:
         if corpus_id in outcome.cited_expected:
@@ -255,9 +255,9 @@ def analyse(
             source = next(s for s in result.sources if s.source_id == kept[0])
             own = [c for c in result.chunks if c.source_id == kept[0]]
             drafted = "cited by the draft" if kept[0] in drafted_sources else "not cited by the draft"
-            relevance = scorer.score(
-                plan_obj.question, plan_obj.aspects, [f"{source.title}. {source.snippet}"]
-            )[0]
+            relevance = scorer.score(plan_obj.goal, plan_obj.aspects, [f"{source.title}. {source.snippet}"])[
+                0
+            ]
             fates.append(
                 f"{corpus_id}: kept (rank {result.sources.index(source) + 1}, whole-question "
                 f"{source.answers_question}; {relevance.explain()}) with {len(own)} chunk(s) among the "
@@ -274,7 +274,7 @@ def analyse(
             fates.append(f"{corpus_id}: returned by no search")
             continue
         query, rank, best = min(hits, key=lambda hit: hit[1])
-        relevance = scorer.score(plan_obj.question, plan_obj.aspects, [document_text(best)])[0]
+        relevance = scorer.score(plan_obj.goal, plan_obj.aspects, [document_text(best)])[0]
         verdict = (
             "filtered as irrelevant (< 0.5)"
             if relevance.probability < 0.5

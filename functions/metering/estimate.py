@@ -191,7 +191,7 @@ class CostModel:
     # --- a whole job (the quote) -----------------------------------------------------------------
 
     def quote(self, plan: Mapping[str, Any]) -> dict[str, Any]:
-        """`cost_estimate` of POST /api/agent/execute for a plan (functions.research.planning.ResearchPlan
+        """`cost_estimate` of POST /api/agent/execute for a plan (functions.research.plan.ResearchPlan
         as a dict): low and high USD and the basis they were computed from."""
         queries = len(plan.get("queries") or [])
         sources = int(plan.get("target_sources") or 0)

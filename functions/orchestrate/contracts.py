@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from functions.common.tenancy import DEFAULT_TEAM, checked_team
-from functions.research.planning import ResearchPlan
+from functions.research.plan import JobSettings, ResearchPlan
 
 # The pause between two Search iterations (a Wait state): short, the providers' queues pace the job.
 ITERATION_WAIT_SECONDS = 1
@@ -296,7 +296,7 @@ class JobRecord(BaseModel):
     decisions: list[dict[str, Any]] = Field(default_factory=list)
 
     @cached_property
-    def research_plan(self) -> ResearchPlan:
+    def research_plan(self) -> ResearchPlan[JobSettings]:
         """The job's plan, parsed once per step."""
         return ResearchPlan.from_dict(self.plan)
 

@@ -23,7 +23,7 @@ from functions.research.trace import DECISION, PLANNER, RETRIEVER, TraceRecorder
 if TYPE_CHECKING:
     from functions.common.models import ExtractedPaper
     from functions.common.traces import TraceStore
-    from functions.research.planning import PlannedQuery, ResearchPlan
+    from functions.research.plan import JobSettings, PlannedQuery, ResearchPlan
     from functions.research.screening import ScreeningResult
     from functions.research.synthesis import SynthesisResult
 
@@ -93,8 +93,8 @@ class JobProgress:
 
     # --- Plan --------------------------------------------------------------------------------------
 
-    def planned(self, plan: ResearchPlan, connectors: list[str]) -> None:
-        queries = len(plan.queries)
+    def planned(self, plan: ResearchPlan[JobSettings], connectors: list[str]) -> None:
+        queries = len(plan.settings.queries)
         self._update(
             status=JobStatus.PLANNING,
             append={"audit": [audit_event("PLANNING", "PLAN_CREATED", f"{queries} queries planned")]},
@@ -122,7 +122,9 @@ class JobProgress:
             connectors=connectors,
         )
         reasoning = "The upstreams' rate limits and daily allowances bound what one job may ask"
-        decisions = [decision("PLANNED_TO_RATE_BUDGET", reasoning, note) for note in plan.budget_notes]
+        decisions = [
+            decision("PLANNED_TO_RATE_BUDGET", reasoning, note) for note in plan.settings.budget_notes
+        ]
         if decisions:
             self._update(append={"decisions": decisions}, once="plan:budget")
 
@@ -205,10 +207,12 @@ class JobProgress:
     def validating(self) -> None:
         self._update(status=JobStatus.VALIDATING)
 
-    def refining(self, result: ScreeningResult, plan: ResearchPlan, variants: int, requests: int) -> None:
+    def refining(
+        self, result: ScreeningResult, plan: ResearchPlan[JobSettings], variants: int, requests: int
+    ) -> None:
         reasoning = (
-            f"Insufficient sources found: {result.passed} of the {plan.target_sources} required passed the "
-            f"{plan.policies.relevance_threshold:.1f} relevance threshold and policies"
+            f"Insufficient sources found: {result.passed} of the {plan.settings.target_sources} required passed the "
+            f"{plan.settings.policies.relevance_threshold:.1f} relevance threshold and policies"
         )
         self._update(
             set_fields={"refined": True},
@@ -229,7 +233,7 @@ class JobProgress:
     def screened(
         self,
         result: ScreeningResult,
-        plan: ResearchPlan,
+        plan: ResearchPlan[JobSettings],
         refined: bool,
         screening_key: str,
         to_extract: int,
@@ -239,7 +243,7 @@ class JobProgress:
         unique, selected = len(result.candidates), len(result.selected)
         detail = (
             f"{result.passed} passed policies; rejected: {json.dumps(result.rejection_counts)}; "
-            f"relevance: {method}, calibrated probability threshold {plan.policies.relevance_threshold:.2f}"
+            f"relevance: {method}, calibrated probability threshold {plan.settings.policies.relevance_threshold:.2f}"
         )
         self._update(
             status=JobStatus.EXTRACTING,
@@ -362,13 +366,15 @@ class JobProgress:
         )
 
 
-def _screening_decisions(result: ScreeningResult, plan: ResearchPlan, refined: bool) -> list[dict[str, str]]:
+def _screening_decisions(
+    result: ScreeningResult, plan: ResearchPlan[JobSettings], refined: bool
+) -> list[dict[str, str]]:
     decisions: list[dict[str, str]] = []
-    if refined and result.passed < plan.target_sources:
+    if refined and result.passed < plan.settings.target_sources:
         decisions.append(
             decision(
                 "PROCEED_WITH_AVAILABLE_SOURCES",
-                f"Still {result.passed} of {plan.target_sources} sources after one refinement round",
+                f"Still {result.passed} of {plan.settings.target_sources} sources after one refinement round",
                 f"Continuing with {len(result.selected)} validated sources",
             )
         )

@@ -27,7 +27,7 @@ from functions.orchestrate.contracts import ITERATION_WAIT_SECONDS, SearchState
 from functions.orchestrate.payloads import search_key
 from functions.orchestrate.progress import JobProgress
 from functions.research.fusion import Searcher
-from functions.research.planning import PlannedQuery
+from functions.research.plan import PlannedQuery
 
 logger = get_logger("orchestrate")
 BUDGET_REACHED = "BUDGET_REACHED"

@@ -17,7 +17,7 @@ from typing import Any
 from functions.common.text import QUERY_STOPWORDS, stem, stems
 from functions.research.chunks import Bm25Index
 from functions.research.evidence import EvidenceChunk
-from functions.research.planner import AnswerPlan
+from functions.research.plan import AnswerSettings, ResearchPlan
 
 OPPOSITE, NUMERIC = "opposite_findings", "numeric_disagreement"
 MIN_SHARED_TERMS = 3
@@ -171,7 +171,7 @@ def find_contradictions(chunks: Sequence[EvidenceChunk], limit: int = 5) -> list
 
 
 def critique(
-    plan: AnswerPlan,
+    plan: ResearchPlan[AnswerSettings],
     claims: Sequence[tuple[str, list[str]]],
     chunks: dict[str, EvidenceChunk],
     contradictions: Sequence[Contradiction],

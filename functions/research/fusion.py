@@ -10,7 +10,7 @@ from typing import Protocol
 
 from functions.common.errors import DomainError, InvalidInput, UpstreamError
 from functions.common.models import Paper
-from functions.research.planner import AnswerPlan
+from functions.research.plan import AnswerSettings, ResearchPlan
 from functions.research.trace import RETRIEVER, TraceRecorder
 from functions.search.models import PaperQuery, SearchOutcome
 
@@ -44,26 +44,27 @@ class FusedResults:
         return FusedResults(merge_fused(self.fused, more.fused), used, failed)
 
 
-def search_queries(plan: AnswerPlan, connector_names: Sequence[str]) -> list[PaperQuery]:
-    connectors = plan.connectors or connector_names
+def search_queries(plan: ResearchPlan[AnswerSettings], connector_names: Sequence[str]) -> list[PaperQuery]:
+    answer = plan.settings
+    connectors = answer.connectors or connector_names
     return [
         PaperQuery(
-            query=search.text or plan.question,
+            query=search.text or plan.goal,
             concepts=search.concepts or None,
-            year_start=plan.year_start,
-            year_end=plan.year_end,
-            per_connector=plan.per_connector,
-            max_results=plan.per_connector * max(1, len(connectors)),
-            connectors=plan.connectors,
-            team_id=plan.team_id,
+            year_start=answer.year_start,
+            year_end=answer.year_end,
+            per_connector=answer.per_connector,
+            max_results=answer.per_connector * max(1, len(connectors)),
+            connectors=answer.connectors,
+            team_id=answer.team_id,
         )
-        for search in plan.searches
+        for search in answer.searches
     ]
 
 
 async def fused_search(
     search: SearchPort,
-    plan: AnswerPlan,
+    plan: ResearchPlan[AnswerSettings],
     trace: TraceRecorder,
     on_results: Callable[[list[Paper]], None] | None = None,
 ) -> FusedResults:

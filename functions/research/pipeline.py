@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from functions.common.errors import UpstreamError
 from functions.research.critic import Contradiction, Critique, critique, find_contradictions
 from functions.research.evidence import EvidenceChunk, SourceDoc
 from functions.research.gate import Decision, answer_facts, answer_policy
-from functions.research.planner import AnswerPlan, plan_answer
+from functions.research.plan import AnswerSettings, ResearchPlan
+from functions.research.planner import plan_answer
 from functions.research.presets import (
     CRITIQUE,
     DECIDE,
@@ -184,9 +185,9 @@ def citations_for(
     return text, citations
 
 
-def plan_for(request: AnswerRequest) -> AnswerPlan:
+def plan_for(request: AnswerRequest) -> ResearchPlan[AnswerSettings]:
     """The Planner's plan for a request."""
-    plan = plan_answer(
+    return plan_answer(
         request.question,
         preset=request.preset,
         focus_mode=request.focus_mode,
@@ -195,8 +196,8 @@ def plan_for(request: AnswerRequest) -> AnswerPlan:
         connectors=request.connectors,
         max_sources=request.max_sources,
         year_start=request.year_start,
+        team_id=request.team_id,
     )
-    return replace(plan, team_id=request.team_id)
 
 
 @dataclass(kw_only=True)
@@ -207,7 +208,7 @@ class AnswerContext(PipelineContext):
     on_delta: Delta | None = None
     on_citations: CitationsListener | None = None
     started: float = field(default_factory=time.perf_counter)
-    plan: AnswerPlan | None = None
+    plan: ResearchPlan[AnswerSettings] | None = None
     retrieval: Retrieval | None = None
     contradictions: list[Contradiction] = field(default_factory=list)
     verifier: Verifier | None = None
@@ -215,7 +216,7 @@ class AnswerContext(PipelineContext):
     review: Critique | None = None
     result: AnswerResult | None = None
 
-    def planned(self) -> AnswerPlan:
+    def planned(self) -> ResearchPlan[AnswerSettings]:
         if self.plan is None:
             raise RuntimeError("the plan stage has not run")
         return self.plan
@@ -272,7 +273,7 @@ class AnswerPipeline:
         context.chunks = {chunk.chunk_id: chunk for chunk in retrieval.chunks}
         context.quarantined = retrieval.quarantined
         context.hostile_sources = retrieval.hostile_sources
-        context.contradictions = find_contradictions(retrieval.chunks) if plan.preset.critic else []
+        context.contradictions = find_contradictions(retrieval.chunks) if plan.settings.preset.critic else []
         # Only verified sentences are ever streamed: each is verified as the writer finishes it.
         context.verifier = Verifier(self.llm if context.request.enable_verifier else None)
         texts = {chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()}
@@ -304,8 +305,8 @@ class AnswerPipeline:
             )
         try:
             return await LlmWriter(self.llm).write(
-                plan.question,
-                plan.preset.style,
+                plan.goal,
+                plan.settings.preset.style,
                 retrieval.chunks,
                 temperature=context.request.temperature,
                 on_model_text=context.streamed().feed_model_text,
@@ -348,7 +349,7 @@ class AnswerPipeline:
             red_team=context.challenged(),
         )
         policy = answer_policy(
-            quality_gate=plan.preset.quality_gate,
+            quality_gate=plan.settings.preset.quality_gate,
             min_confidence=request.min_confidence,
             min_sources=request.min_sources,
         )
@@ -392,7 +393,9 @@ class AnswerPipeline:
             critique=context.review,
             red_team=context.challenged(),
             decision=decision,
-            rcs_summaries=rcs_summaries(retrieval.sources, retrieval.chunks) if plan.preset.rcs else [],
+            rcs_summaries=rcs_summaries(retrieval.sources, retrieval.chunks)
+            if plan.settings.preset.rcs
+            else [],
             quality_gate=quality_gate_report(decision, retrieval),
             connectors_used=retrieval.connectors_used,
             failed_connectors=retrieval.failed_connectors,
@@ -402,9 +405,9 @@ class AnswerPipeline:
                 "prompt_tokens": draft.prompt_tokens + verifier.prompt_tokens,
                 "completion_tokens": draft.completion_tokens + verifier.completion_tokens,
             },
-            preset=plan.preset,
-            focus=plan.focus,
-            effort=plan.effort,
+            preset=plan.settings.preset,
+            focus=plan.settings.focus,
+            effort=plan.settings.effort,
             trace_id=trace.trace_id,
             notes=[*retrieval.notes, *draft.notes, *(context.review.notes if context.review else [])],
         )

@@ -7,62 +7,20 @@ narrow the years or search each compared alternative on its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from functions.research.facets import Facet, facet_questions
+from functions.research.facets import facet_questions
+from functions.research.plan import AnswerSettings, ResearchPlan, SearchPlan
 from functions.research.planning import boolean_groups, concept_head, facets_of, natural_phrase, query_units
 from functions.research.presets import (
     DEFAULT_FOCUS,
     EFFORTS,
     FOCUS_MODES,
     REASONING_EFFORTS,
-    Effort,
-    FocusMode,
-    Preset,
     preset_named,
 )
 
 MAX_SOURCES_CAP = 30
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    text: str  # natural phrase for ranking engines
-    concepts: list[list[str]]  # boolean groups for arXiv
-    terms: list[str]
-
-
-@dataclass(frozen=True)
-class AnswerPlan:
-    question: str
-    facets: list[Facet]
-    sub_questions: list[str]
-    searches: list[SearchPlan]
-    preset: Preset
-    focus: FocusMode
-    effort: Effort
-    max_sources: int
-    full_text_papers: int
-    year_start: int | None = None
-    year_end: int | None = None
-    connectors: list[str] | None = None
-    per_connector: int = 10
-    aspects: list[str] = field(default_factory=list)  # what a relevant source answers
-    team_id: str | None = None  # whose library and uploaded documents may be read (None: nobody's)
-
-    def to_payload(self) -> dict[str, object]:
-        return {
-            "sub_questions": self.sub_questions,
-            "queries": [search.text for search in self.searches],
-            "concepts": [facet.phrase for facet in self.facets],
-            "preset": self.preset.name,
-            "focus_mode": self.focus.name,
-            "reasoning_effort": self.effort.name,
-            "max_sources": self.max_sources,
-            "full_text_papers": self.full_text_papers,
-            "years": [self.year_start, self.year_end],
-        }
 
 
 def plan_answer(
@@ -75,8 +33,9 @@ def plan_answer(
     connectors: list[str] | None = None,
     max_sources: int | None = None,
     year_start: int | None = None,
+    team_id: str | None = None,
     now: datetime | None = None,
-) -> AnswerPlan:
+) -> ResearchPlan[AnswerSettings]:
     chosen = preset_named(preset)
     focus = FOCUS_MODES[focus_mode] if focus_mode else DEFAULT_FOCUS
     if chosen.max_effort is not None and REASONING_EFFORTS.index(reasoning_effort) > REASONING_EFFORTS.index(
@@ -102,27 +61,30 @@ def plan_answer(
     sources = max_sources or effort.sources + chosen.source_bonus
     sub_questions = facet_questions(question, facets)
     specific = [facet.phrase for facet in facets if len(facet.words) > 1]
-    return AnswerPlan(
-        question=question,
+    return ResearchPlan(
+        goal=question,
         facets=facets,
         sub_questions=sub_questions,
-        searches=searches,
-        preset=chosen,
-        focus=focus,
-        effort=effort,
-        max_sources=min(sources, MAX_SOURCES_CAP),
-        full_text_papers=effort.full_text_papers if chosen.full_text else 0,
-        year_start=start,
-        year_end=current if start else None,
-        connectors=connectors,
-        per_connector=top_k,
         aspects=list(dict.fromkeys([*sub_questions, *specific])),
+        settings=AnswerSettings(
+            searches=searches,
+            preset=chosen,
+            focus=focus,
+            effort=effort,
+            max_sources=min(sources, MAX_SOURCES_CAP),
+            full_text_papers=effort.full_text_papers if chosen.full_text else 0,
+            year_start=start,
+            year_end=current if start else None,
+            connectors=connectors,
+            per_connector=top_k,
+            team_id=team_id,
+        ),
     )
 
 
-def broadened(plan: AnswerPlan) -> list[SearchPlan]:
+def broadened(plan: ResearchPlan[AnswerSettings]) -> list[SearchPlan]:
     """A second round when the first left concepts uncovered: each long concept's head alone."""
-    sent = {search.text for search in plan.searches}
+    sent = {search.text for search in plan.settings.searches}
     heads = [head for head in map(concept_head, plan.facets) if head is not None]
     searches = [SearchPlan(head.phrase, boolean_groups([head]), [head.phrase]) for head in heads]
     return [search for search in searches if search.text not in sent]

@@ -9,13 +9,21 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import combinations
 from typing import Any
 
 from functions.common.text import STOPWORDS, terms
 from functions.research.facets import Facet, decompose, facet_questions
+from functions.research.plan import (
+    DEFAULT_MIN_SOURCES,
+    JobSettings,
+    PlannedQuery,
+    Policies,
+    ResearchPlan,
+    job_aspects,
+)
 from functions.research.request import ScopeParameters
 from functions.research.vocabulary import FRAMING
 from functions.search.sources import Matching, engine_matching, planned_connectors
@@ -59,8 +67,6 @@ SHORT_GOAL_WORDS = 4  # an all-words engine is sent the whole goal too when it i
 LOW_ALLOWANCE_SHARE = 0.1
 # Relevance is a calibrated probability (functions/research/relevance.py): 0.5 is its decision boundary.
 DEFAULT_RELEVANCE_THRESHOLD = 0.5
-# Sources backing a verified claim that a synthesis needs; one gives a capped, caveated synthesis.
-DEFAULT_MIN_SOURCES = 1
 MIN_RESULTS_PER_QUERY, MAX_RESULTS_PER_QUERY = 10, 50
 MAX_NATURAL_WORDS = 8  # engines that rank natural text do badly with long keyword lists
 HEAD_WORDS = 2
@@ -110,92 +116,6 @@ def default_search_budget() -> SearchBudget:
     the deployed wiring builds the budget from the search settings and today's allowances."""
     spacing = {"arxiv": 3.05, "semantic_scholar": 1.05, "openalex": 0.15, "crossref": 0.25}
     return SearchBudget({name: ConnectorBudget(value) for name, value in spacing.items()})
-
-
-@dataclass(frozen=True)
-class PlannedQuery:
-    query_id: str
-    connector: str
-    query: str  # short natural phrase the search service receives (and engines without boolean syntax)
-    upstream_query: str  # the request in the connector's own syntax, as sent upstream
-    terms: list[str]  # the concepts behind it (for reports and refinement)
-    year_start: int | None
-    year_end: int | None
-    max_results: int
-    # Concept groups for engines with boolean syntax (arXiv): groups AND-ed, synonyms within OR-ed.
-    concepts: list[list[str]] = field(default_factory=list)
-    # Its value within its connector's queries (0 first): the order turns at the provider are spent in.
-    priority: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Policies:
-    year_start: int
-    year_end: int
-    impact_level: str
-    min_citations: int
-    min_quality_score: float | None
-    relevance_threshold: float
-    diversity_required: bool
-    max_share_per_venue: float
-    min_connectors: int
-    weights: tuple[float, float, float, float, float]  # relevance, citations, recency, method, access
-    min_sources: int = DEFAULT_MIN_SOURCES  # scope extension `min_sources`
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "weights": list(self.weights)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Policies:
-        return cls(**{**data, "weights": tuple(data["weights"])})
-
-
-@dataclass(frozen=True)
-class ResearchPlan:
-    goal: str
-    topic: str
-    key_phrases: list[str]  # the facets' phrases, in the goal's order
-    sub_questions: list[str]
-    queries: list[PlannedQuery]
-    policies: Policies
-    target_sources: int
-    focus_areas: list[str]
-    facets: list[Facet] = field(default_factory=list)
-    # How the plan met the upstreams' budgets (a connector sent fewer queries, and why).
-    budget_notes: list[str] = field(default_factory=list)
-
-    @property
-    def relevance_aspects(self) -> list[str]:
-        """What a relevant paper answers: the goal, any one concept of several words, or one concept's
-        sub-question. A one-word concept ('markets') is too broad to make a paper relevant by itself;
-        it counts through its sub-question, which ties it to the rest of the goal."""
-        goal, *per_facet = facet_questions(self.goal, self.facets)
-        specific = [facet.phrase for facet in self.facets if len(facet.words) > 1]
-        return list(dict.fromkeys([goal, *specific, *per_facet]))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "policies": self.policies.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ResearchPlan:
-        facets = [
-            Facet(phrase=f["phrase"], synonyms=list(f.get("synonyms", []))) for f in data.get("facets", [])
-        ]
-        return cls(
-            goal=data["goal"],
-            topic=data["topic"],
-            key_phrases=list(data["key_phrases"]),
-            sub_questions=list(data["sub_questions"]),
-            queries=[PlannedQuery(**query) for query in data["queries"]],
-            policies=Policies.from_dict(data["policies"]),
-            target_sources=int(data["target_sources"]),
-            focus_areas=list(data["focus_areas"]),
-            facets=facets or [Facet(phrase) for phrase in data["key_phrases"]],
-            budget_notes=list(data.get("budget_notes") or []),
-        )
 
 
 _NOT_TOPIC = STOPWORDS | FRAMING
@@ -401,7 +321,7 @@ def build_plan(
     connectors: tuple[str, ...] = CONNECTORS,
     render: Renderer = connector_syntax,
     budget: SearchBudget | None = None,
-) -> ResearchPlan:
+) -> ResearchPlan[JobSettings]:
     now = now or datetime.now(UTC)
     facets = facets_of(goal)
     topic = _topic(facets)
@@ -418,15 +338,17 @@ def build_plan(
     focus_areas = ["methodology", "results", "limitations"] + (["comparison"] if comparison else [])
     return ResearchPlan(
         goal=goal,
-        topic=topic,
-        key_phrases=[facet.phrase for facet in facets],
-        sub_questions=_sub_questions(goal, facets, topic, policies, comparison),
-        queries=queries,
-        policies=policies,
-        target_sources=scope.target_sources,
-        focus_areas=focus_areas,
         facets=facets,
-        budget_notes=notes,
+        sub_questions=_sub_questions(goal, facets, topic, policies, comparison),
+        aspects=job_aspects(goal, facets),
+        settings=JobSettings(
+            topic=topic,
+            queries=queries,
+            policies=policies,
+            target_sources=scope.target_sources,
+            focus_areas=focus_areas,
+            budget_notes=notes,
+        ),
     )
 
 
@@ -489,7 +411,7 @@ def concept_head(facet: Facet) -> Facet | None:
 
 
 def refined_queries(
-    plan: ResearchPlan,
+    plan: ResearchPlan[JobSettings],
     accepted_titles: list[str],
     *,
     connectors: tuple[str, ...] = CONNECTORS,
@@ -507,11 +429,11 @@ def refined_queries(
                 vocabulary[token] = vocabulary.get(token, 0) + 1
     expansions = [word for word, _ in sorted(vocabulary.items(), key=lambda kv: (-kv[1], kv[0]))[:1]]
     units: list[list[Facet]] = [[head] for head in map(concept_head, plan.facets) if head is not None]
-    first = plan.facets[0] if plan.facets else Facet(plan.topic)
+    first = plan.facets[0] if plan.facets else Facet(plan.settings.topic)
     units.append([first, Facet(expansions[0])] if expansions else [first, Facet("review")])
-    policies = plan.policies
-    limit = max(q.max_results for q in plan.queries)
-    sent = {(q.connector, q.query, str(q.concepts)) for q in plan.queries}
+    policies = plan.settings.policies
+    limit = max(q.max_results for q in plan.settings.queries)
+    sent = {(q.connector, q.query, str(q.concepts)) for q in plan.settings.queries}
     refined: list[PlannedQuery] = []
     for connector in connectors:
         allowed = MAX_REFINED_UNITS if turns is None else turns.get(connector, 0)
@@ -523,26 +445,28 @@ def refined_queries(
     return refined
 
 
-def estimated_duration_minutes(plan: ResearchPlan, extract_concurrency: int, search_concurrency: int) -> int:
-    search = math.ceil(len(plan.queries) / max(1, search_concurrency)) * _SEARCH_SECONDS
-    extract = math.ceil(plan.target_sources / max(1, extract_concurrency)) * _EXTRACT_SECONDS
+def estimated_duration_minutes(
+    plan: ResearchPlan[JobSettings], extract_concurrency: int, search_concurrency: int
+) -> int:
+    search = math.ceil(len(plan.settings.queries) / max(1, search_concurrency)) * _SEARCH_SECONDS
+    extract = math.ceil(plan.settings.target_sources / max(1, extract_concurrency)) * _EXTRACT_SECONDS
     return max(1, math.ceil((search + extract + _OVERHEAD_SECONDS) / 60))
 
 
 def describe(
-    plan: ResearchPlan, *, extract_concurrency: int, search_concurrency: int
+    plan: ResearchPlan[JobSettings], *, extract_concurrency: int, search_concurrency: int
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The API's `autonomous_analysis` and `execution_plan` for this plan."""
-    policies = plan.policies
+    policies = plan.settings.policies
     window = f"{policies.year_start}-{policies.year_end}"
-    connectors = sorted({query.connector for query in plan.queries})
-    distinct_queries = len({tuple(query.terms) for query in plan.queries})
+    connectors = sorted({query.connector for query in plan.settings.queries})
+    distinct_queries = len({tuple(query.terms) for query in plan.settings.queries})
     rules, policies_checked = _validation_rules(policies)
     analysis = {
         "goal_decomposition": {
             "primary_objectives": [
-                f"Find {policies.impact_level.replace('_', ' ')} publications on {plan.topic} from {window}",
-                f"Extract findings, methods and limitations from up to {plan.target_sources} sources",
+                f"Find {policies.impact_level.replace('_', ' ')} publications on {plan.settings.topic} from {window}",
+                f"Extract findings, methods and limitations from up to {plan.settings.target_sources} sources",
                 f"Synthesise cited themes and gaps for: {plan.goal}",
             ],
             "sub_goals": plan.sub_questions,
@@ -554,14 +478,14 @@ def describe(
             ),
             "search_queries": [
                 {"connector": q.connector, "query": q.query, "upstream_query": q.upstream_query}
-                for q in plan.queries
+                for q in plan.settings.queries
             ],
             "validation_rules": rules,
         },
         "governance_applied": {"policies_checked": policies_checked, "policies": policies.to_dict()},
     }
     exploration = (
-        f"Execute {len(plan.queries)} search queries ({distinct_queries} variants x "
+        f"Execute {len(plan.settings.queries)} search queries ({distinct_queries} variants x "
         f"{len(connectors)} databases) to discover relevant sources"
     )
     return analysis, _execution_plan(
@@ -590,7 +514,7 @@ def _validation_rules(policies: Policies) -> tuple[list[str], list[str]]:
 
 
 def _execution_plan(
-    plan: ResearchPlan,
+    plan: ResearchPlan[JobSettings],
     exploration: str,
     policies_checked: list[str],
     extract_concurrency: int,
@@ -606,7 +530,7 @@ def _execution_plan(
             },
             {
                 "phase": "Deep Extraction",
-                "description": f"Extract structured data from top {plan.target_sources} sources "
+                "description": f"Extract structured data from top {plan.settings.target_sources} sources "
                 f"({extract_concurrency} in parallel)",
             },
             {
@@ -614,7 +538,7 @@ def _execution_plan(
                 "description": "Cluster findings into themes, cite page-located evidence, verify every claim",
             },
         ],
-        "estimated_sources": plan.target_sources,
+        "estimated_sources": plan.settings.target_sources,
         "estimated_duration_minutes": estimated_duration_minutes(
             plan, extract_concurrency, search_concurrency
         ),

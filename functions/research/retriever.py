@@ -20,7 +20,8 @@ from functions.common.models import ExtractedPaper, FullTextPort, Paper
 from functions.research.chunks import Bm25Index, bounded, chunk_spans
 from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc, chunk_id_for, source_id_for
 from functions.research.fusion import SearchPort, fused_search
-from functions.research.planner import AnswerPlan, broadened
+from functions.research.plan import AnswerSettings, ResearchPlan
+from functions.research.planner import broadened
 from functions.research.presets import EFFORT_LOW
 from functions.research.relevance import RelevanceScorer
 from functions.research.screening import document_text
@@ -119,22 +120,25 @@ class Retriever:
         self._semantic = scorer
         self._lexical = lexical_scorer or RelevanceScorer(None)
 
-    def _scorer(self, plan: AnswerPlan) -> RelevanceScorer:
-        if plan.effort.embedded_sources > 0 and self._semantic is not None:
+    def _scorer(self, plan: ResearchPlan[AnswerSettings]) -> RelevanceScorer:
+        if plan.settings.effort.embedded_sources > 0 and self._semantic is not None:
             return self._semantic
         return self._lexical
 
     def rank_sources(
-        self, plan: AnswerPlan, fused: Sequence[tuple[Paper, float]], scorer: RelevanceScorer | None = None
+        self,
+        plan: ResearchPlan[AnswerSettings],
+        fused: Sequence[tuple[Paper, float]],
+        scorer: RelevanceScorer | None = None,
     ) -> tuple[list[SourceDoc], int]:
         if not fused:
             return [], 0
         scorer = scorer or self._scorer(plan)
         relevance = scorer.score(
-            plan.question,
+            plan.goal,
             plan.aspects,
             [document_text(paper) for paper, _ in fused],
-            max_embedded=plan.effort.embedded_sources,
+            max_embedded=plan.settings.effort.embedded_sources,
         )
         ranked: list[tuple[float, SourceDoc]] = []
         filtered = 0
@@ -160,12 +164,12 @@ class Retriever:
                 answers_question=found.goal_probability >= RELEVANCE_THRESHOLD,
             )
             key = found.ranking_score
-            if plan.focus.prefer_peer_reviewed:
+            if plan.settings.focus.prefer_peer_reviewed:
                 reviewed = 0.1 * bool(paper.venue and paper.doi) + 0.05 * min(
                     1.0, math.log1p(paper.citations or 0) / 6
                 )
                 key += reviewed
-            if plan.focus.recent_years is not None and paper.year:
+            if plan.settings.focus.recent_years is not None and paper.year:
                 key += 0.02 * paper.year  # newest first among relevant sources
             ranked.append((key, source))
         ranked.sort(key=lambda item: (-item[0], -item[1].score, item[1].source_id))
@@ -173,10 +177,10 @@ class Retriever:
         for _, source in ranked:
             unique.setdefault(source.source_id, source)
         kept = list(unique.values())
-        return kept[: plan.max_sources], filtered + max(0, len(kept) - plan.max_sources)
+        return kept[: plan.settings.max_sources], filtered + max(0, len(kept) - plan.settings.max_sources)
 
     def _prefetching_scorer(
-        self, plan: AnswerPlan
+        self, plan: ResearchPlan[AnswerSettings]
     ) -> tuple[RelevanceScorer, Callable[[list[Paper]], None] | None, list[asyncio.Task[object]]]:
         """The scorer for this answer and a hook that embeds each search's top papers (and the
         question's aspects) in a worker thread as soon as that search returns, so the embedding
@@ -186,8 +190,8 @@ class Retriever:
         if scorer.embedder is None:
             return scorer, None, tasks
         memo = MemoEmbedder(scorer.embedder)
-        per_search = max(2, plan.effort.embedded_sources // max(1, len(plan.searches)) + 1)
-        aspects = list(dict.fromkeys([plan.question, *plan.aspects]))
+        per_search = max(2, plan.settings.effort.embedded_sources // max(1, len(plan.settings.searches)) + 1)
+        aspects = list(dict.fromkeys([plan.goal, *plan.aspects]))
         tasks.append(asyncio.create_task(asyncio.to_thread(memo.embed, aspects)))
 
         def prefetch(papers: list[Paper]) -> None:
@@ -198,11 +202,11 @@ class Retriever:
         return RelevanceScorer(memo), prefetch, tasks
 
     async def _read_full_text(
-        self, sources: list[SourceDoc], plan: AnswerPlan, trace: TraceRecorder
+        self, sources: list[SourceDoc], plan: ResearchPlan[AnswerSettings], trace: TraceRecorder
     ) -> tuple[dict[str, ExtractedPaper], list[str]]:
-        if self.full_text is None or plan.full_text_papers <= 0:
+        if self.full_text is None or plan.settings.full_text_papers <= 0:
             return {}, []
-        chosen = [s for s in sources if s.document_id is None][: plan.full_text_papers]
+        chosen = [s for s in sources if s.document_id is None][: plan.settings.full_text_papers]
         notes: list[str] = []
         full_text = self.full_text
         focus = [facet.phrase for facet in plan.facets]
@@ -214,7 +218,7 @@ class Retriever:
                     focus_areas=focus,
                     max_length=20000,
                     budget_seconds=FULL_TEXT_BUDGET_SECONDS,
-                    team_id=plan.team_id,
+                    team_id=plan.settings.team_id,
                 )
             except DomainError as exc:
                 notes.append(f"full text of {source.source_id} unavailable: {exc.message}")
@@ -241,16 +245,16 @@ class Retriever:
         return papers, notes
 
     async def uploaded(
-        self, plan: AnswerPlan, document_ids: Sequence[str]
+        self, plan: ResearchPlan[AnswerSettings], document_ids: Sequence[str]
     ) -> list[tuple[SourceDoc, ExtractedPaper]]:
         """The uploaded documents a request names: unknown ids are the caller's error (404)."""
         if not document_ids:
             return []
-        if self.documents is None or self.full_text is None or plan.team_id is None:
+        if self.documents is None or self.full_text is None or plan.settings.team_id is None:
             raise InvalidInput("documents: uploaded documents are not available here", field="documents")
         found: list[tuple[SourceDoc, ExtractedPaper]] = []
         for document_id in dict.fromkeys(document_ids):
-            record = self.documents.get(plan.team_id, document_id)
+            record = self.documents.get(plan.settings.team_id, document_id)
             if record is None:
                 raise NotFound(f"document {document_id} not found")
             paper = await self.full_text.extract(
@@ -258,7 +262,7 @@ class Retriever:
                 focus_areas=[f.phrase for f in plan.facets],
                 max_length=20000,
                 budget_seconds=FULL_TEXT_BUDGET_SECONDS,
-                team_id=plan.team_id,
+                team_id=plan.settings.team_id,
             )
             source = SourceDoc(
                 source_id=source_id_for(self.search.connector_prefix("library"), record.source_url),
@@ -278,17 +282,17 @@ class Retriever:
         return found
 
     def rank_chunks(
-        self, plan: AnswerPlan, sources: list[SourceDoc], chunks: list[EvidenceChunk]
+        self, plan: ResearchPlan[AnswerSettings], sources: list[SourceDoc], chunks: list[EvidenceChunk]
     ) -> list[EvidenceChunk]:
         if not chunks:
             return []
-        query = " ".join([plan.question, *(facet.phrase for facet in plan.facets)])
+        query = " ".join([plan.goal, *(facet.phrase for facet in plan.facets)])
         lexical = Bm25Index([chunk.text for chunk in chunks]).scores(query)
         relevance = {source.source_id: source.relevance for source in sources}
         w_text, w_source, w_cue = CHUNK_WEIGHTS
         scored = []
         for chunk, text_score in zip(chunks, lexical, strict=True):
-            cue = 1.0 if any(c in chunk.text.lower() for c in plan.focus.chunk_cues) else 0.0
+            cue = 1.0 if any(c in chunk.text.lower() for c in plan.settings.focus.chunk_cues) else 0.0
             value = w_text * text_score + w_source * relevance.get(chunk.source_id, 0.0) + w_cue * cue
             scored.append(_with_score(chunk, min(1.0, value)))
         scored.sort(key=lambda c: (-c.score, c.chunk_id))
@@ -299,12 +303,12 @@ class Retriever:
                 continue
             per_source[chunk.source_id] = per_source.get(chunk.source_id, 0) + 1
             picked.append(chunk)
-            if len(picked) >= plan.effort.chunks:
+            if len(picked) >= plan.settings.effort.chunks:
                 break
         return picked
 
     async def retrieve(
-        self, plan: AnswerPlan, trace: TraceRecorder, documents: Sequence[str] = ()
+        self, plan: ResearchPlan[AnswerSettings], trace: TraceRecorder, documents: Sequence[str] = ()
     ) -> Retrieval:
         uploads = await self.uploaded(plan, documents)
         scorer, prefetch, prefetched = self._prefetching_scorer(plan)
@@ -312,12 +316,14 @@ class Retriever:
         await asyncio.gather(*prefetched)
         sources, filtered = await asyncio.to_thread(self.rank_sources, plan, found.fused, scorer)
         coverage = concept_coverage(plan, sources)
-        wider = broadened(plan) if plan.effort.name != EFFORT_LOW else []
+        wider = broadened(plan) if plan.settings.effort.name != EFFORT_LOW else []
         if wider and coverage < MIN_COVERAGE:  # the plan's searches left concepts uncovered: look wider
             await trace.emit(
                 RETRIEVER, "search", "search_expanded", coverage=coverage, queries=[s.text for s in wider]
             )
-            more = await fused_search(self.search, replace(plan, searches=wider), trace, prefetch)
+            more = await fused_search(
+                self.search, replace(plan, settings=replace(plan.settings, searches=wider)), trace, prefetch
+            )
             await asyncio.gather(*prefetched)
             found = found.merged(more)
             sources, filtered = await asyncio.to_thread(self.rank_sources, plan, found.fused, scorer)
@@ -350,7 +356,7 @@ class Retriever:
 
     async def _evidence(
         self,
-        plan: AnswerPlan,
+        plan: ResearchPlan[AnswerSettings],
         trace: TraceRecorder,
         sources: list[SourceDoc],
         full_texts: dict[str, ExtractedPaper],
@@ -383,7 +389,7 @@ class Retriever:
         return sources, chunks, quarantined, sorted(hostile)
 
 
-def concept_coverage(plan: AnswerPlan, sources: Sequence[SourceDoc]) -> float:
+def concept_coverage(plan: ResearchPlan[AnswerSettings], sources: Sequence[SourceDoc]) -> float:
     """Share of the question's concepts that some kept source's abstract mentions."""
     if not plan.facets:
         return 1.0
@@ -395,7 +401,7 @@ def concept_coverage(plan: AnswerPlan, sources: Sequence[SourceDoc]) -> float:
     return round(hit / len(plan.facets), 3)
 
 
-def covered_sub_questions(plan: AnswerPlan, chunks: Sequence[EvidenceChunk]) -> list[str]:
+def covered_sub_questions(plan: ResearchPlan[AnswerSettings], chunks: Sequence[EvidenceChunk]) -> list[str]:
     if not chunks:
         return []
     index = Bm25Index([chunk.text for chunk in chunks])

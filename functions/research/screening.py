@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from functions.common.models import Paper, short_hash
-from functions.research.planning import Policies, ResearchPlan
+from functions.research.plan import JobSettings, Policies, ResearchPlan
 from functions.research.relevance import Relevance, RelevanceScorer
 
 _METHOD_SIGNALS = re.compile(
@@ -206,11 +206,13 @@ def _accessibility(paper: Paper) -> tuple[float, str]:
     return 0.4, "no DOI and no PDF link"
 
 
-def score(candidate: Candidate, plan: ResearchPlan, current_year: int, relevance: Relevance) -> None:
+def score(
+    candidate: Candidate, plan: ResearchPlan[JobSettings], current_year: int, relevance: Relevance
+) -> None:
     paper = candidate.paper
     criteria = {
         "citation_impact": _citation_impact(paper, current_year),
-        "recency": _recency(paper, plan.policies, current_year),
+        "recency": _recency(paper, plan.settings.policies, current_year),
         "methodology": _methodology(paper),
         "accessibility": _accessibility(paper),
     }
@@ -224,7 +226,7 @@ def score(candidate: Candidate, plan: ResearchPlan, current_year: int, relevance
     # Ranking: relevance counts as the mean of the best-aspect and whole-goal probabilities, so among
     # papers that pass, one that answers the whole goal comes before one that answers a single concept.
     ranked = {**scores, "relevance": relevance.ranking_score}
-    weights = plan.policies.weights
+    weights = plan.settings.policies.weights
     candidate.weighted_score = round(
         sum(w * v for w, v in zip(weights, ranked.values(), strict=True)) / sum(weights) * 5, 4
     )
@@ -283,22 +285,22 @@ def _select_diverse(passed: list[Candidate], target: int, policies: Policies) ->
 
 def screen(
     hits: list[tuple[str, Paper]],
-    plan: ResearchPlan,
+    plan: ResearchPlan[JobSettings],
     *,
     current_year: int,
     allow_refinement: bool,
     scorer: RelevanceScorer,
 ) -> ScreeningResult:
     candidates, duplicates = deduplicate(hits)
-    relevances = scorer.score(plan.goal, plan.relevance_aspects, [document_text(c.paper) for c in candidates])
+    relevances = scorer.score(plan.goal, plan.aspects, [document_text(c.paper) for c in candidates])
     for candidate, relevance in zip(candidates, relevances, strict=True):
         score(candidate, plan, current_year, relevance)
-        candidate.rejection = _policy_rejection(candidate, plan.policies)
+        candidate.rejection = _policy_rejection(candidate, plan.settings.policies)
     passed = sorted(
         (c for c in candidates if c.rejection is None),
         key=lambda c: (-c.weighted_score, -c.scores["relevance"], c.source_id),
     )
-    selected = _select_diverse(passed, plan.target_sources, plan.policies)
+    selected = _select_diverse(passed, plan.settings.target_sources, plan.settings.policies)
     counts = Counter(c.rejection for c in candidates if c.rejection)
     return ScreeningResult(
         candidates=candidates,
@@ -307,5 +309,5 @@ def screen(
         duplicates=duplicates,
         passed=len(passed),
         rejection_counts=dict(sorted(counts.items())),
-        needs_refinement=allow_refinement and len(passed) < plan.target_sources,
+        needs_refinement=allow_refinement and len(passed) < plan.settings.target_sources,
     )

@@ -20,7 +20,8 @@ from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
 from functions.common.text import stem as stem_word
 from functions.research.evidence import PAGE, EvidenceChunk
 from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
-from functions.research.planning import ResearchPlan, content_tokens
+from functions.research.plan import JobSettings, ResearchPlan
+from functions.research.planning import content_tokens
 from functions.research.presets import (
     DECIDE,
     JOB_SYNTHESIS_STAGES,
@@ -340,7 +341,7 @@ def count_methodologies(
     return dict(counts.most_common())
 
 
-def extractive_draft(plan: ResearchPlan, evidence: list[Evidence]) -> Draft:
+def extractive_draft(plan: ResearchPlan[JobSettings], evidence: list[Evidence]) -> Draft:
     """LLM_PROVIDER=none: themes clustered from findings, sentences are the cited evidence itself."""
     topic_words = {word for phrase in plan.key_phrases for word in phrase.split()}
     clusters = cluster_themes(evidence, topic_words)
@@ -397,7 +398,9 @@ def report_draft(
     )
 
 
-async def llm_draft(plan: ResearchPlan, evidence: list[Evidence], provider: LlmProvider) -> Draft:
+async def llm_draft(
+    plan: ResearchPlan[JobSettings], evidence: list[Evidence], provider: LlmProvider
+) -> Draft:
     """The answer engine's LLM writer in report style: theme headings become themes, the gaps heading
     the gaps, and each theme's first sentence the summary."""
     ranked = sorted(evidence, key=lambda e: (-e.relevance_score, e.evidence_id))[:MAX_LLM_EVIDENCE]
@@ -444,7 +447,7 @@ def _cite(text: str, ids: list[str]) -> str:
 class JobContext(PipelineContext):
     """One synthesis: the plan, the screened sources and their evidence, the model and its budget."""
 
-    plan: ResearchPlan
+    plan: ResearchPlan[JobSettings]
     sources: list[tuple[Candidate, ExtractedPaper]]
     evidence: list[Evidence]
     provider: LlmProvider | None
@@ -537,7 +540,7 @@ def job_facts(context: JobContext) -> GateFacts:
     multi_source_themes = sum(
         1 for _, sentences in themes if len({source_of[i] for _, ids in sentences for i in ids}) >= 2
     )
-    strength = min(1.0, len(with_evidence) / max(3, min(plan.target_sources, 10)))
+    strength = min(1.0, len(with_evidence) / max(3, min(plan.settings.target_sources, 10)))
     coverage = len(supported) / len(claims) if claims else 0.0
     agreement = multi_source_themes / len(themes) if themes else 0.0
     cited_share = len(cited) / len(with_evidence) if with_evidence else 0.0
@@ -546,7 +549,7 @@ def job_facts(context: JobContext) -> GateFacts:
         f"{len(supported)}/{len(claims)} claim(s) verified; "
         f"{multi_source_themes}/{len(themes)} theme(s) backed by two or more sources"
     )
-    threshold = plan.policies.relevance_threshold
+    threshold = plan.settings.policies.relevance_threshold
     return GateFacts(
         signals=(strength, coverage, agreement, cited_share),
         rationale=rationale,
@@ -619,7 +622,7 @@ async def render_report(context: JobContext, trace: TraceRecorder) -> None:
     methodologies = count_methodologies(context.sources, context.evidence)
     years = sorted(c.paper.year for c, _ in context.sources if c.paper.year)
     span = f"{years[0]}-{years[-1]}" if years else "unknown years"
-    title = plan.topic[:1].upper() + plan.topic[1:]
+    title = plan.settings.topic[:1].upper() + plan.settings.topic[1:]
     if decision.refusal:
         executive = f"## Meta-Analysis: {title}\n\nNo synthesis was written. {decision.reason}."
         body, report = executive, ReportSections([], [], [])
@@ -657,7 +660,7 @@ JOB_STAGES: dict[str, Stage[JobContext]] = {
 
 
 async def synthesize(
-    plan: ResearchPlan,
+    plan: ResearchPlan[JobSettings],
     sources: list[tuple[Candidate, ExtractedPaper]],
     *,
     provider: LlmProvider | None = None,
@@ -685,7 +688,7 @@ async def synthesize(
         provider=provider,
         llm_budget_seconds=llm_budget_seconds,
         deadline=deadline,
-        policy=job_policy(min_sources or plan.policies.min_sources),
+        policy=job_policy(min_sources or plan.settings.policies.min_sources),
     )
     recorder = trace or TraceRecorder("synthesis")
     await run_stages(stage_list(JOB_SYNTHESIS_STAGES, JOB_STAGES), context, recorder)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from functions.common.text import sentence_spans
 from functions.research.chunks import Bm25Index
 from functions.research.evidence import EvidenceChunk
-from functions.research.planner import AnswerPlan
+from functions.research.plan import AnswerSettings, ResearchPlan
 from functions.research.presets import (
     STYLE_ACADEMIC,
     STYLE_ANSWER,
@@ -131,7 +131,7 @@ def _section_for(style: str, text: str, disputed: bool) -> str | None:
 
 
 def select_evidence(
-    plan: AnswerPlan,
+    plan: ResearchPlan[AnswerSettings],
     chunks: Sequence[EvidenceChunk],
     contradictions: Sequence[Contradiction] = (),
     primary: set[str] | None = None,
@@ -140,7 +140,7 @@ def select_evidence(
     style sets out, then the strongest remaining chunks, at most MAX_PER_SOURCE per source. `primary`:
     the sources that address the question as a whole; when there are any, only they fill the answer
     beyond one chunk per concept (a source about one concept adds that concept, not the answer)."""
-    budget = max(3, plan.effort.chunks // SENTENCES_PER_CHUNK_BUDGET)
+    budget = max(3, plan.settings.effort.chunks // SENTENCES_PER_CHUNK_BUDGET)
     by_id = {chunk.chunk_id: chunk for chunk in chunks}
     picked: list[EvidenceChunk] = []
 
@@ -151,7 +151,7 @@ def select_evidence(
             return
         picked.append(chunk)
 
-    if plan.preset.style == STYLE_CONTRADICTIONS:
+    if plan.settings.preset.style == STYLE_CONTRADICTIONS:
         for contradiction in contradictions[:2]:
             for chunk_id in contradiction.evidence_chunk_ids:
                 if chunk_id in by_id:
@@ -168,8 +168,10 @@ def select_evidence(
     return picked
 
 
-def arrange(plan: AnswerPlan, picked: Sequence[EvidenceChunk], disputed: set[str]) -> list[DraftSentence]:
-    style = plan.preset.style
+def arrange(
+    plan: ResearchPlan[AnswerSettings], picked: Sequence[EvidenceChunk], disputed: set[str]
+) -> list[DraftSentence]:
+    style = plan.settings.preset.style
     sentences = [
         DraftSentence(
             chunk.text, [chunk.chunk_id], _section_for(style, chunk.text, chunk.chunk_id in disputed)
@@ -189,7 +191,7 @@ class ExtractiveWriter:
 
     async def write(
         self,
-        plan: AnswerPlan,
+        plan: ResearchPlan[AnswerSettings],
         chunks: Sequence[EvidenceChunk],
         *,
         contradictions: Sequence[Contradiction] = (),

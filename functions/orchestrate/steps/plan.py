@@ -42,12 +42,12 @@ class Plan:
             self._record_scheduled(request, progress)
         job = progress.job()
         plan = job.research_plan
-        progress.planned(plan, list(dict.fromkeys(query.connector for query in plan.queries)))
+        progress.planned(plan, list(dict.fromkeys(query.connector for query in plan.settings.queries)))
         return PlanOutput(
             job_id=job_id,
             team_id=progress.team_id,
-            search=SearchState(pending=[query.to_dict() for query in plan.queries]),
-            focus_areas=plan.focus_areas,
+            search=SearchState(pending=[query.to_dict() for query in plan.settings.queries]),
+            focus_areas=plan.settings.focus_areas,
             max_concurrency=max(1, self.settings.extract_max_concurrency),
             checkpoint=bool(job.scope_parameters.get("human_checkpoints", False)),
         )

@@ -24,10 +24,10 @@ from functions.orchestrate.search_round import not_run_counts, upstream_failures
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.store import DynamoDbJobStore, JobStore
 from functions.orchestrate.wiring import upstream_query
+from functions.research.plan import JobSettings, ResearchPlan
 from functions.research.planning import (
     BOOLEAN_CONNECTORS,
     Renderer,
-    ResearchPlan,
     connector_syntax,
     refined_queries,
 )
@@ -83,7 +83,11 @@ class Screen:
         ]
 
     def _refine(
-        self, progress: JobProgress, plan: ResearchPlan, result: ScreeningResult, turns: dict[str, int]
+        self,
+        progress: JobProgress,
+        plan: ResearchPlan[JobSettings],
+        result: ScreeningResult,
+        turns: dict[str, int],
     ) -> ScreenOutput:
         queries = refined_queries(
             plan,
@@ -128,11 +132,11 @@ class Screen:
         return key
 
 
-def _connectors(plan: ResearchPlan) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(q.connector for q in plan.queries))
+def _connectors(plan: ResearchPlan[JobSettings]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(q.connector for q in plan.settings.queries))
 
 
-def _refine_turns(plan: ResearchPlan, searches: list[dict[str, Any]]) -> dict[str, int]:
+def _refine_turns(plan: ResearchPlan[JobSettings], searches: list[dict[str, Any]]) -> dict[str, int]:
     """Refinement queries each connector may still be sent: one, except where the plan's own queries did
     not all run (its rate budget is spent), where it failed, and on a boolean engine (arXiv), whose one
     query already ORed every concept and whose turns are the scarcest."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, Paper
-from functions.research.planning import ResearchPlan, build_plan
+from functions.research.plan import JobSettings, ResearchPlan
+from functions.research.planning import build_plan
 from functions.research.request import ScopeParameters
 from functions.research.screening import Candidate, source_id_for
 
@@ -13,7 +14,7 @@ NOW = datetime(2026, 6, 1, tzinfo=UTC)
 GOAL = "What are recent advances in transformer architectures for long documents?"
 
 
-def plan(depth: str = "rapid", **scope: object) -> ResearchPlan:
+def plan(depth: str = "rapid", **scope: object) -> ResearchPlan[JobSettings]:
     return build_plan(GOAL, ScopeParameters.model_validate({"discovery_depth": depth, **scope}), now=NOW)
 
 

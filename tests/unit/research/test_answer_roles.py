@@ -81,14 +81,24 @@ def test_planner_follows_effort_focus_and_preset() -> None:
         "How do graph neural networks help drug discovery?", reasoning_effort="low", preset="fast"
     )
     high = plan_answer("How do graph neural networks help drug discovery?", reasoning_effort="high")
-    assert len(low.searches) <= 2 < len(high.searches)
-    assert low.full_text_papers == 0 and high.full_text_papers > 0
-    assert plan_answer("graph neural networks", preset="fast", reasoning_effort="high").effort.name == "low"
+    assert len(low.settings.searches) <= 2 < len(high.settings.searches)
+    assert low.settings.full_text_papers == 0 and high.settings.full_text_papers > 0
+    assert (
+        plan_answer("graph neural networks", preset="fast", reasoning_effort="high").settings.effort.name
+        == "low"
+    )
     news = plan_answer("large language models", focus_mode="news", now=None)
-    assert news.year_start is not None and news.year_end is not None and news.year_end - news.year_start == 2
+    assert (
+        news.settings.year_start is not None
+        and news.settings.year_end is not None
+        and news.settings.year_end - news.settings.year_start == 2
+    )
     compare = plan_answer("BM25 versus dense retrieval for question answering", focus_mode="comparison")
-    assert {s.text for s in compare.searches} >= {"bm25", "dense retrieval"}
-    assert plan_answer("x y z", preset="contracrow").max_sources > plan_answer("x y z").max_sources
+    assert {s.text for s in compare.settings.searches} >= {"bm25", "dense retrieval"}
+    assert (
+        plan_answer("x y z", preset="contracrow").settings.max_sources
+        > plan_answer("x y z").settings.max_sources
+    )
     assert set(PRESETS) == {"fast", "comprehensive", "contracrow", "academic", "tutorial"}
     assert set(FOCUS_MODES) == {
         "general",

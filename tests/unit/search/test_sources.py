@@ -41,7 +41,7 @@ def test_every_list_of_connectors_is_derived_from_the_sources() -> None:
     assert engine_matching() == planning.ENGINE_MATCHING
     assert metadata_preference() == merge.METADATA_PREFERENCE
     assert metadata_preference() == metadata_connectors.SOURCES
-    assert {query.connector for query in plan().queries} == set(planned_connectors())
+    assert {query.connector for query in plan().settings.queries} == set(planned_connectors())
 
 
 def test_a_new_source_reaches_every_view() -> None:
