@@ -69,11 +69,15 @@ class Preset:
     display_name: str
     description: str
     features: tuple[str, ...]
-    full_text: bool  # may read the top sources in full (how many: the reasoning effort)
-    stages: tuple[str, ...]  # in order; CRITIQUE: coverage, single-source and contradiction critique
-    rcs: bool  # per-source relevance-scored summaries
-    quality_gate: bool  # refuse below the confidence threshold (otherwise only when nothing is verified)
     style: str
+    # The defaults are the full pipeline. full_text: may read the top sources in full (how many: the
+    # reasoning effort); stages in order (CRITIQUE: coverage, single-source and contradiction critique);
+    # rcs: per-source relevance-scored summaries; quality_gate: refuse below the confidence threshold
+    # (otherwise only when nothing is verified).
+    full_text: bool = True
+    stages: tuple[str, ...] = FULL_STAGES
+    rcs: bool = True
+    quality_gate: bool = True
     source_bonus: int = 0  # extra sources kept (contradiction hunting needs more voices)
     max_effort: str | None = None  # a preset defined by its speed reads no more than this
 
@@ -90,11 +94,11 @@ PRESETS: dict[str, Preset] = {
             "Fast",
             "Quick answer from abstracts: one round of searches, no full text, no critique",
             ("basic_synthesis", "verification"),
+            style=STYLE_ANSWER,
             full_text=False,
             stages=UNCRITICAL_STAGES,
             rcs=False,
             quality_gate=False,
-            style=STYLE_ANSWER,
             max_effort=EFFORT_LOW,
         ),
         Preset(
@@ -102,10 +106,6 @@ PRESETS: dict[str, Preset] = {
             "Comprehensive",
             "Full pipeline with quality gate, RCS, and contradiction detection",
             ("quality_gate", "rcs", "contradictions", "outline", "full_text", "verification"),
-            full_text=True,
-            stages=FULL_STAGES,
-            rcs=True,
-            quality_gate=True,
             style=STYLE_ACADEMIC,
         ),
         Preset(
@@ -113,10 +113,6 @@ PRESETS: dict[str, Preset] = {
             "ContraCrow",
             "Focus on contradiction detection: more sources, the answer sets disagreeing findings side by side",
             ("quality_gate", "rcs", "contradictions", "full_text", "verification"),
-            full_text=True,
-            stages=FULL_STAGES,
-            rcs=True,
-            quality_gate=True,
             style=STYLE_CONTRADICTIONS,
             source_bonus=4,
         ),
@@ -125,10 +121,6 @@ PRESETS: dict[str, Preset] = {
             "Academic",
             "Academic style with outline: background, findings, limitations",
             ("quality_gate", "rcs", "outline", "academic_style", "full_text", "verification"),
-            full_text=True,
-            stages=FULL_STAGES,
-            rcs=True,
-            quality_gate=True,
             style=STYLE_ACADEMIC,
         ),
         Preset(
@@ -136,11 +128,8 @@ PRESETS: dict[str, Preset] = {
             "Tutorial",
             "Tutorial style with outline: what it is, how it works, what to watch for",
             ("quality_gate", "outline", "tutorial_style", "verification"),
-            full_text=True,
-            stages=FULL_STAGES,
-            rcs=False,
-            quality_gate=True,
             style=STYLE_TUTORIAL,
+            rcs=False,
         ),
     )
 }
@@ -150,10 +139,6 @@ DEFAULT_PRESET = Preset(
     "Default",
     "Answer with critique, quality gate and per-source summaries",
     ("quality_gate", "rcs", "contradictions", "verification"),
-    full_text=True,
-    stages=FULL_STAGES,
-    rcs=True,
-    quality_gate=True,
     style=STYLE_ANSWER,
 )
 
