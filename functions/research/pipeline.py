@@ -46,6 +46,7 @@ from functions.research.stages import (
     gate,
     run_stages,
     stage_list,
+    stage_result,
     verified,
 )
 from functions.research.trace import CRITIC, DECISION, PLANNER, WRITER, TraceRecorder
@@ -217,19 +218,13 @@ class AnswerContext(PipelineContext):
     result: AnswerResult | None = None
 
     def planned(self) -> ResearchPlan[AnswerSettings]:
-        if self.plan is None:
-            raise RuntimeError("the plan stage has not run")
-        return self.plan
+        return stage_result("plan", self.plan)
 
     def retrieved(self) -> Retrieval:
-        if self.retrieval is None:
-            raise RuntimeError("the retrieve stage has not run")
-        return self.retrieval
+        return stage_result("retrieve", self.retrieval)
 
     def streamed(self) -> VerifiedStream:
-        if self.shown is None:
-            raise RuntimeError("the retrieve stage has not run")
-        return self.shown
+        return stage_result("retrieve", self.shown)
 
 
 class AnswerPipeline:

@@ -22,6 +22,15 @@ from functions.research.trace import RED_TEAM, VERIFIER, TraceRecorder
 from functions.research.verifier import ClaimVerification
 from functions.research.writer import Draft
 
+StageResult = TypeVar("StageResult")
+
+
+def stage_result(stage: str, result: StageResult | None) -> StageResult:
+    """What `stage` left in the context; a RuntimeError (a driver's bug, not the caller's) when it has not run."""
+    if result is None:
+        raise RuntimeError(f"the {stage} stage has not run")
+    return result
+
 
 @dataclass
 class PipelineContext:
@@ -43,19 +52,13 @@ class PipelineContext:
         return [verification for verification in self.verifications if verification.kept]
 
     def written(self) -> Draft:
-        if self.draft is None:
-            raise RuntimeError("the write stage has not run")
-        return self.draft
+        return stage_result("write", self.draft)
 
     def challenged(self) -> RedTeamReport:
-        if self.red_team is None:
-            raise RuntimeError("the red-team stage has not run")
-        return self.red_team
+        return stage_result("red-team", self.red_team)
 
     def decided(self) -> Decision:
-        if self.decision is None:
-            raise RuntimeError("the decide stage has not run")
-        return self.decision
+        return stage_result("decide", self.decision)
 
 
 Context = TypeVar("Context", bound=PipelineContext)

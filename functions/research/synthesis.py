@@ -39,6 +39,7 @@ from functions.research.stages import (
     gate,
     run_stages,
     stage_list,
+    stage_result,
     verified,
 )
 from functions.research.trace import WRITER, TraceRecorder
@@ -460,9 +461,7 @@ class JobContext(PipelineContext):
     result: SynthesisResult | None = None
 
     def verified_report(self) -> ReportSections:
-        if self.sections is None:
-            raise RuntimeError("the verify stage has not run")
-        return self.sections
+        return stage_result("verify", self.sections)
 
     @property
     def sources_with_evidence(self) -> set[str]:
