@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from functions.common.errors import UpstreamError
 from functions.research.critic import Contradiction, Critique, critique, find_contradictions
@@ -66,6 +66,13 @@ if TYPE_CHECKING:
     from functions.common.llm import LlmProvider
 
 CitationsListener = Callable[[list[dict[str, Any]]], Awaitable[None]]
+
+
+class Listeners(TypedDict, total=False):
+    """Who hears an answer while it is written: each verified stretch of text, then the citations."""
+
+    on_delta: Delta | None
+    on_citations: CitationsListener | None
 
 
 @dataclass(frozen=True)
@@ -243,14 +250,9 @@ class AnswerPipeline:
         }
 
     async def run(
-        self,
-        request: AnswerRequest,
-        trace: TraceRecorder,
-        *,
-        on_delta: Delta | None = None,
-        on_citations: CitationsListener | None = None,
+        self, request: AnswerRequest, trace: TraceRecorder, **listeners: Unpack[Listeners]
     ) -> AnswerResult:
-        context = AnswerContext(request=request, on_delta=on_delta, on_citations=on_citations)
+        context = AnswerContext(request=request, **listeners)
         preset = preset_named(request.preset)
         await run_stages(stage_list(preset.stages, self.stages), context, trace)
         if context.result is None:
