@@ -152,13 +152,7 @@ class TeamView(BaseModel):
 @router.patch("/{team_id}", response_model=TeamView, summary="Set or remove the team's monthly budget")
 def patch_team(team_id: str, body: TeamPatch, service: Service) -> TeamView:
     team = service.set_monthly_budget(team_id, body.monthly_budget_usd)
-    return TeamView(
-        team_id=team.team_id,
-        name=team.name,
-        tier=team.tier,
-        created_at=team.created_at,
-        monthly_budget_usd=team.monthly_budget_usd,
-    )
+    return TeamView.model_validate(team, from_attributes=True)
 
 
 @router.post("/{team_id}/tokens", status_code=201, response_model=IssuedToken, summary="Issue a new token")
