@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from functions.common.observability import get_logger, record_metric
 from functions.orchestrate.store import EventPublisher
+from functions.webhooks.notify import FinishedJob
 
 if TYPE_CHECKING:
     from functions.research.screening import Candidate
@@ -73,7 +74,7 @@ class JobCompletion:
                 "results_key": results_key(team_id, job_id),
             },
         )
-        self.announce(team_id, job, status, results=results)
+        self.announce(FinishedJob(team_id, job, status, results=results))
 
     def failed(self, team_id: str, job: Mapping[str, Any], reason: str) -> None:
         job_id = str(job.get("job_id"))
@@ -81,19 +82,12 @@ class JobCompletion:
         self.events.publish(
             "ResearchJobFailed", {"job_id": job_id, "team_id": team_id, "status": "FAILED", "reason": reason}
         )
-        self.announce(team_id, job, "FAILED", failure_reason=reason)
+        self.announce(FinishedJob(team_id, job, "FAILED", failure_reason=reason))
 
-    def announce(
-        self,
-        team_id: str,
-        job: Mapping[str, Any],
-        status: str,
-        *,
-        results: Mapping[str, Any] | None = None,
-        failure_reason: str | None = None,
-    ) -> None:
+    def announce(self, finished: FinishedJob) -> None:
         """A scheduled run becomes its schedule's last run and publishes ResearchDigestReady; then the
         job's webhook is delivered (retried within its own budget)."""
+        team_id, job, results = finished.team_id, finished.job, finished.results
         job_id = str(job.get("job_id"))
         digest = None
         if results is not None and job.get("schedule_id"):
@@ -108,8 +102,6 @@ class JobCompletion:
         try:
             notifier = self.webhooks() if job.get("callback_url") else None
             if notifier is not None:
-                notifier.job_finished(
-                    team_id, job, status, results=results, failure_reason=failure_reason, digest=digest
-                )
+                notifier.job_finished(finished, digest=digest)
         except Exception:
             logger.warning("webhook not delivered", job_id=job_id, exc_info=True)

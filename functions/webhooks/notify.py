@@ -53,22 +53,24 @@ def utc_iso(moment: datetime, precise: bool = False) -> str:
     return moment.astimezone(UTC).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
-def completion_summary(
-    team_id: str,
-    job: Mapping[str, Any],
-    status: str,
-    *,
-    results: Mapping[str, Any] | None = None,
-    failure_reason: str | None = None,
-    finished_at: str | None = None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FinishedJob:
+    """A job at its final status, as its completion webhook (and the workflow's announcement) tell it."""
+
+    team_id: str
+    job: Mapping[str, Any]
+    status: str
+    results: Mapping[str, Any] | None = None
+    failure_reason: str | None = None
+
+
+def completion_summary(finished: FinishedJob, finished_at: str | None = None) -> dict[str, Any]:
     """The job part of every webhook body: what finished, how, and where to read the rest."""
-    job_id = str(job["job_id"])
-    results = results or {}
+    job, job_id, results = finished.job, str(finished.job["job_id"]), finished.results or {}
     return {
         "job_id": job_id,
-        "team_id": team_id,
-        "status": status,
+        "team_id": finished.team_id,
+        "status": finished.status,
         "research_goal": job.get("research_goal"),
         "source": job.get("source"),
         "schedule_id": job.get("schedule_id"),
@@ -77,7 +79,7 @@ def completion_summary(
         "confidence_score": results.get("confidence_score"),
         "refusal": bool(results.get("refusal")),
         "refusal_reason": results.get("refusal_reason"),
-        "failure_reason": failure_reason,
+        "failure_reason": finished.failure_reason,
         "sources_selected": len(results.get("sources") or []),
         "status_path": f"/api/agent/status/{job_id}",
         "results_path": f"/api/agent/results/{job_id}",
@@ -101,29 +103,16 @@ class WebhookNotifier:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
     def job_finished(
-        self,
-        team_id: str,
-        job: Mapping[str, Any],
-        status: str,
-        *,
-        results: Mapping[str, Any] | None = None,
-        failure_reason: str | None = None,
-        digest: Mapping[str, Any] | None = None,
+        self, finished: FinishedJob, *, digest: Mapping[str, Any] | None = None
     ) -> Outcome | None:
         """Deliver the job's completion (and a scheduled run's digest) to its callback URL; None when the
         job has none. Call it after the job's final status is recorded."""
+        team_id, job = finished.team_id, finished.job
         url = job.get("callback_url")
         if not url:
             return None
-        summary = completion_summary(
-            team_id,
-            job,
-            status,
-            results=results,
-            failure_reason=failure_reason,
-            finished_at=utc_iso(self.clock()),
-        )
-        event = event_name(status, digest is not None)
+        summary = completion_summary(finished, finished_at=utc_iso(self.clock()))
+        event = event_name(finished.status, digest is not None)
         delivery_id = f"dlv-{uuid.uuid4().hex}"
         body = self._body(team_id, summary, event, delivery_id, digest)
         context: dict[str, Any] = {

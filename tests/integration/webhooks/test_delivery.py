@@ -13,7 +13,7 @@ from moto import mock_aws
 
 from functions.common.settings import Settings
 from functions.webhooks.deliveries import DynamoDbDeliveryLog, grouped
-from functions.webhooks.notify import WebhookNotifier
+from functions.webhooks.notify import FinishedJob, WebhookNotifier
 from functions.webhooks.sender import WebhookSender
 from functions.webhooks.settings import WebhookSettings
 from functions.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER
@@ -55,7 +55,7 @@ def _job(url: str, job_id: str = "job-1") -> dict[str, Any]:
 def test_the_receiver_verifies_the_signature_and_a_500_is_retried(log: DynamoDbDeliveryLog) -> None:
     with WebhookReceiver(secret=SECRET, answers=[500]) as receiver:
         outcome = _notifier(log, receiver.host_port).job_finished(
-            TEAM, _job(receiver.url()), "COMPLETED", results={"sources": [{}]}
+            FinishedJob(TEAM, _job(receiver.url()), "COMPLETED", results={"sources": [{}]})
         )
         first, second = receiver.wait_for(2)
     assert outcome == "delivered"
@@ -79,7 +79,9 @@ def test_the_receiver_verifies_the_signature_and_a_500_is_retried(log: DynamoDbD
 
 def test_a_receiver_that_keeps_failing_gets_three_attempts(log: DynamoDbDeliveryLog) -> None:
     with WebhookReceiver(secret=SECRET, answers=[503, 500, 502, 500]) as receiver:
-        outcome = _notifier(log, receiver.host_port).job_finished(TEAM, _job(receiver.url()), "FAILED")
+        outcome = _notifier(log, receiver.host_port).job_finished(
+            FinishedJob(TEAM, _job(receiver.url()), "FAILED")
+        )
         receiver.wait_for(3)
         assert len(receiver.received) == 3
     assert outcome == "failed"
@@ -94,7 +96,9 @@ def test_a_receiver_that_keeps_failing_gets_three_attempts(log: DynamoDbDelivery
 def test_a_4xx_is_not_retried(log: DynamoDbDeliveryLog) -> None:
     with WebhookReceiver(secret=SECRET, answers=[410]) as receiver:
         assert (
-            _notifier(log, receiver.host_port).job_finished(TEAM, _job(receiver.url()), "COMPLETED")
+            _notifier(log, receiver.host_port).job_finished(
+                FinishedJob(TEAM, _job(receiver.url()), "COMPLETED")
+            )
             == "failed"
         )
         assert len(receiver.wait_for(1)) == 1
@@ -106,7 +110,7 @@ def test_an_ssrf_blocked_callback_is_logged_and_not_sent(log: DynamoDbDeliveryLo
     with WebhookReceiver(secret=SECRET) as receiver:
         # `localhost` resolves to loopback, and this deployment allow-lists nothing private
         url = f"http://localhost:{receiver.port}/hook"
-        outcome = _notifier(log, allow="").job_finished(TEAM, _job(url), "COMPLETED")
+        outcome = _notifier(log, allow="").job_finished(FinishedJob(TEAM, _job(url), "COMPLETED"))
         assert receiver.received == []
     assert outcome == "blocked"
     (attempt,) = log.attempts(TEAM, "job-1")
@@ -117,7 +121,7 @@ def test_an_ssrf_blocked_callback_is_logged_and_not_sent(log: DynamoDbDeliveryLo
 def test_a_team_without_a_secret_is_not_sent_to(log: DynamoDbDeliveryLog) -> None:
     with WebhookReceiver() as receiver:
         outcome = _notifier(log, receiver.host_port, secret=None).job_finished(
-            TEAM, _job(receiver.url()), "COMPLETED"
+            FinishedJob(TEAM, _job(receiver.url()), "COMPLETED")
         )
         assert receiver.received == []
     assert outcome == "skipped"
@@ -129,7 +133,7 @@ def test_a_refused_connection_is_retried_then_failed(log: DynamoDbDeliveryLog) -
     with WebhookReceiver() as receiver:
         url, allow = receiver.url(), receiver.host_port
     # the receiver is gone: nothing listens on its port any more
-    outcome = _notifier(log, allow).job_finished(TEAM, _job(url), "COMPLETED")
+    outcome = _notifier(log, allow).job_finished(FinishedJob(TEAM, _job(url), "COMPLETED"))
     assert outcome == "failed"
     attempts = log.attempts(TEAM, "job-1")
     assert [a.outcome for a in attempts] == ["retrying", "retrying", "failed"]

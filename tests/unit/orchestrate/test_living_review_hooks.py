@@ -8,6 +8,7 @@ from typing import Any
 
 from functions.orchestrate.completion import JobCompletion
 from functions.research.screening import Candidate
+from functions.webhooks.notify import FinishedJob
 
 TEAM = "team-aaaaaaaaaaaa"
 
@@ -55,8 +56,8 @@ class Notifier:
         self.fail = fail
         self.calls: list[tuple[str, Mapping[str, Any] | None]] = []
 
-    def job_finished(self, team_id: str, job: Mapping[str, Any], status: str, **kwargs: Any) -> str:
-        self.calls.append((status, kwargs.get("digest")))
+    def job_finished(self, finished: FinishedJob, *, digest: Mapping[str, Any] | None = None) -> str:
+        self.calls.append((finished.status, digest))
         if self.fail:
             raise RuntimeError("the teams table is down")
         return "delivered"
@@ -78,7 +79,7 @@ def test_a_scheduled_run_is_reviewed_announced_and_called_back() -> None:
     completion = _completion(review, notifier, events)
     results: dict[str, Any] = {"status": "COMPLETED"}
     assert completion.changes(TEAM, dict(JOB), results, {}) == {"first_run": True}
-    completion.announce(TEAM, dict(JOB), "COMPLETED", results=results)
+    completion.announce(FinishedJob(TEAM, dict(JOB), "COMPLETED", results=results))
     assert review.calls == ["changes", f"finished teams/{TEAM}/jobs/job-1/results.json"]
     assert events.published == [("ResearchDigestReady", {"job_id": "job-1"})]
     assert notifier.calls == [("COMPLETED", {"first_run": True})]
@@ -89,7 +90,7 @@ def test_a_job_without_schedule_or_callback_is_left_alone() -> None:
     completion = _completion(review, notifier, events)
     results: dict[str, Any] = {}
     assert completion.changes(TEAM, {"job_id": "job-1"}, results, {}) is None
-    completion.announce(TEAM, {"job_id": "job-1"}, "COMPLETED", results=results)
+    completion.announce(FinishedJob(TEAM, {"job_id": "job-1"}, "COMPLETED", results=results))
     assert results == {} and review.calls == [] and notifier.calls == [] and events.published == []
 
 
@@ -98,5 +99,5 @@ def test_failures_of_the_review_and_the_webhook_are_swallowed() -> None:
     completion = _completion(BrokenReview(), notifier, events)
     results: dict[str, Any] = {"status": "COMPLETED"}
     assert completion.changes(TEAM, dict(JOB), results, {}) is None
-    completion.announce(TEAM, dict(JOB), "FAILED", failure_reason="boom")
+    completion.announce(FinishedJob(TEAM, dict(JOB), "FAILED", failure_reason="boom"))
     assert notifier.calls == [("FAILED", None)]  # tried, failed, logged

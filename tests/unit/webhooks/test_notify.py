@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from functions.webhooks.deliveries import InMemoryDeliveryLog, Outcome, grouped
-from functions.webhooks.notify import WebhookNotifier, loggable_url
+from functions.webhooks.notify import FinishedJob, WebhookNotifier, loggable_url
 from functions.webhooks.sender import AttemptResult, Report
 from functions.webhooks.settings import WebhookSettings
 
@@ -68,7 +68,7 @@ def test_a_completed_job_is_posted_and_every_attempt_logged() -> None:
         ]
     )
     results = {"confidence_score": 0.8, "refusal": False, "sources": [{}, {}, {}]}
-    outcome = _notifier(sender, log).job_finished(TEAM, JOB, "COMPLETED", results=results)
+    outcome = _notifier(sender, log).job_finished(FinishedJob(TEAM, JOB, "COMPLETED", results=results))
     assert outcome == "delivered"
     (call,) = sender.calls
     body = json.loads(call["body"])
@@ -92,7 +92,7 @@ def test_a_scheduled_run_posts_its_digest() -> None:
     sender = ScriptedSender([AttemptResult(1, "delivered", 204, None, 3.0)])
     digest = {"first_run": True, "counts": {}}
     job = {**JOB, "schedule_id": "sched-1", "source": "schedule"}
-    _notifier(sender, log).job_finished(TEAM, job, "PARTIAL", results={}, digest=digest)
+    _notifier(sender, log).job_finished(FinishedJob(TEAM, job, "PARTIAL", results={}), digest=digest)
     body = json.loads(sender.calls[0]["body"])
     assert body["event"] == "digest.ready" and body["changes_since_last_run"] == digest
     assert body["job"]["schedule_id"] == "sched-1"
@@ -101,7 +101,7 @@ def test_a_scheduled_run_posts_its_digest() -> None:
 def test_a_failed_job_is_job_failed_with_its_reason() -> None:
     sender = ScriptedSender([AttemptResult(1, "delivered", 200, None, 3.0)])
     _notifier(sender, InMemoryDeliveryLog()).job_finished(
-        TEAM, JOB, "FAILED", failure_reason="States.Timeout"
+        FinishedJob(TEAM, JOB, "FAILED", failure_reason="States.Timeout")
     )
     body = json.loads(sender.calls[0]["body"])
     assert body["event"] == "job.failed" and body["job"]["failure_reason"] == "States.Timeout"
@@ -110,7 +110,7 @@ def test_a_failed_job_is_job_failed_with_its_reason() -> None:
 def test_a_team_without_a_secret_gets_no_delivery_and_the_log_says_why() -> None:
     log = InMemoryDeliveryLog()
     sender = ScriptedSender([AttemptResult(1, "delivered", 200, None, 1.0)])
-    assert _notifier(sender, log, secret=None).job_finished(TEAM, JOB, "COMPLETED") == "skipped"
+    assert _notifier(sender, log, secret=None).job_finished(FinishedJob(TEAM, JOB, "COMPLETED")) == "skipped"
     assert sender.calls == []
     (attempt,) = log.attempts(TEAM, "job-1")
     assert attempt.outcome == "skipped" and attempt.attempt == 0
@@ -121,7 +121,7 @@ def test_a_job_without_a_callback_sends_nothing() -> None:
     log = InMemoryDeliveryLog()
     sender = ScriptedSender([AttemptResult(1, "delivered", 200, None, 1.0)])
     job = {key: value for key, value in JOB.items() if key != "callback_url"}
-    assert _notifier(sender, log).job_finished(TEAM, job, "COMPLETED") is None
+    assert _notifier(sender, log).job_finished(FinishedJob(TEAM, job, "COMPLETED")) is None
     assert sender.calls == [] and log.items == []
 
 
