@@ -279,6 +279,17 @@ def status_error(connector: str, status_code: int, body: str | bytes) -> Connect
     )
 
 
+def year_range_params(start: int | None, end: int | None, *, since: str, until: str) -> dict[str, str]:
+    """The `filter` parameter `since:{start}-01-01,until:{end}-12-31` for the years given; none when
+    neither is."""
+    parts = []
+    if start:
+        parts.append(f"{since}:{start}-01-01")
+    if end:
+        parts.append(f"{until}:{end}-12-31")
+    return {"filter": ",".join(parts)} if parts else {}
+
+
 class HttpConnector(ABC):
     name: str
     prefix: str
