@@ -123,13 +123,13 @@ def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
 
 
 def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
-    base = settings.crossref_api_url.rstrip("/")
+    api_url = settings.crossref_api_url.rstrip("/")
     params: dict[str, Any] = {"mailto": settings.contact_email} if settings.contact_email else {}
     if kind == "doi":
-        return UpstreamRequest(f"{base}/works/{quote(value, safe='/:;()._-')}", params)
+        return UpstreamRequest(f"{api_url}/works/{quote(value, safe='/:;()._-')}", params)
     if kind == "title":
         params.update({"query.bibliographic": value, "rows": TITLE_LOOKUP_ROWS, "select": SELECT})
-        return UpstreamRequest(f"{base}/works", params)
+        return UpstreamRequest(f"{api_url}/works", params)
     return None
 
 

@@ -140,11 +140,11 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     params: dict[str, Any] = {"mailto": settings.contact_email} if settings.contact_email else {}
     if settings.openalex_api_key is not None:
         params["api_key"] = settings.openalex_api_key.get_secret_value()
-    base = settings.openalex_api_url.rstrip("/")
+    api_url = settings.openalex_api_url.rstrip("/")
     if kind == "doi":
-        return UpstreamRequest(f"{base}/works/doi:{value}", params)
+        return UpstreamRequest(f"{api_url}/works/doi:{value}", params)
     if kind == "arxiv":  # arXiv's DataCite DOI
-        return UpstreamRequest(f"{base}/works/doi:{ARXIV_DOI_PREFIX}{value}", params)
+        return UpstreamRequest(f"{api_url}/works/doi:{ARXIV_DOI_PREFIX}{value}", params)
     return None
 
 

@@ -141,8 +141,8 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     headers = {}
     if settings.semantic_scholar_api_key is not None:
         headers["x-api-key"] = settings.semantic_scholar_api_key.get_secret_value()
-    base = settings.semantic_scholar_api_url.rstrip("/")
-    return UpstreamRequest(f"{base}/paper/{prefix}:{value}", {"fields": LOOKUP_FIELDS}, headers)
+    api_url = settings.semantic_scholar_api_url.rstrip("/")
+    return UpstreamRequest(f"{api_url}/paper/{prefix}:{value}", {"fields": LOOKUP_FIELDS}, headers)
 
 
 class SemanticScholarConnector(FormatConnector):
@@ -165,8 +165,8 @@ class SemanticScholarConnector(FormatConnector):
         key = self.context.settings.semantic_scholar_api_key
         if key is not None:
             headers["x-api-key"] = key.get_secret_value()
-        base = self.context.settings.semantic_scholar_api_url.rstrip("/")
-        return UpstreamRequest(f"{base}/paper/search", params, headers)
+        api_url = self.context.settings.semantic_scholar_api_url.rstrip("/")
+        return UpstreamRequest(f"{api_url}/paper/search", params, headers)
 
     def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
         return UpstreamRequest(request.url, request.params, {**request.headers, "x-api-key": api_key})
