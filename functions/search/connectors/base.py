@@ -79,6 +79,10 @@ class ConnectorContext:
         return self.turns
 
 
+# An identical request's answer that completed while this one waited for its turn, or None.
+ServedMeanwhileCheck = Callable[[], Awaitable[ConnectorResult | None]]
+
+
 @dataclass(frozen=True)
 class Asker:
     """Whose request waits for a provider's turn: the team and job it is shared fairly between, its
@@ -90,7 +94,7 @@ class Asker:
     turn_deadline: float | None = None
     # Asked once the turn is granted, before sending: an identical request that completed while this
     # one waited (the shared cache) is used instead, and the turn goes back unused.
-    served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None
+    served_meanwhile: ServedMeanwhileCheck | None = None
     # A search (not a lookup by id): it spends the provider's daily search allowance where it has one.
     search: bool = False
     # Where its turns and allowance are taken: the provider's own name (the service's budget), or a
@@ -118,10 +122,7 @@ class Connector(Protocol):
     cacheable: bool
 
     async def search(
-        self,
-        query: PaperQuery,
-        limit: int,
-        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+        self, query: PaperQuery, limit: int, served_meanwhile: ServedMeanwhileCheck | None = None
     ) -> ConnectorResult: ...
 
 
@@ -279,6 +280,17 @@ def status_error(connector: str, status_code: int, body: str | bytes) -> Connect
     )
 
 
+def year_range_params(start: int | None, end: int | None, *, since: str, until: str) -> dict[str, str]:
+    """The `filter` parameter `since:{start}-01-01,until:{end}-12-31` for the years given; none when
+    neither is."""
+    parts = []
+    if start:
+        parts.append(f"{since}:{start}-01-01")
+    if end:
+        parts.append(f"{until}:{end}-12-31")
+    return {"filter": ",".join(parts)} if parts else {}
+
+
 class HttpConnector(ABC):
     name: str
     prefix: str
@@ -319,10 +331,7 @@ class HttpConnector(ABC):
         return await asyncio.to_thread(keys.key, team_id, self.name)
 
     async def search(
-        self,
-        query: PaperQuery,
-        limit: int,
-        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+        self, query: PaperQuery, limit: int, served_meanwhile: ServedMeanwhileCheck | None = None
     ) -> ConnectorResult:
         started = time.perf_counter()
         try:
@@ -349,10 +358,7 @@ class HttpConnector(ABC):
         )
 
     async def _search(
-        self,
-        query: PaperQuery,
-        limit: int,
-        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+        self, query: PaperQuery, limit: int, served_meanwhile: ServedMeanwhileCheck | None = None
     ) -> ConnectorResult:
         cfg = self.context.search_settings
         budget = cfg.connector_timeout_seconds

@@ -7,17 +7,8 @@ from urllib.parse import quote
 
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
-from functions.search.connectors.base import (
-    FormatConnector,
-    LookupResult,
-    UpstreamFormat,
-    UpstreamRequest,
-    load_json,
-    lookup_guard,
-    never_raises,
-    ranked_result,
-    status_error,
-)
+from functions.search.connectors import base
+from functions.search.connectors.base import FormatConnector, LookupResult, UpstreamFormat, UpstreamRequest
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import clean_text, format_author, strip_jats_abstract
@@ -73,20 +64,11 @@ def _paper(item: Any, rank: int) -> FoundPaper | None:
     )
 
 
-def date_filter(start: int | None, end: int | None) -> str | None:
-    parts = []
-    if start:
-        parts.append(f"from-pub-date:{start}-01-01")
-    if end:
-        parts.append(f"until-pub-date:{end}-12-31")
-    return ",".join(parts) or None
-
-
-@never_raises(NAME)
+@base.never_raises(NAME)
 def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     if status_code >= 400:
-        return status_error(NAME, status_code, body)
-    data = load_json(body, "Crossref")
+        return base.status_error(NAME, status_code, body)
+    data = base.load_json(body, "Crossref")
     message = data.get("message") if isinstance(data, dict) else None
     kind = data.get("message-type") if isinstance(data, dict) else None
     if kind == "work-list" and isinstance(message, dict):
@@ -98,7 +80,7 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
         return ConnectorResult(
             connector=NAME, error=f"Crossref answer holds no works (message-type {kind!r})"
         )
-    return ranked_result(NAME, items, _paper, total)
+    return base.ranked_result(NAME, items, _paper, total)
 
 
 TITLE_LOOKUP_ROWS = 3
@@ -125,10 +107,10 @@ def _work(item: Any) -> WorkMetadata | None:
     )
 
 
-@lookup_guard(NAME)
+@base.lookup_guard(NAME)
 def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
     """`/works/{doi}` (message-type "work") or a bibliographic query ("work-list")."""
-    data = load_json(body, "Crossref")
+    data = base.load_json(body, "Crossref")
     message = data.get("message") if isinstance(data, dict) else None
     kind = data.get("message-type") if isinstance(data, dict) else None
     if kind == "work":
@@ -141,13 +123,13 @@ def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
 
 
 def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
-    base = settings.crossref_api_url.rstrip("/")
+    api_url = settings.crossref_api_url.rstrip("/")
     params: dict[str, Any] = {"mailto": settings.contact_email} if settings.contact_email else {}
     if kind == "doi":
-        return UpstreamRequest(f"{base}/works/{quote(value, safe='/:;()._-')}", params)
+        return UpstreamRequest(f"{api_url}/works/{quote(value, safe='/:;()._-')}", params)
     if kind == "title":
         params.update({"query.bibliographic": value, "rows": TITLE_LOOKUP_ROWS, "select": SELECT})
-        return UpstreamRequest(f"{base}/works", params)
+        return UpstreamRequest(f"{api_url}/works", params)
     return None
 
 
@@ -162,10 +144,10 @@ class CrossrefConnector(FormatConnector):
             "query.bibliographic": query.query,
             "rows": min(limit, 1000),
             "select": SELECT,
+            **base.year_range_params(
+                query.year_start, query.year_end, since="from-pub-date", until="until-pub-date"
+            ),
         }
-        filters = date_filter(query.year_start, query.year_end)
-        if filters:
-            params["filter"] = filters
         if settings.contact_email:
             params["mailto"] = settings.contact_email
         return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)

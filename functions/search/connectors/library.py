@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 
 from functions.common.documents import DocumentRecord, DocumentRepository, DynamoDocumentRepository
 from functions.common.text import stems
-from functions.search.connectors.base import ConnectorContext
+from functions.search.connectors.base import ConnectorContext, ServedMeanwhileCheck
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
 
 NAME = "library"
@@ -58,10 +57,7 @@ class LibraryConnector:
         return self._repository
 
     async def search(
-        self,
-        query: PaperQuery,
-        limit: int,
-        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+        self, query: PaperQuery, limit: int, served_meanwhile: ServedMeanwhileCheck | None = None
     ) -> ConnectorResult:
         started = time.perf_counter()
         if not query.team_id:  # no team, no library: an empty answer, not a failure

@@ -7,18 +7,8 @@ from typing import Any
 
 from functions.common.models import ARXIV_DOI_PREFIX, LookupKind, WorkMetadata, normalise_doi
 from functions.common.settings import Settings
-from functions.search.connectors.base import (
-    FormatConnector,
-    LookupResult,
-    UnusableAnswer,
-    UpstreamFormat,
-    UpstreamRequest,
-    load_json,
-    lookup_guard,
-    never_raises,
-    ranked_result,
-    status_error,
-)
+from functions.search.connectors import base
+from functions.search.connectors.base import FormatConnector, LookupResult, UpstreamFormat, UpstreamRequest
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import arxiv_id_from, clean_text, format_author
@@ -38,15 +28,6 @@ def rebuild_abstract(inverted: Any) -> str | None:
             if isinstance(place, int):
                 positions[place] = word
     return " ".join(positions[i] for i in sorted(positions)) or None
-
-
-def date_filter(start: int | None, end: int | None) -> str | None:
-    parts = []
-    if start:
-        parts.append(f"from_publication_date:{start}-01-01")
-    if end:
-        parts.append(f"to_publication_date:{end}-12-31")
-    return ",".join(parts) or None
 
 
 def _source_type(kind: Any) -> SourceType:
@@ -102,11 +83,11 @@ def _paper(work: Any, rank: int) -> FoundPaper | None:
     )
 
 
-@never_raises(NAME)
+@base.never_raises(NAME)
 def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     if status_code >= 400:
-        return status_error(NAME, status_code, body)
-    data = load_json(body, "OpenAlex")
+        return base.status_error(NAME, status_code, body)
+    data = base.load_json(body, "OpenAlex")
     if not isinstance(data, dict):
         return ConnectorResult(connector=NAME, error="unparseable OpenAlex answer: not a JSON object")
     if "results" in data:
@@ -116,7 +97,7 @@ def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
         works, count = [data], 1  # a single work
     else:
         return ConnectorResult(connector=NAME, error="OpenAlex answer holds no works")
-    return ranked_result(NAME, works, _paper, count)
+    return base.ranked_result(NAME, works, _paper, count)
 
 
 def _work(work: Any) -> WorkMetadata | None:
@@ -145,10 +126,10 @@ def _work(work: Any) -> WorkMetadata | None:
     )
 
 
-@lookup_guard(NAME)
+@base.lookup_guard(NAME)
 def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
     """A single work (`/works/doi:...`) or a list of them."""
-    data = load_json(body, "OpenAlex")
+    data = base.load_json(body, "OpenAlex")
     if not isinstance(data, dict):
         return LookupResult(connector=NAME, error="unparseable OpenAlex answer: not a JSON object")
     works = data.get("results") if "results" in data else [data]
@@ -159,11 +140,11 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     params: dict[str, Any] = {"mailto": settings.contact_email} if settings.contact_email else {}
     if settings.openalex_api_key is not None:
         params["api_key"] = settings.openalex_api_key.get_secret_value()
-    base = settings.openalex_api_url.rstrip("/")
+    api_url = settings.openalex_api_url.rstrip("/")
     if kind == "doi":
-        return UpstreamRequest(f"{base}/works/doi:{value}", params)
+        return UpstreamRequest(f"{api_url}/works/doi:{value}", params)
     if kind == "arxiv":  # arXiv's DataCite DOI
-        return UpstreamRequest(f"{base}/works/doi:{ARXIV_DOI_PREFIX}{value}", params)
+        return UpstreamRequest(f"{api_url}/works/doi:{ARXIV_DOI_PREFIX}{value}", params)
     return None
 
 
@@ -187,10 +168,10 @@ def build_retraction_request(settings: Settings, dois: Sequence[str]) -> Upstrea
 
 def parse_retractions(body: str | bytes) -> dict[str, bool]:
     """Normalised DOI -> `is_retracted` for every work of a `/works` answer that has both; raises
-    UnusableAnswer when the answer is not an OpenAlex list of works."""
-    data = load_json(body, "OpenAlex")
+    base.UnusableAnswer when the answer is not an OpenAlex list of works."""
+    data = base.load_json(body, "OpenAlex")
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise UnusableAnswer("OpenAlex answer holds no list of works")
+        raise base.UnusableAnswer("OpenAlex answer holds no list of works")
     flags: dict[str, bool] = {}
     for work in data["results"]:
         if not isinstance(work, dict) or not isinstance(work.get("is_retracted"), bool):
@@ -219,10 +200,10 @@ class OpenAlexConnector(FormatConnector):
 
     def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
         settings = self.context.settings
-        params: dict[str, Any] = {"search": query.query, "per_page": min(limit, 200), "page": 1}
-        filters = date_filter(query.year_start, query.year_end)
-        if filters:
-            params["filter"] = filters
+        years = base.year_range_params(
+            query.year_start, query.year_end, since="from_publication_date", until="to_publication_date"
+        )
+        params: dict[str, Any] = {"search": query.query, "per_page": min(limit, 200), "page": 1, **years}
         if settings.contact_email:
             params["mailto"] = settings.contact_email
         if settings.openalex_api_key is not None:

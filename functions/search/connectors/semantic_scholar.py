@@ -6,18 +6,8 @@ from typing import Any
 
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
-from functions.search.connectors.base import (
-    FormatConnector,
-    LookupResult,
-    UnusableAnswer,
-    UpstreamFormat,
-    UpstreamRequest,
-    load_json,
-    lookup_guard,
-    never_raises,
-    ranked_result,
-    status_error,
-)
+from functions.search.connectors import base
+from functions.search.connectors.base import FormatConnector, LookupResult, UpstreamFormat, UpstreamRequest
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import clean_text, format_author
@@ -49,7 +39,7 @@ def _records(data: Any) -> list[Any]:
         if rows is None:
             rows = [data] if "paperId" in data or "title" in data else []
     else:
-        raise UnusableAnswer(f"unparseable {LABEL} answer: not a JSON object or list")
+        raise base.UnusableAnswer(f"unparseable {LABEL} answer: not a JSON object or list")
     records = []
     for row in rows or []:
         if isinstance(row, dict):
@@ -105,13 +95,13 @@ def _paper(record: Any, rank: int) -> FoundPaper | None:
     )
 
 
-@never_raises(NAME)
+@base.never_raises(NAME)
 def parse_response(status_code: int, body: str | bytes) -> ConnectorResult:
     if status_code >= 400:
-        return status_error(NAME, status_code, body)
-    data = load_json(body, LABEL)
+        return base.status_error(NAME, status_code, body)
+    data = base.load_json(body, LABEL)
     total = data.get("total") if isinstance(data, dict) else None
-    return ranked_result(NAME, _records(data), _paper, total)
+    return base.ranked_result(NAME, _records(data), _paper, total)
 
 
 LOOKUP_FIELDS = "title,abstract,year,authors,venue,journal,externalIds"
@@ -137,10 +127,10 @@ def _work(record: Any) -> WorkMetadata | None:
     )
 
 
-@lookup_guard(NAME)
+@base.lookup_guard(NAME)
 def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
     """`/paper/DOI:{doi}` or `/paper/arXiv:{id}`: one paper record."""
-    records = _records(load_json(body, LABEL))
+    records = _records(base.load_json(body, LABEL))
     return LookupResult(connector=NAME, works=[w for w in map(_work, records) if w is not None])
 
 
@@ -151,8 +141,8 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     headers = {}
     if settings.semantic_scholar_api_key is not None:
         headers["x-api-key"] = settings.semantic_scholar_api_key.get_secret_value()
-    base = settings.semantic_scholar_api_url.rstrip("/")
-    return UpstreamRequest(f"{base}/paper/{prefix}:{value}", {"fields": LOOKUP_FIELDS}, headers)
+    api_url = settings.semantic_scholar_api_url.rstrip("/")
+    return UpstreamRequest(f"{api_url}/paper/{prefix}:{value}", {"fields": LOOKUP_FIELDS}, headers)
 
 
 class SemanticScholarConnector(FormatConnector):
@@ -175,8 +165,8 @@ class SemanticScholarConnector(FormatConnector):
         key = self.context.settings.semantic_scholar_api_key
         if key is not None:
             headers["x-api-key"] = key.get_secret_value()
-        base = self.context.settings.semantic_scholar_api_url.rstrip("/")
-        return UpstreamRequest(f"{base}/paper/search", params, headers)
+        api_url = self.context.settings.semantic_scholar_api_url.rstrip("/")
+        return UpstreamRequest(f"{api_url}/paper/search", params, headers)
 
     def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
         return UpstreamRequest(request.url, request.params, {**request.headers, "x-api-key": api_key})
