@@ -149,69 +149,43 @@ def _step_uses(*parts: Uses, read_write: tuple[str, ...] = (), read: tuple[str, 
     )
 
 
+def _step(
+    name: str, memory_mb: int, *parts: Uses, read_write: tuple[str, ...] = (), read: tuple[str, ...] = ()
+) -> StepFunctionSpec:
+    """The workflow step `name`: Lambda `Research<Name>Step` running functions/orchestrate/steps/<name>.py."""
+    return StepFunctionSpec(
+        f"Research{name.capitalize()}Step",
+        f"functions.orchestrate.steps.{name}.handler",
+        memory_mb=memory_mb,
+        uses=_step_uses(*parts, read_write=read_write, read=read),
+    )
+
+
 # Every Lambda the state machines call (the research workflow: functions/orchestrate/steps/), with what
 # its state's work reaches (the step module of the same name).
 STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
     # Creates the record of a job a schedule started (planning reads OpenAlex's daily allowance left) and
     # holds its budget; traces the plan.
-    StepFunctionSpec(
-        "ResearchPlanStep",
-        "functions.orchestrate.steps.plan.handler",
-        memory_mb=512,
-        uses=_step_uses(read_write=("traces_table",), read=("teams_table", "rate_limit_table")),
-    ),
+    _step("plan", 512, read_write=("traces_table",), read=("teams_table", "rate_limit_table")),
     # Searches; the hits go to the data bucket.
-    StepFunctionSpec(
-        "ResearchSearchStep",
-        "functions.orchestrate.steps.search.handler",
-        memory_mb=512,
-        uses=_step_uses(_SEARCHING, read_write=("traces_table", "data_bucket")),
-    ),
+    _step("search", 512, _SEARCHING, read_write=("traces_table", "data_bucket")),
     # Screening embeds up to 250 candidates with MiniLM: 2 GB buys about 1.2 vCPU for it. Reads the hits,
     # writes the screening.
-    StepFunctionSpec(
-        "ResearchScreenStep",
-        "functions.orchestrate.steps.screen.handler",
-        memory_mb=2048,
-        uses=_step_uses(read_write=("traces_table", "data_bucket"), read=("teams_table",)),
-    ),
+    _step("screen", 2048, read_write=("traces_table", "data_bucket"), read=("teams_table",)),
     # Only keeps the task token on the job record.
-    StepFunctionSpec(
-        "ResearchCheckpointStep",
-        "functions.orchestrate.steps.checkpoint.handler",
-        memory_mb=256,
-        uses=_step_uses(),
-    ),
+    _step("checkpoint", 256),
     # Fetches and parses one source (cached in the data bucket; `library://` sources are uploaded
     # documents), through the providers' turns and the teams' own keys.
-    StepFunctionSpec(
-        "ResearchExtractStep",
-        "functions.orchestrate.steps.extract.handler",
-        memory_mb=2048,
-        uses=_step_uses(_SEARCHING, read_write=("traces_table", "data_bucket")),
-    ),
+    _step("extract", 2048, _SEARCHING, read_write=("traces_table", "data_bucket")),
     # Reads the extracted papers, writes the synthesis.
-    StepFunctionSpec(
-        "ResearchSynthesizeStep",
-        "functions.orchestrate.steps.synthesize.handler",
-        memory_mb=1024,
-        uses=_step_uses(read_write=("traces_table", "data_bucket"), read=("teams_table",)),
-    ),
+    _step("synthesize", 1024, read_write=("traces_table", "data_bucket"), read=("teams_table",)),
     # Reads the screening and the synthesis, writes the artifacts (a living review reads the last run's),
     # announces the job.
-    StepFunctionSpec(
-        "ResearchFinalizeStep",
-        "functions.orchestrate.steps.finalize.handler",
-        memory_mb=1024,
-        uses=_step_uses(_ANNOUNCING, read_write=("traces_table", "artifacts_bucket"), read=("data_bucket",)),
+    _step(
+        "finalize", 1024, _ANNOUNCING, read_write=("traces_table", "artifacts_bucket"), read=("data_bucket",)
     ),
     # Records the failure (and the record of a scheduled job that failed before Plan made it); announces it.
-    StepFunctionSpec(
-        "ResearchFailStep",
-        "functions.orchestrate.steps.fail.handler",
-        memory_mb=256,
-        uses=_step_uses(_ANNOUNCING, read_write=("traces_table",), read=("rate_limit_table",)),
-    ),
+    _step("fail", 256, _ANNOUNCING, read_write=("traces_table",), read=("rate_limit_table",)),
 )
 
 STATE_MACHINES: tuple[StateMachineSpec, ...] = (StateMachineSpec("research", "research.asl.json"),)

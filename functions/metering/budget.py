@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from functions.common.errors import DomainError, InvalidInput
 from functions.metering.estimate import CostModel, Unit
@@ -125,24 +125,6 @@ class UnitNeed:
             f"exceeded: the next {self.unit} needs up to {usd(self.estimate)} plus {usd(self.closing)} "
             "to finish the job",
         )
-
-
-class BudgetGate(Protocol):
-    """What the workflow asks before each unit of work (Budgets.admit)."""
-
-    def admit(
-        self,
-        team_id: str,
-        job_id: str,
-        unit: Unit,
-        *,
-        sources: int = 0,
-        pending: int = 0,
-    ) -> Refusal | None: ...
-
-    def affordable_extractions(self, team_id: str, job_id: str, wanted: int) -> int: ...
-
-    def hold(self, team_id: str, job_id: str, quote: Mapping[str, Any]) -> float | None: ...
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from functions.common.observability import get_logger
-from functions.metering.budget import BudgetExceeded, BudgetGate
+from functions.metering.budget import BudgetExceeded, Budgets
 from functions.metering.estimate import Unit
 
 logger = get_logger("metering")
@@ -21,7 +21,7 @@ logger = get_logger("metering")
 class JobBudget:
     """The job's and its team's budgets; without a gate (budgets not configured) every unit runs."""
 
-    gate: BudgetGate | None = None
+    gate: Budgets | None = None
 
     def refusal(
         self, team_id: str, job_id: str, unit: Unit, *, sources: int = 0, pending: int = 0

@@ -7,8 +7,9 @@ what each function declares it uses (`uses` on its spec: infra/config.py, functi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from aws_cdk import ArnFormat, CfnResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -46,6 +47,19 @@ class DeployedFunction:
     alias: lambda_.Alias
     streams: bool = False  # under the Lambda Web Adapter in response_stream mode
     uses: resources.Uses = field(default_factory=resources.Uses)  # what it is granted
+
+
+class FunctionSpec(Protocol):
+    """What every kind of function declaration gives: its id, its size and time-out, what it is granted."""
+
+    @property
+    def logical_id(self) -> str: ...
+    @property
+    def memory_mb(self) -> int: ...
+    @property
+    def timeout_seconds(self) -> int: ...
+    @property
+    def uses(self) -> resources.Uses: ...
 
 
 class Functions(Construct):
@@ -93,28 +107,17 @@ class Functions(Construct):
 
     def _authorizer(self, environment: Mapping[str, str]) -> DeployedFunction:
         return self._function(
-            TEAM_AUTHORIZER.logical_id,
-            handler=TEAM_AUTHORIZER.handler,
-            family="authorizer",
-            memory_mb=TEAM_AUTHORIZER.memory_mb,
-            timeout_seconds=TEAM_AUTHORIZER.timeout_seconds,
-            reserved=None,
-            environment=environment,
-            uses=TEAM_AUTHORIZER.uses,
+            TEAM_AUTHORIZER, handler=TEAM_AUTHORIZER.handler, family="authorizer", environment=environment
         )
 
     def _ingest(self, environment: Mapping[str, str]) -> DeployedFunction | None:
         if not module_exists(KB_INGEST.handler):
             return None
         return self._function(
-            KB_INGEST.logical_id,
+            KB_INGEST,
             handler=KB_INGEST.handler,
             family="ingest",
-            memory_mb=KB_INGEST.memory_mb,
-            timeout_seconds=KB_INGEST.timeout_seconds,
-            reserved=None,
             environment={**environment, "RAG_SOURCE_PREFIX": KB_INGEST.prefix},
-            uses=KB_INGEST.uses,
         )
 
     def _api_function(
@@ -124,29 +127,17 @@ class Functions(Construct):
             return self._web_adapter_function(spec, environment)
         own = {"ADMIN_AUTH": "iam", **team_keys} if spec.authorization == "iam" else {}
         return self._function(
-            spec.logical_id,
+            spec,
             handler=spec.entry,
             family=spec.family,
-            memory_mb=spec.memory_mb,
-            timeout_seconds=spec.timeout_seconds,
             reserved=spec.reserved_concurrency,
             environment={**environment, **own},
-            uses=spec.uses,
         )
 
     def _step_function(
         self, spec: resources.StepFunctionSpec, environment: Mapping[str, str]
     ) -> DeployedFunction:
-        return self._function(
-            spec.logical_id,
-            handler=spec.handler,
-            family="steps",
-            memory_mb=spec.memory_mb,
-            timeout_seconds=spec.timeout_seconds,
-            reserved=None,
-            environment=environment,
-            uses=spec.uses,
-        )
+        return self._function(spec, handler=spec.handler, family="steps", environment=environment)
 
     def _grant_secret_key(self, deployed: DeployedFunction) -> None:
         """Per purpose (the encryption context), only the actions the function declares."""
@@ -201,14 +192,11 @@ class Functions(Construct):
         )
         layer = lambda_.LayerVersion.from_layer_version_arn(self, f"{spec.logical_id}WebAdapter", layer_arn)
         deployed = self._function(
-            spec.logical_id,
+            spec,
             handler=WEB_ADAPTER.entry_script,
             family=spec.family,
-            memory_mb=spec.memory_mb,
-            timeout_seconds=spec.timeout_seconds,
             reserved=spec.reserved_concurrency,
             environment={**environment, **WEB_ADAPTER.environment()},
-            uses=spec.uses,
             sources=sources,
             executables={WEB_ADAPTER.entry_script: start_script},
             layers=[layer],
@@ -225,15 +213,12 @@ class Functions(Construct):
 
     def _function(
         self,
-        logical_id: str,
+        spec: FunctionSpec,
         *,
         handler: str,
         family: str,
-        memory_mb: int,
-        timeout_seconds: int,
-        reserved: int | None,
         environment: Mapping[str, str],
-        uses: resources.Uses,
+        reserved: int | None = None,
         sources: bundling.FunctionSources | None = None,
         executables: Mapping[str, str] | None = None,
         layers: list[lambda_.ILayerVersion] | None = None,
@@ -243,7 +228,7 @@ class Functions(Construct):
         asset = bundling.build_asset(sources, self._options.bundling, executables=executables)
         log_group = logs.LogGroup(
             self,
-            f"{logical_id}Logs",
+            f"{spec.logical_id}Logs",
             retention=retention(self._options.log_retention_days),
             removal_policy=RemovalPolicy.DESTROY,
         )
@@ -252,13 +237,13 @@ class Functions(Construct):
             environment = {**environment, **SINGLE_THREADED_BLAS}
         function = lambda_.Function(
             self,
-            logical_id,
+            spec.logical_id,
             runtime=lambda_.Runtime.PYTHON_3_13,
             architecture=lambda_.Architecture.ARM_64,
             handler=handler,
             code=lambda_.Code.from_asset(str(asset)),
-            memory_size=memory_mb,
-            timeout=Duration.seconds(timeout_seconds),
+            memory_size=spec.memory_mb,
+            timeout=Duration.seconds(spec.timeout_seconds),
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             reserved_concurrent_executions=reserved if self._options.reserved_concurrency else None,
@@ -270,7 +255,7 @@ class Functions(Construct):
             snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS,
         )
         alias = lambda_.Alias(
-            self, f"{logical_id}Live", alias_name=LIVE_ALIAS, version=function.current_version
+            self, f"{spec.logical_id}Live", alias_name=LIVE_ALIAS, version=function.current_version
         )
         suppress(
             function,
@@ -280,7 +265,9 @@ class Functions(Construct):
         )
         assert function.role is not None
         suppress_function_role(function.role)
-        return DeployedFunction(function=function, family=family, sources=sources, alias=alias, uses=uses)
+        return DeployedFunction(
+            function=function, family=family, sources=sources, alias=alias, uses=spec.uses
+        )
 
 
 _RETENTION = {
@@ -347,19 +334,23 @@ def _grant_declared(
     """Exactly what the function declares of the registry: read or read/write, and putting events."""
     function, uses = deployed.function, deployed.uses
     for setting, table in tables.items():
-        access = uses.access(setting)
-        if access == "read":
-            table.grant_read_data(function)
-        elif access == "read_write":
-            table.grant_read_write_data(function)
+        _grant(function, uses.access(setting), table.grant_read_data, table.grant_read_write_data)
     for setting, bucket in buckets.items():
-        access = uses.access(setting)
-        if access == "read":
-            bucket.grant_read(function)
-        elif access == "read_write":
-            bucket.grant_read_write(function)
+        _grant(function, uses.access(setting), bucket.grant_read, bucket.grant_read_write)
     if uses.events:
         event_bus.grant_put_events_to(function)
+
+
+def _grant(
+    grantee: iam.IGrantable,
+    access: resources.Access | None,
+    grant_read: Callable[[iam.IGrantable], iam.Grant],
+    grant_read_write: Callable[[iam.IGrantable], iam.Grant],
+) -> None:
+    if access == "read":
+        grant_read(grantee)
+    elif access == "read_write":
+        grant_read_write(grantee)
 
 
 def module_exists(handler: str) -> bool:
