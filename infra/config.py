@@ -94,9 +94,19 @@ API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
         "orchestrate",
         memory_mb=512,
         timeout_seconds=29,
+        # jobs and their schedules, documents and searches a job's plan reads, budgets and usage, artifacts;
+        # a job's trace is written by its steps (the API no longer names the traces table)
         uses=resources.Uses(
-            read_write=tuple(table.setting for table in resources.TABLES)
-            + tuple(bucket.setting for bucket in resources.BUCKETS),
+            read_write=(
+                "jobs_table",
+                "cache_table",
+                "rate_limit_table",
+                "documents_table",
+                "teams_table",
+                "usage_table",
+                "data_bucket",
+                "artifacts_bucket",
+            ),
             events=True,
             decrypts=("upstream-key", "webhook-secret"),
         ),
@@ -133,9 +143,8 @@ API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
         memory_mb=512,
         timeout_seconds=29,
         authorization="iam",
-        uses=resources.Uses(
-            read_write=("teams_table", "usage_table"), encrypts=("upstream-key", "webhook-secret")
-        ),
+        # no usage table: admin routes are not metered (functions/admin/app.py hands in no UsageMiddleware)
+        uses=resources.Uses(read_write=("teams_table",), encrypts=("upstream-key", "webhook-secret")),
     ),
 )
 
