@@ -88,24 +88,17 @@ API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
             decrypts=("upstream-key",),
         ),
     ),
-    # Jobs, schedules, traces, webhooks' delivery log and the job's artifacts.
+    # Jobs, schedules, webhooks' delivery log and the job's artifacts; the search a job's plan reads (cache,
+    # turns, documents), budgets and usage. A job's trace is written by its steps, not by this API.
     ApiFunctionSpec(
         "OrchestrateFunction",
         "orchestrate",
         memory_mb=512,
         timeout_seconds=29,
-        # jobs and their schedules, documents and searches a job's plan reads, budgets and usage, artifacts;
-        # a job's trace is written by its steps (the API no longer names the traces table)
         uses=resources.Uses(
             read_write=(
-                "jobs_table",
-                "cache_table",
-                "rate_limit_table",
-                "documents_table",
-                "teams_table",
-                "usage_table",
-                "data_bucket",
-                "artifacts_bucket",
+                *(table.setting for table in resources.TABLES if table.setting != "traces_table"),
+                *(bucket.setting for bucket in resources.BUCKETS),
             ),
             events=True,
             decrypts=("upstream-key", "webhook-secret"),
