@@ -29,11 +29,12 @@ from functions.orchestrate.contracts import ExtractInput, Extraction
 from functions.orchestrate.payloads import extracted_key
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.steps.base import JobStep
+from functions.orchestrate.store import DynamoDbJobStore
 from functions.research.report import BUDGET_NOT_EXTRACTED
 
 if TYPE_CHECKING:
-    from functions.common.traces import TraceStore
+    pass
 
 # A source that exists but offers us no full text (paywalled, gone): retrying won't help.
 NO_OPEN_FULL_TEXT = (401, 402, 403, 404, 410, 451)
@@ -47,17 +48,15 @@ class _Failure:
     unavailable: bool = False
 
 
-@dataclass
-class Extract:
-    jobs: JobStore
+@dataclass(kw_only=True)
+class Extract(JobStep):
     data: BlobStore
     extraction_service: Callable[[], FullTextPort]
     settings: WorkflowSettings
     budget: JobBudget
-    traces: TraceStore | None = None
 
     def __call__(self, request: ExtractInput) -> Extraction:
-        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        progress = self.progress(request.team, request.job_id)
         source_id, url = request.source.source_id, request.source.url
         base = Extraction(source_id=source_id, url=url, parsed_key=None, evidence_count=0)
         if self._over_budget(progress, url):

@@ -13,29 +13,28 @@ from functions.orchestrate.contracts import FailInput, FailOutput
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.records import NewJobRecord
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher, JobStore
+from functions.orchestrate.steps.base import JobStep
+from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
 from functions.orchestrate.wiring import job_records
 from functions.research.request import ExecuteRequest
 from functions.teams.wiring import team_service
 from functions.webhooks.wiring import notifier
 
 if TYPE_CHECKING:
-    from functions.common.traces import TraceStore
+    pass
 
 # Only for recording a FAILED job whose scheduled input was not even a valid request.
 PLACEHOLDER_GOAL = "(invalid scheduled research goal)"
 
 
-@dataclass
-class Fail:
-    jobs: JobStore
+@dataclass(kw_only=True)
+class Fail(JobStep):
     new_record: NewJobRecord
     completion: JobCompletion
-    traces: TraceStore | None = None
 
     def __call__(self, request: FailInput) -> FailOutput:
         job_id, reason, execution = request.job_id, request.reason, request.state.execution
-        progress = JobProgress(self.jobs, execution.team, job_id, self.traces)
+        progress = self.progress(execution.team, job_id)
         existing = self.jobs.get(progress.team_id, job_id)
         if existing is None:
             self._record(progress, request)

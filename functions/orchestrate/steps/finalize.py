@@ -14,7 +14,6 @@ from functions.orchestrate.completion import JobCompletion, artifact_prefix, res
 from functions.orchestrate.contracts import FinalizeInput, FinishedOutput, JobRecord
 from functions.orchestrate.models import ARTIFACT_NAMES, JobStatus, decision
 from functions.orchestrate.payloads import screened
-from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.search_round import (
     BUDGET_REACHED,
     not_run_counts,
@@ -22,7 +21,8 @@ from functions.orchestrate.search_round import (
     upstream_failures,
 )
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher, JobStore
+from functions.orchestrate.steps.base import JobStep
+from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
 from functions.research import outputs
 from functions.research.report import SearchSummary, build_results
 from functions.research.screening import Candidate
@@ -31,19 +31,17 @@ from functions.teams.wiring import team_service
 from functions.webhooks.wiring import notifier
 
 if TYPE_CHECKING:
-    from functions.common.traces import TraceStore
+    pass
 
 
-@dataclass
-class Finalize:
-    jobs: JobStore
+@dataclass(kw_only=True)
+class Finalize(JobStep):
     data: BlobStore
     artifacts: BlobStore
     completion: JobCompletion
-    traces: TraceStore | None = None
 
     def __call__(self, request: FinalizeInput) -> FinishedOutput:
-        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        progress = self.progress(request.team, request.job_id)
         team_id, job_id, job = progress.team_id, progress.job_id, progress.job()
         synthesis: dict[str, Any] = get_json(self.data, request.synthesis.synthesis_key) or {}
         screening, candidates = screened(self.data, job)

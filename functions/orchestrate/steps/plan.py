@@ -16,28 +16,27 @@ from functions.orchestrate.contracts import JobRecord, PlanInput, PlanOutput, Se
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.records import NewJobRecord
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.steps.base import JobStep
+from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import job_records
 from functions.research.request import ExecuteRequest
 
 if TYPE_CHECKING:
-    from functions.common.traces import TraceStore
+    pass
 
 
-@dataclass
-class Plan:
-    jobs: JobStore
+@dataclass(kw_only=True)
+class Plan(JobStep):
     new_record: NewJobRecord
     settings: WorkflowSettings
     budget: JobBudget
-    traces: TraceStore | None = None
 
     def __call__(self, request: PlanInput) -> PlanOutput:
         execution = request.input
         job_id = str(execution.job_id or request.execution_name or "")
         if not job_id:
             raise InvalidInput("the state machine input names no job and the execution has no name")
-        progress = JobProgress(self.jobs, execution.team, job_id, self.traces)
+        progress = self.progress(execution.team, job_id)
         if self.jobs.get(progress.team_id, job_id) is None:
             self._record_scheduled(request, progress)
         job = progress.job()

@@ -22,7 +22,8 @@ from functions.orchestrate.payloads import screening_key
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.search_round import not_run_counts, upstream_failures
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.steps.base import JobStep
+from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import upstream_query
 from functions.research.plan import JobSettings, ResearchPlan
 from functions.research.planning import (
@@ -35,20 +36,18 @@ from functions.research.relevance import RelevanceScorer
 from functions.research.screening import Candidate, ScreeningResult, screen
 
 if TYPE_CHECKING:
-    from functions.common.traces import TraceStore
+    pass
 
 
-@dataclass
-class Screen:
-    jobs: JobStore
+@dataclass(kw_only=True)
+class Screen(JobStep):
     data: BlobStore
     budget: JobBudget
     relevance_scorer: Callable[[], RelevanceScorer] = field(default=lambda: RelevanceScorer(None))
     render: Renderer = connector_syntax
-    traces: TraceStore | None = None
 
     def __call__(self, request: ScreenInput) -> ScreenOutput:
-        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        progress = self.progress(request.team, request.job_id)
         job = progress.job()
         plan, searches = job.research_plan, request.search_results
         turns = _refine_turns(plan, searches)

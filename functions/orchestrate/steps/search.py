@@ -15,28 +15,26 @@ from functions.metering.job_budget import JobBudget
 from functions.metering.wiring import budgets
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import SearchInput, SearchState
-from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.search_round import SearchRound
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.steps.base import JobStep
+from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import shared_search_service
 from functions.research.fusion import Searcher
 
 if TYPE_CHECKING:
-    from functions.common.traces import TraceStore
+    pass
 
 
-@dataclass
-class Search:
-    jobs: JobStore
+@dataclass(kw_only=True)
+class Search(JobStep):
     data: BlobStore
     search_service: Callable[[], Searcher]
     settings: WorkflowSettings
     budget: JobBudget
-    traces: TraceStore | None = None
 
     def __call__(self, request: SearchInput) -> SearchState:
-        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        progress = self.progress(request.team, request.job_id)
         state = request.search
         job = progress.job()
         seconds = self.settings.search_seconds(job.depth, refinement=state.phase == "refine")

@@ -19,27 +19,25 @@ from functions.metering.wiring import budgets
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import Extraction, SynthesizeInput, SynthesizeOutput
 from functions.orchestrate.payloads import screened, synthesis_key
-from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.store import DynamoDbJobStore, JobStore
+from functions.orchestrate.steps.base import JobStep
+from functions.orchestrate.store import DynamoDbJobStore
 from functions.research.screening import Candidate
 from functions.research.synthesis import synthesize
 
 if TYPE_CHECKING:
-    from functions.common.traces import TraceStore
+    pass
 
 
-@dataclass
-class Synthesize:
-    jobs: JobStore
+@dataclass(kw_only=True)
+class Synthesize(JobStep):
     data: BlobStore
     settings: WorkflowSettings
     budget: JobBudget
     llm: Callable[[], LlmProvider | None] = field(default=lambda: None)
-    traces: TraceStore | None = None
 
     def __call__(self, request: SynthesizeInput) -> SynthesizeOutput:
-        progress = JobProgress(self.jobs, request.team, request.job_id, self.traces)
+        progress = self.progress(request.team, request.job_id)
         job = progress.job()
         progress.synthesising()
         _, candidates = screened(self.data, job)

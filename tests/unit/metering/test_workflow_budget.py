@@ -75,17 +75,29 @@ class Steps:
     extraction_service: Any = NeverCalled
 
     def search(self, event: dict[str, Any]) -> dict[str, Any]:
-        step = Search(self.jobs, self.data, NeverCalled, WorkflowSettings(), JobBudget(self.gate))
+        step = Search(
+            jobs=self.jobs,
+            data=self.data,
+            search_service=NeverCalled,
+            settings=WorkflowSettings(),
+            budget=JobBudget(self.gate),
+        )
         return step(SearchInput.model_validate(event)).model_dump(mode="json")
 
     def extract(self, event: dict[str, Any]) -> dict[str, Any]:
         step = Extract(
-            self.jobs, self.data, self.extraction_service, WorkflowSettings(), JobBudget(self.gate)
+            jobs=self.jobs,
+            data=self.data,
+            extraction_service=self.extraction_service,
+            settings=WorkflowSettings(),
+            budget=JobBudget(self.gate),
         )
         return step(ExtractInput.model_validate(event)).model_dump(mode="json")
 
     def synthesize(self, event: dict[str, Any]) -> dict[str, Any]:
-        step = Synthesize(self.jobs, self.data, WorkflowSettings(), JobBudget(self.gate))
+        step = Synthesize(
+            jobs=self.jobs, data=self.data, settings=WorkflowSettings(), budget=JobBudget(self.gate)
+        )
         return step(SynthesizeInput.model_validate(event)).model_dump(mode="json")
 
 
