@@ -53,7 +53,7 @@ from functions.research.retriever import Retriever
 from functions.search.models import PaperQuery, SearchOutcome
 from functions.search.service import SearchService
 from tests.e2e.answer_topic import QUESTION, answer_papers, gateway_server
-from tests.e2e.scholarly_topic import NO_POLITENESS, environment, serve
+from tests.e2e.scholarly_topic import NO_POLITENESS, environment, figure, serve
 from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
 
 PRESETS = ("fast", "comprehensive", "contracrow", "academic", "tutorial")
@@ -329,7 +329,7 @@ def percentile(values: list[float], share: float) -> float:
 
 def report(concurrent: Results, sequential: Results, labels: list[str]) -> None:
     print(f"\n{'run':<14}{'round':>6}{'concurrent s':>14}{'slowest search s':>18}{'ratio':>7}", end="")
-    print(f"{'sequential s':>14}{'slowest search s':>18}{'first event ms':>16}")
+    figure(f"{'sequential s':>14}{'slowest search s':>18}{'first event ms':>16}")
     for label in labels:
         theirs_by_round = {run.round: run for run in sequential.of(label)}
         for ours in concurrent.of(label):
@@ -340,11 +340,11 @@ def report(concurrent: Results, sequential: Results, labels: list[str]) -> None:
             sequential_columns = (
                 f"{theirs.wall:>14.2f}{theirs.slowest_search:>18.2f}" if theirs else f"{'-':>14}{'-':>18}"
             )
-            print(
+            figure(
                 f"{label:<14}{ours.round:>6}{ours.wall:>14.2f}{ours.slowest_search:>18.2f}{ratio:>7.2f}"
                 f"{sequential_columns}{first:>16}{refused}"
             )
-    print(f"\n{'endpoint':<30}{'p50 s':>8}{'p95 s':>8}{'seq p50 s':>11}{'seq p95 s':>11}{'speed-up':>10}")
+    figure(f"\n{'endpoint':<30}{'p50 s':>8}{'p95 s':>8}{'seq p50 s':>11}{'seq p95 s':>11}{'speed-up':>10}")
     for label in labels:
         walls = [run.wall for run in concurrent.of(label)]
         baseline = {run.round: run.wall for run in sequential.of(label)}
@@ -354,35 +354,35 @@ def report(concurrent: Results, sequential: Results, labels: list[str]) -> None:
         name = {ASK: "/api/v1/ask", STREAM: "/v1/query/stream (fast)"}.get(label, f"/v1/query {label}")
         seq = list(baseline.values())
         seq_columns = f"{percentile(seq, 0.5):>11.2f}{percentile(seq, 0.95):>11.2f}" if seq else f"{'-':>22}"
-        print(
+        figure(
             f"{name:<30}{percentile(walls, 0.5):>8.2f}{percentile(walls, 0.95):>8.2f}{seq_columns}{speed_up}"
         )
     names = [stage for stage, _ in STAGES]
     print(f"\nwhere the time goes, concurrent runs, p50 s (from the traces)\n{'run':<14}", end="")
-    print("".join(f"{name:>16}" for name in names))
+    figure("".join(f"{name:>16}" for name in names))
     for label in labels:
         runs = concurrent.of(label)
         cells = []
         for name in names:
             spent = [run.stages[name] for run in runs if name in run.stages]
             cells.append(f"{percentile(spent, 0.5):>16.2f}" if spent else f"{'-':>16}")
-        print(f"{label:<14}{''.join(cells)}")
-    print("\ntargets (concurrent runs):")
+        figure(f"{label:<14}{''.join(cells)}")
+    figure("\ntargets (concurrent runs):")
     for label in ("fast", ASK):
         runs = concurrent.of(label)
         within = [run for run in runs if run.wall <= FAST_FACTOR * run.slowest_search]
         worst = max(run.wall / run.slowest_search for run in runs if run.slowest_search)
-        print(
+        figure(
             f"  {label:<14} within {FAST_FACTOR}x its slowest search call: {len(within)}/{len(runs)} "
             f"(worst {worst:.2f}x)"
         )
     walls = [run.wall for run in concurrent.of("comprehensive")]
-    print(
+    figure(
         f"  comprehensive  p50 {percentile(walls, 0.5):.1f} s (target < {COMPREHENSIVE_TYPICAL:.0f} s), "
         f"max {max(walls):.1f} s (target always < {COMPREHENSIVE_LIMIT:.0f} s)"
     )
     firsts = [run.first_event for run in concurrent.of(STREAM) if run.first_event is not None]
-    print(
+    figure(
         f"  first SSE event p50 {percentile(firsts, 0.5) * 1000:.0f} ms, max {max(firsts) * 1000:.0f} ms "
         f"(target < {FIRST_EVENT_TARGET * 1000:.0f} ms)"
     )
@@ -402,7 +402,7 @@ def main() -> None:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     labels = [*PRESETS, ASK, STREAM]
     web = SimulatedWeb(args.seed)
-    print(
+    figure(
         f"simulated web: {len(answer_papers())} papers; search latency {SEARCH_LATENCY[0]}-{SEARCH_LATENCY[1]} s, "
         f"PDF latency {PDF_LATENCY[0]:.0f}-{PDF_LATENCY[1]:.0f} s; {args.rounds} round(s); cores: {os.cpu_count()}"
     )

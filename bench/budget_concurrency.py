@@ -31,7 +31,7 @@ from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
-from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, serve, topic_papers
+from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, figure, serve, topic_papers
 from tests.support.scholarly_web import ScholarlyWeb
 
 JOB_TIMEOUT_SECONDS = 150.0
@@ -166,14 +166,14 @@ def main() -> None:
             _, quote = _execute(client, probe.team_id, {"discovery_depth": "rapid"})
             _wait(client, probe.team_id, [quote["job_id"]])
             budget = args.budget_usd
-            print(
+            figure(
                 f"rapid job quote {quote['cost_estimate']['low_usd']:.6f}-{quote['cost_estimate']['high_usd']:.6f}"
                 f" USD; monthly budget {budget:.6f} USD"
             )
             for concurrency in args.concurrency:
-                print("monthly budget", monthly_budget_run(client, concurrency, budget), flush=True)
+                figure("monthly budget", monthly_budget_run(client, concurrency, budget), flush=True)
             for fraction in args.cap_fractions:
-                print("job cap", job_cap_run(client, fraction), flush=True)
+                figure("job cap", job_cap_run(client, fraction), flush=True)
     reset_workflow_settings_cache()
     print(f"ran in {time.monotonic() - started:.0f} s")
 

@@ -31,7 +31,7 @@ from functions.local_runtime import lambda_adapter
 from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
-from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, topic_papers
+from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, figure, topic_papers
 
 # us-east-1 list prices (USD) used for the estimate; check https://aws.amazon.com/pricing before relying.
 PRICES = {
@@ -117,13 +117,13 @@ def report(meter: Meter, transitions: int, polls: int, wall: float, results: dic
     for name, seconds in meter.invocations:
         by_function[name].append(seconds)
     summary = results.get("execution_summary", {})
-    print(f"job: status {results.get('status')}, wall {wall:.1f} s, summary {summary}")
-    print(f"\n{'step Lambda':<26}{'calls':>6}{'mean s':>8}{'max s':>8}{'MB':>6}{'GB-s':>9}")
+    figure(f"job: status {results.get('status')}, wall {wall:.1f} s, summary {summary}")
+    figure(f"\n{'step Lambda':<26}{'calls':>6}{'mean s':>8}{'max s':>8}{'MB':>6}{'GB-s':>9}")
     gb_seconds = 0.0
     for name, durations in sorted(by_function.items()):
         gbs = sum(durations) * memory.get(name, 1024) / 1024
         gb_seconds += gbs
-        print(
+        figure(
             f"{name:<26}{len(durations):>6}{sum(durations) / len(durations):>8.2f}"
             f"{max(durations):>8.2f}{memory.get(name, 1024):>6}{gbs:>9.1f}"
         )
@@ -136,7 +136,7 @@ def report(meter: Meter, transitions: int, polls: int, wall: float, results: dic
     s3_puts = sum(calls[f"s3:{operation}"] for operation in S3_PUTS)
     s3_gets = sum(calls[f"s3:{operation}"] for operation in S3_GETS)
     events = calls.get("events:PutEvents", 0) + 1  # + the state machine's own ResearchJob* event
-    print(f"\nAWS calls made by the functions: {dict(sorted(calls.items()))}")
+    figure(f"\nAWS calls made by the functions: {dict(sorted(calls.items()))}")
     lines = [
         (
             "Lambda duration (arm64)",
@@ -153,11 +153,11 @@ def report(meter: Meter, transitions: int, polls: int, wall: float, results: dic
         ("EventBridge events", f"{events}", events * PRICES["eventbridge_event"]),
         ("X-Ray traces", f"{api_requests + 1}", (api_requests + 1) * PRICES["xray_trace"]),
     ]
-    print(f"\n{'charge':<28}{'quantity':>14}{'USD':>12}")
+    figure(f"\n{'charge':<28}{'quantity':>14}{'USD':>12}")
     for label, quantity, usd in lines:
-        print(f"{label:<28}{quantity:>14}{usd:>12.6f}")
+        figure(f"{label:<28}{quantity:>14}{usd:>12.6f}")
     total = sum(usd for _, _, usd in lines)
-    print(f"{'TOTAL per job':<28}{'':>14}{total:>12.6f}   (~${total * 1000:.2f} per 1,000 jobs)")
+    figure(f"{'TOTAL per job':<28}{'':>14}{total:>12.6f}   (~${total * 1000:.2f} per 1,000 jobs)")
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 import httpx
 
-from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, serve, topic_papers
+from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, figure, serve, topic_papers
 from tests.support.scholarly_web import ScholarlyWeb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,50 +235,50 @@ def _report(
     load_seconds: float,
 ) -> int:
     total = sum(len(values) for values in stats.latencies.values())
-    print(
+    figure(
         f"load: {args.clients} clients for {load_seconds:.1f} s, {args.jobs} research jobs started at once "
         f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs)"
     )
-    print(f"throughput: {total} requests, {total / load_seconds:.1f} req/s")
-    print(f"{'route':<10}{'requests':>9}{'req/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}")
+    figure(f"throughput: {total} requests, {total / load_seconds:.1f} req/s")
+    figure(f"{'route':<10}{'requests':>9}{'req/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     for route in sorted(stats.latencies):
         values = stats.latencies[route]
-        print(
+        figure(
             f"{route:<10}{len(values):>9}{len(values) / load_seconds:>8.1f}"
             f"{_percentile(values, 0.50) * 1000:>9.0f}{_percentile(values, 0.95) * 1000:>9.0f}"
             f"{_percentile(values, 0.99) * 1000:>9.0f}{max(values) * 1000:>9.0f}"
         )
-    print("answers by route and status:")
+    figure("answers by route and status:")
     for (route, status), count in sorted(stats.statuses.items()):
-        print(f"  {route:<10}{status:>16}: {count}")
+        figure(f"  {route:<10}{status:>16}: {count}")
     server_errors = sum(
         count for (_, status), count in stats.statuses.items() if not status.isdigit() or status[0] == "5"
     )
     jobs = Counter(final.values())
     terminal = sum(count for status, count in jobs.items() if status in TERMINAL)
-    print(f"research jobs: {dict(jobs)} ({terminal} of {args.jobs} terminal)")
+    figure(f"research jobs: {dict(jobs)} ({terminal} of {args.jobs} terminal)")
     if stats.job_seconds:
-        print(
+        figure(
             f"  start to terminal: median {statistics.median(stats.job_seconds):.1f} s, "
             f"max {max(stats.job_seconds):.1f} s (polled every second)"
         )
     for reason, count in reasons.most_common():
-        print(f"  FAILED x{count}: {reason}")
+        figure(f"  FAILED x{count}: {reason}")
     rss = [mb for _, mb in samples if mb]
     flat = True
     if rss:
         third = max(1, len(rss) // 3)
         middle, last = rss[third : 2 * third] or rss, rss[2 * third :] or rss
         flat = max(last) <= max(middle) * 1.10
-        print(
+        figure(
             f"server RSS: idle {idle_mb:.0f} MB, peak {max(rss):.0f} MB, median {statistics.median(rss):.0f} MB; "
             f"middle third peak {max(middle):.0f} MB, last third peak {max(last):.0f} MB: "
             f"{'flat' if flat else 'GROWING'} after warm-up"
         )
         timeline = " ".join(f"{mb:.0f}" for mb in rss[:: max(1, len(rss) // 20)])
-        print(f"RSS MB over time (every {max(1, len(rss) // 20)} s): {timeline}")
+        figure(f"RSS MB over time (every {max(1, len(rss) // 20)} s): {timeline}")
     ok = server_errors == 0 and terminal == args.jobs and len(final) == args.jobs and flat
-    print(
+    figure(
         f"targets: 5xx/transport errors {server_errors} (target 0), jobs terminal {terminal}/{args.jobs}, "
         f"memory {'flat' if flat else 'growing'}: {'MET' if ok else 'NOT MET'}"
     )

@@ -55,20 +55,28 @@ async def _measure(service: SearchService, rounds: int) -> dict[str, list[float]
     return figures
 
 
+# Beside each figure: the providers' spacing was 1 ms, not the real web's rate limits.
+SPACING = "[provider intervals 1 ms]"
+
+
+def _figure(*values: object) -> None:
+    print(*values, SPACING)
+
+
 def _report(label: str, figures: dict[str, list[float]]) -> None:
     slowest, total = max(LATENCY.values()), sum(LATENCY.values())
     first = statistics.median(figures["first"])
     repeat = statistics.median(figures["repeat"])
-    print(f"\n[{label}] median of {len(figures['first'])} rounds")
-    print(f"  fan-out, 4 connectors     : {first * 1000:8.1f} ms")
-    print(
+    _figure(f"\n[{label}] median of {len(figures['first'])} rounds")
+    _figure(f"  fan-out, 4 connectors     : {first * 1000:8.1f} ms")
+    _figure(
         f"  slowest single upstream   : {slowest * 1000:8.1f} ms   (sum of all four: {total * 1000:.0f} ms)"
     )
-    print(f"  fan-out / slowest         : {first / slowest:8.2f} x   (fan-out / sum: {first / total:.2f})")
-    print(f"  cached repeat             : {repeat * 1000:8.1f} ms")
-    print(f"  first / cached repeat     : {first / repeat:8.1f} x faster")
-    print(f"  all first calls (ms)      : {', '.join(f'{v * 1000:.0f}' for v in figures['first'])}")
-    print(f"  all repeats (ms)          : {', '.join(f'{v * 1000:.1f}' for v in figures['repeat'])}")
+    _figure(f"  fan-out / slowest         : {first / slowest:8.2f} x   (fan-out / sum: {first / total:.2f})")
+    _figure(f"  cached repeat             : {repeat * 1000:8.1f} ms")
+    _figure(f"  first / cached repeat     : {first / repeat:8.1f} x faster")
+    _figure(f"  all first calls (ms)      : {', '.join(f'{v * 1000:.0f}' for v in figures['first'])}")
+    _figure(f"  all repeats (ms)          : {', '.join(f'{v * 1000:.1f}' for v in figures['repeat'])}")
 
 
 def main() -> None:

@@ -30,7 +30,15 @@ from functions.local_runtime.lambda_adapter import resolve_handler
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
 from functions.research.request import ExecuteRequest
-from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, TopicPaper, environment, serve, topic_papers
+from tests.e2e.scholarly_topic import (
+    GOAL,
+    NO_POLITENESS,
+    TopicPaper,
+    environment,
+    figure,
+    serve,
+    topic_papers,
+)
 from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
 
 PHASES = ["PLANNING", "SEARCHING", "VALIDATING", "EXTRACTING", "SYNTHESIZING"]
@@ -193,7 +201,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     papers = topic_papers(args.sources, off_topic=4)
-    print(
+    figure(
         f"simulated web: {len(papers)} papers; search latency 0.3-1.5 s, PDF latency 1-4 s; cores: {os.cpu_count()}"
     )
     web = simulated_web(papers, args.seed)
@@ -202,23 +210,23 @@ def main() -> None:
         sequential = run_sequential(web)
     finally:
         web.stop()
-    print(
+    figure(
         f"\nworkflow (Map concurrency {args.concurrency}): status {parallel['status']}, "
         f"{parallel['extracted']}/{parallel['selected']} extracted, {parallel['claims']} verified claims, "
         f"decisions {parallel['decisions'] or 'none'}; "
         f"execute answered in {parallel['answered'] * 1000:.0f} ms"
     )
-    print(
+    figure(
         f"sequential baseline:  status {sequential['status']}, {sequential['extracted']}/{sequential['selected']} extracted"
     )
-    print(f"\n{'phase':<14}{'workflow s':>12}{'sequential s':>14}")
+    figure(f"\n{'phase':<14}{'workflow s':>12}{'sequential s':>14}")
     for phase in PHASES:
-        print(
+        figure(
             f"{phase:<14}{parallel['phases'].get(phase, 0.0):>12.2f}{sequential['phases'].get(phase, 0.0):>14.2f}"
         )
-    print(f"{'WALL':<14}{parallel['wall']:>12.2f}{sequential['wall']:>14.2f}")
+    figure(f"{'WALL':<14}{parallel['wall']:>12.2f}{sequential['wall']:>14.2f}")
     speedup = sequential["wall"] / parallel["wall"]
-    print(
+    figure(
         f"\nspeed-up: {speedup:.1f}x (target >= 5x); workflow wall {parallel['wall']:.1f} s (target < 30 s)"
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from tests.support.pdfgen import paper_pdf
 from tests.support.scholarly_fixtures import SamplePaper, install
@@ -143,11 +144,17 @@ def serve(web: ScholarlyWeb, papers: list[TopicPaper]) -> None:
     web.set_handler(DOI_PREFIX + "/", pdf, prefix=True)
 
 
-# What a figure measured under `environment()` must say beside it.
+# What a bench measured under `environment()` must say: in its header, and beside each figure.
+INTERVALS_OFF = "[provider intervals off]"
 NO_POLITENESS = (
     "provider intervals OFF (every SEARCH_*_MIN_INTERVAL_SECONDS = 0): not the real web's rate limits "
     "(bench.concurrency and bench.quality measure under those)"
 )
+
+
+def figure(*values: object, **options: Any) -> None:
+    """Prints a bench's figure measured under `environment()`, with INTERVALS_OFF beside it."""
+    print(*values, INTERVALS_OFF, **options)
 
 
 def environment(web: ScholarlyWeb, **extra: str) -> dict[str, str]:
