@@ -40,7 +40,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bench.corpus_web import CorpusMissing, CorpusWeb, WebPaper, describe_conditions, literature
+from bench.corpus_web import (
+    CorpusMissing,
+    CorpusWeb,
+    WebPaper,
+    add_condition_options,
+    describe_conditions,
+    literature,
+)
 from bench.quality import GOALS, WINDOW_YEARS, Goal, Matcher, _upstream_queries, quote_found
 
 if TYPE_CHECKING:
@@ -528,14 +535,7 @@ def main() -> None:
         "--verbose", action="store_true", help="per-goal plan, searches, sources, fates, gate"
     )
     parser.add_argument("--goal", action="append", default=[], help="run only this goal id (repeatable)")
-    parser.add_argument(
-        "--no-politeness",
-        action="store_true",
-        help="switch the project's provider intervals off (SEARCH_*_MIN_INTERVAL_SECONDS=0)",
-    )
-    parser.add_argument(
-        "--no-latency", action="store_true", help="the web answers at once (no simulated network latency)"
-    )
+    add_condition_options(parser)
     args = parser.parse_args()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     logging.getLogger("pypdf").setLevel(logging.ERROR)

@@ -34,7 +34,6 @@ import logging
 import math
 import os
 import secrets
-import signal
 import statistics
 import subprocess
 import sys
@@ -47,8 +46,15 @@ from typing import IO, Any
 
 import httpx
 
-from bench.corpus_web import CorpusMissing, CorpusWeb, describe_conditions, literature, project_intervals
-from bench.load import free_port, wait_ready
+from bench.corpus_web import (
+    CorpusMissing,
+    CorpusWeb,
+    add_condition_options,
+    describe_conditions,
+    literature,
+    project_intervals,
+)
+from bench.load import free_port, stop_runtime, wait_ready
 from bench.partial_causes import job_causes
 from bench.quality import DEPTH, GOALS, WINDOW_YEARS, Goal
 
@@ -113,15 +119,6 @@ def _start_runtime(env: Mapping[str, str], port: int, log: IO[bytes]) -> subproc
     )
 
 
-def _stop_runtime(server: subprocess.Popen[bytes]) -> None:
-    server.send_signal(signal.SIGINT)
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-
-
 @contextlib.asynccontextmanager
 async def local_runtime(env: Mapping[str, str], log: IO[bytes]) -> AsyncIterator[str]:
     """A fresh `python -m functions.local_runtime` (state in memory) on a free port; yields its base URL."""
@@ -132,7 +129,7 @@ async def local_runtime(env: Mapping[str, str], log: IO[bytes]) -> AsyncIterator
         await wait_ready(base, server, timeout=180)
         yield base
     finally:
-        await asyncio.to_thread(_stop_runtime, server)
+        await asyncio.to_thread(stop_runtime, server)
 
 
 async def _onboard(client: httpx.AsyncClient, admin_token: str) -> dict[str, Team]:
@@ -488,12 +485,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--jobs", default="1,10,50", help="comma-separated concurrent job counts")
-    parser.add_argument(
-        "--no-politeness",
-        action="store_true",
-        help="switch the project's provider intervals off (SEARCH_*_MIN_INTERVAL_SECONDS=0)",
-    )
-    parser.add_argument("--no-latency", action="store_true", help="the web answers at once")
+    add_condition_options(parser)
     parser.add_argument("--no-solo", action="store_true", help="skip the solo runs (no team ratios)")
     parser.add_argument(
         "--timeout", type=float, default=900.0, help="seconds after which a run stops (default 900)"

@@ -68,6 +68,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def stop_runtime(server: subprocess.Popen[bytes]) -> None:
+    """Stops the local runtime as Ctrl-C would; kills it if it has not stopped within 20 s."""
+    server.send_signal(signal.SIGINT)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def _rss_mb(pid: int) -> float:
     """Resident set size of `pid` (Linux /proc), in MB; 0 when unreadable."""
     try:
@@ -215,12 +225,7 @@ async def run(args: argparse.Namespace) -> int:
             stop.set()
             await sampler
         finally:
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop_runtime(server)
             log.close()
     return _report(args, stats, final, reasons, samples, idle_mb, load_seconds)
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -34,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from bench.load import _start_server, free_port
+from bench.load import _start_server, free_port, stop_runtime
 from tests.support.pdfgen import bomb_pdf, sample_paper_pdf
 from tests.support.scholarly_web import ScholarlyWeb
 
@@ -183,12 +182,7 @@ def run(args: argparse.Namespace) -> int:
                 time.sleep(1.0)
                 after = _tree_rss_mb(server.pid)
         finally:
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop_runtime(server)
             log.close()
     return _report(args, len(bomb), answers, idle, sampler.peak, after)
 

@@ -42,6 +42,7 @@ from bench.corpus_web import (
     CorpusMissing,
     CorpusWeb,
     WebPaper,
+    add_condition_options,
     describe_conditions,
     literature,
     normalise_title,
@@ -556,14 +557,7 @@ def main() -> None:
         action="store_true",
         help="serve the papers' real years (most fall outside any window)",
     )
-    parser.add_argument(
-        "--no-politeness",
-        action="store_true",
-        help="switch the project's provider intervals off (SEARCH_*_MIN_INTERVAL_SECONDS=0)",
-    )
-    parser.add_argument(
-        "--no-latency", action="store_true", help="the web answers at once (no simulated network latency)"
-    )
+    add_condition_options(parser)
     args = parser.parse_args()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     logging.getLogger("pypdf").setLevel(logging.ERROR)

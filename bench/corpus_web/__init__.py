@@ -37,7 +37,7 @@ from bench.corpus_web.distractors import load_distractors
 from bench.corpus_web.literature import literature, redate
 from bench.corpus_web.paper import WebPaper
 from bench.corpus_web.text import normalise_title
-from bench.corpus_web.web import CorpusWeb, describe_conditions, project_intervals
+from bench.corpus_web.web import CorpusWeb, add_condition_options, describe_conditions, project_intervals
 
 __all__ = [
     "CORPUS_PAPERS",
@@ -45,6 +45,7 @@ __all__ = [
     "CorpusMissing",
     "CorpusWeb",
     "WebPaper",
+    "add_condition_options",
     "corpus_dir",
     "describe_conditions",
     "literature",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import re
 from typing import Any
@@ -44,6 +45,19 @@ def project_intervals() -> dict[str, float]:
     settings = SearchSettings()
     intervals = {name: getattr(settings, f"{name}_min_interval_seconds", None) for name in SPACED_PROVIDERS}
     return {name: float(value) for name, value in intervals.items() if isinstance(value, (int, float))}
+
+
+def add_condition_options(parser: argparse.ArgumentParser) -> None:
+    """`--no-politeness` and `--no-latency`: what `describe_conditions` then says the figures were measured
+    under."""
+    parser.add_argument(
+        "--no-politeness",
+        action="store_true",
+        help="switch the project's provider intervals off (SEARCH_*_MIN_INTERVAL_SECONDS=0)",
+    )
+    parser.add_argument(
+        "--no-latency", action="store_true", help="the web answers at once (no simulated network latency)"
+    )
 
 
 def describe_conditions(*, no_politeness: bool, latency: bool) -> str:
