@@ -26,7 +26,7 @@ from typing import Any, Literal
 from functions.common.errors import DomainError, InvalidInput
 from functions.metering.estimate import CostModel, Unit
 from functions.metering.meter import current_meter
-from functions.metering.store import TOTALS, UsageStore
+from functions.metering.store import TOTALS, JobTerms, MonthHold, Reservation, UsageKey, UsageStore
 
 TeamBudget = Callable[[str], float | None]  # a team's monthly budget in USD; None when it has none
 
@@ -144,7 +144,7 @@ class Budgets:
     # --- the team's month -------------------------------------------------------------------------
 
     def month_committed(self, team_id: str, month: str) -> float:
-        totals = self.store.get(team_id, month, TOTALS)
+        totals = self.store.get(UsageKey(team_id, month, TOTALS))
         if totals is None:
             return 0.0
         return max(totals.count("committed_usd"), totals.count("cost_usd"))
@@ -182,12 +182,14 @@ class Budgets:
                 break
             share = low if attempt == HOLD_ATTEMPTS - 1 else max(low, min(high, remaining))
             outcome = self.store.hold(
-                team_id,
-                job_id,
-                month,
-                share,
-                month_limit=budget - share + ROUNDING_USD,
-                monthly_budget_usd=budget,
+                MonthHold(
+                    team_id,
+                    job_id,
+                    month,
+                    share,
+                    month_limit=budget - share + ROUNDING_USD,
+                    monthly_budget_usd=budget,
+                )
             )
             if outcome == "held":
                 return share
@@ -231,11 +233,13 @@ class Budgets:
         max_cost = float(raw_max) if isinstance(raw_max, int | float) and raw_max > 0 else None
         depth = scope.get("discovery_depth")
         self.store.open_job(
-            team_id,
-            job_id,
-            depth=str(depth) if depth else None,
-            max_cost_usd=max_cost,
-            monthly_budget_usd=self.team_budget(team_id),
+            JobTerms(
+                team_id,
+                job_id,
+                depth=str(depth) if depth else None,
+                max_cost_usd=max_cost,
+                monthly_budget_usd=self.team_budget(team_id),
+            )
         )
 
     def affordable_extractions(self, team_id: str, job_id: str, wanted: int) -> int:
@@ -317,7 +321,9 @@ class Budgets:
             return None
         reserve_month = need.month if held is None else None
         refused = self.store.reserve(
-            team_id, job_id, reserve_month, need.estimate, job_limit=job_limit, month_limit=month_limit
+            Reservation(
+                team_id, job_id, reserve_month, need.estimate, job_limit=job_limit, month_limit=month_limit
+            )
         )
         if refused is None:
             meter.reserve(need.estimate, reserve_month)

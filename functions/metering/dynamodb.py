@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
@@ -20,8 +21,12 @@ from functions.metering.store import (
     TOTALS,
     HoldOutcome,
     JobLedger,
+    JobTerms,
+    MonthHold,
     Refused,
+    Reservation,
     UsageItem,
+    UsageKey,
     job_pk,
     month_pk,
 )
@@ -117,26 +122,21 @@ class DynamoDbUsageStore:
         self._client: Any = self._table.meta.client  # the resource's client: plain Python values
 
     def add(
-        self,
-        team_id: str,
-        month: str,
-        dimension: str,
-        counters: Mapping[str, float],
-        labels: Mapping[str, str] | None = None,
+        self, key: UsageKey, counters: Mapping[str, float], labels: Mapping[str, str] | None = None
     ) -> None:
         if not counters and not labels:
             return
         expression, names, values = _add_expression(counters, labels)
         self._table.update_item(
-            Key={"pk": month_pk(team_id, month), "sk": dimension},
+            Key={"pk": month_pk(key.team_id, key.month), "sk": key.dimension},
             UpdateExpression=expression,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
 
-    def get(self, team_id: str, month: str, dimension: str) -> UsageItem | None:
+    def get(self, key: UsageKey) -> UsageItem | None:
         raw = self._table.get_item(
-            Key={"pk": month_pk(team_id, month), "sk": dimension}, ConsistentRead=True
+            Key={"pk": month_pk(key.team_id, key.month), "sk": key.dimension}, ConsistentRead=True
         ).get("Item")
         return _item(raw) if raw else None
 
@@ -153,33 +153,17 @@ class DynamoDbUsageStore:
                 return items
             query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def open_job(
-        self,
-        team_id: str,
-        job_id: str,
-        *,
-        depth: str | None,
-        max_cost_usd: float | None,
-        monthly_budget_usd: float | None,
-    ) -> None:
+    def open_job(self, terms: JobTerms) -> None:
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         sets: list[str] = []
-        for index, (name, value) in enumerate(
-            (
-                ("team_id", team_id),
-                ("job_id", job_id),
-                ("depth", depth),
-                ("max_cost_usd", max_cost_usd),
-                ("monthly_budget_usd", monthly_budget_usd),
-            )
-        ):
+        for index, (name, value) in enumerate(asdict(terms).items()):
             if value is not None:
                 names[f"#d{index}"] = name
                 values[f":d{index}"] = value if isinstance(value, str) else _number(value)
                 sets.append(f"#d{index} = if_not_exists(#d{index}, :d{index})")
         self._table.update_item(
-            Key={"pk": job_pk(team_id, job_id), "sk": LEDGER},
+            Key={"pk": job_pk(terms.team_id, terms.job_id), "sk": LEDGER},
             UpdateExpression="SET " + ", ".join(sets),
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
@@ -217,29 +201,20 @@ class DynamoDbUsageStore:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
 
-    def reserve(
-        self,
-        team_id: str,
-        job_id: str,
-        month: str | None,
-        usd: float,
-        *,
-        job_limit: float | None,
-        month_limit: float | None,
-    ) -> Refused | None:
-        table = self._table.name
+    def reserve(self, reservation: Reservation) -> Refused | None:
+        team_id, month = reservation.team_id, reservation.month
         targets: list[tuple[dict[str, str], float | None]] = [
-            ({"pk": job_pk(team_id, job_id), "sk": LEDGER}, job_limit)
+            ({"pk": job_pk(team_id, reservation.job_id), "sk": LEDGER}, reservation.job_limit)
         ]
         if month is not None:
-            targets.append(({"pk": month_pk(team_id, month), "sk": TOTALS}, month_limit))
+            targets.append(({"pk": month_pk(team_id, month), "sk": TOTALS}, reservation.month_limit))
         updates: list[dict[str, Any]] = []
         for key, limit in targets:
             update: dict[str, Any] = {
-                "TableName": table,
+                "TableName": self._table.name,
                 "Key": key,
                 "UpdateExpression": "ADD committed_usd :usd",
-                "ExpressionAttributeValues": {":usd": _number(usd)},
+                "ExpressionAttributeValues": {":usd": _number(reservation.usd)},
             }
             if limit is not None:
                 update["ConditionExpression"] = (
@@ -258,23 +233,15 @@ class DynamoDbUsageStore:
             raise
         return None
 
-    def hold(
-        self,
-        team_id: str,
-        job_id: str,
-        month: str,
-        usd: float,
-        *,
-        month_limit: float,
-        monthly_budget_usd: float,
-    ) -> HoldOutcome:
+    def hold(self, request: MonthHold) -> HoldOutcome:
         table = self._table.name
+        team_id, job_id, month, usd = request.team_id, request.job_id, request.month, request.usd
         totals = {
             "TableName": table,
             "Key": {"pk": month_pk(team_id, month), "sk": TOTALS},
             "UpdateExpression": "ADD committed_usd :usd",
             "ConditionExpression": "attribute_not_exists(committed_usd) OR committed_usd <= :limit",
-            "ExpressionAttributeValues": {":usd": _number(usd), ":limit": _number(month_limit)},
+            "ExpressionAttributeValues": {":usd": _number(usd), ":limit": _number(request.month_limit)},
         }
         ledger = {
             "TableName": table,
@@ -287,7 +254,7 @@ class DynamoDbUsageStore:
                 ":month": month,
                 ":team": team_id,
                 ":job": job_id,
-                ":budget": _number(monthly_budget_usd),
+                ":budget": _number(request.monthly_budget_usd),
             },
         }
         try:
@@ -319,7 +286,7 @@ class DynamoDbUsageStore:
             return None
         released = max(0.0, ledger.held_usd - ledger.cost_usd)
         if released:
-            self.add(team_id, ledger.hold_month, TOTALS, {"committed_usd": -released})
+            self.add(UsageKey(team_id, ledger.hold_month, TOTALS), {"committed_usd": -released})
         return ledger.hold_month, released
 
 

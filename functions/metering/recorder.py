@@ -12,6 +12,7 @@ from functions.metering.prices import PriceTable
 from functions.metering.store import (
     TOTALS,
     JobLedger,
+    UsageKey,
     UsageStore,
     job_dimension,
     jobs_dimension,
@@ -111,11 +112,11 @@ class UsageRecorder:
         if run.outcome:
             totals["jobs"] = 1
             labels["outcome"] = run.outcome
-            self.store.add(run.team_id, month, jobs_dimension(depth, run.outcome), {"jobs": 1})
-        self.store.add(run.team_id, month, TOTALS, totals)
+            self.store.add(UsageKey(run.team_id, month, jobs_dimension(depth, run.outcome)), {"jobs": 1})
+        self.store.add(UsageKey(run.team_id, month, TOTALS), totals)
         for other_month, amount in reserved_by_month.items():  # reserved before the month turned
-            self.store.add(run.team_id, other_month, TOTALS, {"committed_usd": -amount})
-        self.store.add(run.team_id, month, job_dimension(run.job_id), counters, labels)
+            self.store.add(UsageKey(run.team_id, other_month, TOTALS), {"committed_usd": -amount})
+        self.store.add(UsageKey(run.team_id, month, job_dimension(run.job_id)), counters, labels)
         if run.closes_job:
             self.store.settle(run.team_id, run.job_id)
         return cost
@@ -128,7 +129,7 @@ class UsageRecorder:
             counters["client_errors"] = 1.0
         elif status >= 500:
             counters["server_errors"] = 1.0
-        self.store.add(team_id, month, route_dimension(method, route), counters)
+        self.store.add(UsageKey(team_id, month, route_dimension(method, route)), counters)
         quantities = meter_quantities(meter)
         used: dict[str, float] = {**_source_counters(meter)}
         if quantities.llm_tokens_in or quantities.llm_tokens_out:
@@ -136,4 +137,4 @@ class UsageRecorder:
             cost = llm.cost(self.prices)
             used |= {**llm.to_counters(), **cost.to_counters(), "committed_usd": cost.total_usd}
         if used:
-            self.store.add(team_id, month, TOTALS, used)
+            self.store.add(UsageKey(team_id, month, TOTALS), used)

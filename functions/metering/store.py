@@ -59,6 +59,15 @@ def job_dimension(job_id: str) -> str:
 
 
 @dataclass(frozen=True)
+class UsageKey:
+    """Which item of a team's month: `dimension` is its sort key (TOTALS, a route, a job...)."""
+
+    team_id: str
+    month: str
+    dimension: str
+
+
+@dataclass(frozen=True)
 class UsageItem:
     dimension: str  # the sort key
     counters: dict[str, float] = field(default_factory=dict)
@@ -117,33 +126,56 @@ class JobLedger:
         return float(self.counters.get("committed_usd", 0.0))
 
 
+@dataclass(frozen=True)
+class JobTerms:
+    """What a job's ledger records when it opens: its depth, its cap and its team's monthly budget."""
+
+    team_id: str
+    job_id: str
+    depth: str | None
+    max_cost_usd: float | None
+    monthly_budget_usd: float | None
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """`usd` to reserve on a job's ledger within `job_limit`, and on `month`'s totals (None: the ledger
+    only) within `month_limit`; a limit of None does not apply."""
+
+    team_id: str
+    job_id: str
+    month: str | None
+    usd: float
+    job_limit: float | None
+    month_limit: float | None
+
+
+@dataclass(frozen=True)
+class MonthHold:
+    """`usd` of `month` for a job to hold, if the month's committed amount is at most `month_limit`."""
+
+    team_id: str
+    job_id: str
+    month: str
+    usd: float
+    month_limit: float
+    monthly_budget_usd: float
+
+
 class UsageStore(Protocol):
     def add(
-        self,
-        team_id: str,
-        month: str,
-        dimension: str,
-        counters: Mapping[str, float],
-        labels: Mapping[str, str] | None = None,
+        self, key: UsageKey, counters: Mapping[str, float], labels: Mapping[str, str] | None = None
     ) -> None:
         """ADD each counter (negative amounts subtract) and each label to its string set."""
         ...
 
-    def get(self, team_id: str, month: str, dimension: str) -> UsageItem | None: ...
+    def get(self, key: UsageKey) -> UsageItem | None: ...
 
     def month(self, team_id: str, month: str) -> list[UsageItem]:
         """Every item of the team's month, in sort-key order."""
         ...
 
-    def open_job(
-        self,
-        team_id: str,
-        job_id: str,
-        *,
-        depth: str | None,
-        max_cost_usd: float | None,
-        monthly_budget_usd: float | None,
-    ) -> None:
+    def open_job(self, terms: JobTerms) -> None:
         """Write the job's budget and depth to its ledger; a second call changes nothing."""
         ...
 
@@ -157,31 +189,13 @@ class UsageStore(Protocol):
         """Keep the largest single step cost of the job."""
         ...
 
-    def reserve(
-        self,
-        team_id: str,
-        job_id: str,
-        month: str | None,
-        usd: float,
-        *,
-        job_limit: float | None,
-        month_limit: float | None,
-    ) -> Refused | None:
+    def reserve(self, reservation: Reservation) -> Refused | None:
         """ADD `usd` to `committed_usd` of the job's ledger and of the month's totals (only the ledger when
         `month` is None), both or neither, only if neither would pass its limit (committed before <=
         limit). None when reserved, else which limit refused."""
         ...
 
-    def hold(
-        self,
-        team_id: str,
-        job_id: str,
-        month: str,
-        usd: float,
-        *,
-        month_limit: float,
-        monthly_budget_usd: float,
-    ) -> HoldOutcome:
+    def hold(self, request: MonthHold) -> HoldOutcome:
         """ADD `usd` to the month's `committed_usd` if it is at most `month_limit` before, and record the
         hold on the job's ledger, both or neither. A job holds once: a second hold changes nothing."""
         ...

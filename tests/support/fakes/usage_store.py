@@ -10,8 +10,12 @@ from functions.metering.store import (
     TOTALS,
     HoldOutcome,
     JobLedger,
+    JobTerms,
+    MonthHold,
     Refused,
+    Reservation,
     UsageItem,
+    UsageKey,
     job_pk,
     month_pk,
 )
@@ -32,17 +36,12 @@ class InMemoryUsageStore:
             item[name] = item.get(name, 0.0) + float(amount)
 
     def add(
-        self,
-        team_id: str,
-        month: str,
-        dimension: str,
-        counters: Mapping[str, float],
-        labels: Mapping[str, str] | None = None,
+        self, key: UsageKey, counters: Mapping[str, float], labels: Mapping[str, str] | None = None
     ) -> None:
-        key = (month_pk(team_id, month), dimension)
+        item_key = (month_pk(key.team_id, key.month), key.dimension)
         with self._lock:
-            self._add(key, counters)
-            sets = self.sets.setdefault(key, {})
+            self._add(item_key, counters)
+            sets = self.sets.setdefault(item_key, {})
             for name, value in (labels or {}).items():
                 sets.setdefault(name, set()).add(value)
 
@@ -52,9 +51,9 @@ class InMemoryUsageStore:
         labels = {name: sorted(values) for name, values in self.sets.get(key, {}).items()}
         return UsageItem(key[1], dict(self.items.get(key, {})), labels)
 
-    def get(self, team_id: str, month: str, dimension: str) -> UsageItem | None:
+    def get(self, key: UsageKey) -> UsageItem | None:
         with self._lock:
-            return self._item((month_pk(team_id, month), dimension))
+            return self._item((month_pk(key.team_id, key.month), key.dimension))
 
     def month(self, team_id: str, month: str) -> list[UsageItem]:
         pk = month_pk(team_id, month)
@@ -62,21 +61,13 @@ class InMemoryUsageStore:
             keys = sorted({key for key in [*self.items, *self.sets] if key[0] == pk})
             return [item for key in keys if (item := self._item(key)) is not None]
 
-    def open_job(
-        self,
-        team_id: str,
-        job_id: str,
-        *,
-        depth: str | None,
-        max_cost_usd: float | None,
-        monthly_budget_usd: float | None,
-    ) -> None:
+    def open_job(self, terms: JobTerms) -> None:
         with self._lock:
-            ledger = self.ledgers.setdefault((team_id, job_id), {})
+            ledger = self.ledgers.setdefault((terms.team_id, terms.job_id), {})
             for name, value in (
-                ("depth", depth),
-                ("max_cost_usd", max_cost_usd),
-                ("monthly_budget_usd", monthly_budget_usd),
+                ("depth", terms.depth),
+                ("max_cost_usd", terms.max_cost_usd),
+                ("monthly_budget_usd", terms.monthly_budget_usd),
             ):
                 if value is not None:
                     ledger.setdefault(name, value)
@@ -106,17 +97,10 @@ class InMemoryUsageStore:
             if usd > item.get("max_step_usd", 0.0):
                 item["max_step_usd"] = usd
 
-    def reserve(
-        self,
-        team_id: str,
-        job_id: str,
-        month: str | None,
-        usd: float,
-        *,
-        job_limit: float | None,
-        month_limit: float | None,
-    ) -> Refused | None:
-        ledger_key = (job_pk(team_id, job_id), LEDGER)
+    def reserve(self, reservation: Reservation) -> Refused | None:
+        team_id, month, usd = reservation.team_id, reservation.month, reservation.usd
+        job_limit, month_limit = reservation.job_limit, reservation.month_limit
+        ledger_key = (job_pk(team_id, reservation.job_id), LEDGER)
         totals_key = (month_pk(team_id, month), TOTALS) if month is not None else None
         with self._lock:
             job_committed = self.items.get(ledger_key, {}).get("committed_usd")
@@ -130,27 +114,18 @@ class InMemoryUsageStore:
             self._add(ledger_key, {"committed_usd": usd})
             return None
 
-    def hold(
-        self,
-        team_id: str,
-        job_id: str,
-        month: str,
-        usd: float,
-        *,
-        month_limit: float,
-        monthly_budget_usd: float,
-    ) -> HoldOutcome:
-        totals_key = (month_pk(team_id, month), TOTALS)
+    def hold(self, request: MonthHold) -> HoldOutcome:
+        totals_key = (month_pk(request.team_id, request.month), TOTALS)
         with self._lock:
             month_committed = self.items.get(totals_key, {}).get("committed_usd")
-            if month_committed is not None and month_committed > month_limit:
+            if month_committed is not None and month_committed > request.month_limit:
                 return "refused"
-            ledger = self.ledgers.setdefault((team_id, job_id), {})
+            ledger = self.ledgers.setdefault((request.team_id, request.job_id), {})
             if "held_usd" in ledger:
                 return "already_held"
-            ledger.update(held_usd=usd, hold_month=month)
-            ledger.setdefault("monthly_budget_usd", monthly_budget_usd)
-            self._add(totals_key, {"committed_usd": usd})
+            ledger.update(held_usd=request.usd, hold_month=request.month)
+            ledger.setdefault("monthly_budget_usd", request.monthly_budget_usd)
+            self._add(totals_key, {"committed_usd": request.usd})
             return "held"
 
     def settle(self, team_id: str, job_id: str) -> tuple[str, float] | None:

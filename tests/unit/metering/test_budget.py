@@ -10,7 +10,7 @@ from functions.metering.budget import BudgetExceeded, Budgets
 from functions.metering.estimate import CostModel
 from functions.metering.meter import Meter, metering
 from functions.metering.prices import DEFAULT_PRICES
-from functions.metering.store import TOTALS, UsageStore
+from functions.metering.store import TOTALS, UsageKey, UsageStore
 
 TEAM, MONTH = "team-alpha", "2026-05"
 NOW = datetime(2026, 5, 14, 12, tzinfo=UTC)
@@ -25,7 +25,9 @@ def test_a_job_that_cannot_fit_the_month_is_refused_with_what_remains(store: Usa
     budgets = _budgets(store, monthly=0.01)
     quote = {"low_usd": 0.004, "high_usd": 0.006, "currency": "USD", "basis": {}}
     assert budgets.hold(TEAM, "job-0", quote) == pytest.approx(0.006)  # 0.01 left: the high figure
-    store.add(TEAM, MONTH, TOTALS, {"cost_usd": 0.0015, "committed_usd": 0.0015})  # e.g. LLM answers
+    store.add(
+        UsageKey(TEAM, MONTH, TOTALS), {"cost_usd": 0.0015, "committed_usd": 0.0015}
+    )  # e.g. LLM answers
     with pytest.raises(BudgetExceeded) as refused:
         budgets.hold(TEAM, "job-1", quote)
     details = refused.value.details()
@@ -74,7 +76,7 @@ def test_the_team_month_caps_a_running_job(store: UsageStore) -> None:
     budgets = _budgets(store, monthly=0.05)
     budgets.open_job(TEAM, "job-1", {"discovery_depth": "rapid"})
     unit, closing = MODEL.unit_cost("search"), MODEL.closing_cost("search")
-    store.add(TEAM, MONTH, TOTALS, {"committed_usd": 0.05 - closing - 1.5 * unit})
+    store.add(UsageKey(TEAM, MONTH, TOTALS), {"committed_usd": 0.05 - closing - 1.5 * unit})
     with metering(Meter()):
         assert budgets.admit(TEAM, "job-1", "search") is None
         refusal = budgets.admit(TEAM, "job-1", "search")

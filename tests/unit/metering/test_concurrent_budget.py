@@ -21,7 +21,7 @@ from functions.metering.estimate import SKIPPED_PROFILE, STEP_PROFILES, CostMode
 from functions.metering.meter import Meter, metering
 from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.recorder import StepRun, UsageRecorder
-from functions.metering.store import TOTALS, UsageStore
+from functions.metering.store import TOTALS, UsageKey, UsageStore
 from functions.metering.usage import step_memory_mb
 from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
@@ -106,7 +106,7 @@ def _execute(client: TestClient, headers: dict[str, str] | None = None) -> Any:
 
 
 def _committed(store: UsageStore) -> float:
-    totals = store.get(TEAM, _month(), TOTALS)
+    totals = store.get(UsageKey(TEAM, _month(), TOTALS))
     return totals.count("committed_usd") if totals is not None else 0.0
 
 

@@ -17,7 +17,7 @@ from functions.common.observability import get_logger
 from functions.common.settings import reset_settings_cache
 from functions.metering import wiring
 from functions.metering.middleware import UsageMiddleware
-from functions.metering.store import route_dimension
+from functions.metering.store import UsageKey, route_dimension
 from tests.support.fakes.usage_store import InMemoryUsageStore
 
 router = APIRouter()
@@ -59,15 +59,10 @@ class SpyStore(InMemoryUsageStore):
         self.messages: list[dict[str, Any]] = []
 
     def add(
-        self,
-        team_id: str,
-        month: str,
-        dimension: str,
-        counters: Mapping[str, float],
-        labels: Mapping[str, str] | None = None,
+        self, key: UsageKey, counters: Mapping[str, float], labels: Mapping[str, str] | None = None
     ) -> None:
         self.sent_before_add.append(len(self.messages))
-        super().add(team_id, month, dimension, counters, labels)
+        super().add(key, counters, labels)
 
 
 @pytest.fixture
@@ -91,7 +86,7 @@ def test_requests_count_under_their_route_template_per_team(store: SpyStore) -> 
         route_dimension("GET", "/things/{thing_id}"): {"requests": 2.0},
         route_dimension("GET", "/boom"): {"requests": 1.0, "server_errors": 1.0},
     }
-    default = store.get("team-default", _month(), route_dimension("GET", "/things/{thing_id}"))
+    default = store.get(UsageKey("team-default", _month(), route_dimension("GET", "/things/{thing_id}")))
     assert default is not None and default.count("requests") == 1
 
 

@@ -10,7 +10,16 @@ from functions.common.llm import Usage
 from functions.metering.meter import Meter
 from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.recorder import StepRun, UsageRecorder
-from functions.metering.store import TOTALS, UsageStore, job_dimension, jobs_dimension, route_dimension
+from functions.metering.store import (
+    TOTALS,
+    JobTerms,
+    Reservation,
+    UsageKey,
+    UsageStore,
+    job_dimension,
+    jobs_dimension,
+    route_dimension,
+)
 
 TEAM, MONTH = "team-alpha", "2026-05"
 
@@ -29,7 +38,7 @@ def _meter(**calls: int) -> Meter:
 
 
 def test_a_step_is_charged_to_the_job_and_the_month(store: UsageStore) -> None:
-    store.open_job(TEAM, "job-1", depth="rapid", max_cost_usd=None, monthly_budget_usd=None)
+    store.open_job(JobTerms(TEAM, "job-1", depth="rapid", max_cost_usd=None, monthly_budget_usd=None))
     meter = _meter(s3_PutObject=2, s3_GetObject=1, dynamodb_UpdateItem=3, dynamodb_GetItem=1)
     meter.add_tokens(Usage(1000, 100))
     meter.add_source(True)
@@ -52,8 +61,8 @@ def test_a_step_is_charged_to_the_job_and_the_month(store: UsageStore) -> None:
     assert ledger.counters["lambda_gb_seconds"] == pytest.approx(3.0)
     assert ledger.counters["steps_extract"] == 1 and ledger.counters["sources_parsed"] == 1
     assert ledger.max_step_usd == pytest.approx(expected)
-    totals = store.get(TEAM, MONTH, TOTALS)
-    month_job = store.get(TEAM, MONTH, job_dimension("job-1"))
+    totals = store.get(UsageKey(TEAM, MONTH, TOTALS))
+    month_job = store.get(UsageKey(TEAM, MONTH, job_dimension("job-1")))
     assert totals is not None and month_job is not None
     assert totals.count("cost_usd") == pytest.approx(expected) and totals.count("llm_tokens_in") == 1000
     assert month_job.count("s3_tier1_requests") == 2 and month_job.labels == {"depth": ["rapid"]}
@@ -61,30 +70,32 @@ def test_a_step_is_charged_to_the_job_and_the_month(store: UsageStore) -> None:
 
 
 def test_reservations_are_replaced_by_the_cost(store: UsageStore) -> None:
-    store.open_job(TEAM, "job-1", depth="rapid", max_cost_usd=1.0, monthly_budget_usd=None)
+    store.open_job(JobTerms(TEAM, "job-1", depth="rapid", max_cost_usd=1.0, monthly_budget_usd=None))
     meter = Meter()
-    assert store.reserve(TEAM, "job-1", "2026-04", 0.01, job_limit=1.0, month_limit=None) is None
+    assert store.reserve(Reservation(TEAM, "job-1", "2026-04", 0.01, job_limit=1.0, month_limit=None)) is None
     meter.reserve(0.01, "2026-04")  # reserved in April, recorded in May
     cost = _recorder(store).record_step(StepRun(TEAM, "job-1", "search", 0.5, 512, meter))
     ledger = store.job(TEAM, "job-1")
     assert ledger is not None and ledger.committed_usd == pytest.approx(cost.total_usd)
-    april, may = store.get(TEAM, "2026-04", TOTALS), store.get(TEAM, MONTH, TOTALS)
+    april, may = store.get(UsageKey(TEAM, "2026-04", TOTALS)), store.get(UsageKey(TEAM, MONTH, TOTALS))
     assert april is not None and april.count("committed_usd") == pytest.approx(0.0)
     assert may is not None and may.count("committed_usd") == pytest.approx(cost.total_usd)
 
 
 def test_the_step_that_finishes_a_job_counts_it_by_depth_and_outcome(store: UsageStore) -> None:
-    store.open_job(TEAM, "job-1", depth="comprehensive", max_cost_usd=None, monthly_budget_usd=None)
+    store.open_job(JobTerms(TEAM, "job-1", depth="comprehensive", max_cost_usd=None, monthly_budget_usd=None))
     recorder = _recorder(store)
     recorder.record_step(StepRun(TEAM, "job-1", "finalize", 0.2, 1024, Meter(), outcome="PARTIAL"))
     recorder.record_step(StepRun(TEAM, "job-2", "fail", 0.1, 256, Meter(), outcome="FAILED"))
-    by_kind = store.get(TEAM, MONTH, jobs_dimension("comprehensive", "PARTIAL"))
+    by_kind = store.get(UsageKey(TEAM, MONTH, jobs_dimension("comprehensive", "PARTIAL")))
     assert by_kind is not None and by_kind.count("jobs") == 1
-    unknown = store.get(TEAM, MONTH, jobs_dimension("unknown", "FAILED"))  # a job failed before its plan
+    unknown = store.get(
+        UsageKey(TEAM, MONTH, jobs_dimension("unknown", "FAILED"))
+    )  # a job failed before its plan
     assert unknown is not None and unknown.count("jobs") == 1
-    totals = store.get(TEAM, MONTH, TOTALS)
+    totals = store.get(UsageKey(TEAM, MONTH, TOTALS))
     assert totals is not None and totals.count("jobs") == 2 and totals.count("sfn_transitions") == 4
-    month_job = store.get(TEAM, MONTH, job_dimension("job-1"))
+    month_job = store.get(UsageKey(TEAM, MONTH, job_dimension("job-1")))
     assert month_job is not None and month_job.labels["outcome"] == ["PARTIAL"]
 
 
@@ -96,11 +107,11 @@ def test_a_request_counts_under_its_route_with_its_tokens(store: UsageStore) -> 
     meter.add_tokens(Usage(500, 50))
     meter.add_source(False)
     recorder.record_request(TEAM, "POST", "/v1/answer", 503, meter)
-    status = store.get(TEAM, MONTH, route_dimension("GET", "/api/agent/status/{job_id}"))
-    answer = store.get(TEAM, MONTH, route_dimension("POST", "/v1/answer"))
+    status = store.get(UsageKey(TEAM, MONTH, route_dimension("GET", "/api/agent/status/{job_id}")))
+    answer = store.get(UsageKey(TEAM, MONTH, route_dimension("POST", "/v1/answer")))
     assert status is not None and status.counters == {"requests": 2, "client_errors": 1}
     assert answer is not None and answer.counters == {"requests": 1, "server_errors": 1}
-    totals = store.get(TEAM, MONTH, TOTALS)
+    totals = store.get(UsageKey(TEAM, MONTH, TOTALS))
     llm = 500 * DEFAULT_PRICES.llm_input_token + 50 * DEFAULT_PRICES.llm_output_token
     assert totals is not None
     assert totals.count("llm_tokens_in") == 500 and totals.count("sources_failed") == 1

@@ -18,6 +18,7 @@ from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.recorder import StepRun, UsageRecorder
 from functions.metering.report import UsageReports
 from functions.metering.routes import get_reports
+from functions.metering.store import JobTerms
 from functions.orchestrate.app import app
 from tests.support.fakes.usage_store import InMemoryUsageStore
 
@@ -41,7 +42,9 @@ def store(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryUsageStore]:
         memory, DEFAULT_PRICES, budgets, clock=lambda: NOW
     )
     recorder = UsageRecorder(memory, DEFAULT_PRICES, clock=lambda: NOW)
-    memory.open_job("team-alpha", "job-1", depth="comprehensive", max_cost_usd=0.05, monthly_budget_usd=1.0)
+    memory.open_job(
+        JobTerms("team-alpha", "job-1", depth="comprehensive", max_cost_usd=0.05, monthly_budget_usd=1.0)
+    )
     meter = Meter()
     meter.count_call("s3", "PutObject")
     meter.add_source(True)

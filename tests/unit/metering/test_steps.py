@@ -13,7 +13,7 @@ import pytest
 from functions.metering import wiring
 from functions.metering.meter import current_meter
 from functions.metering.steps import metered_step, step_ids
-from functions.metering.store import TOTALS, jobs_dimension
+from functions.metering.store import TOTALS, JobTerms, UsageKey, jobs_dimension
 from tests.support.fakes.usage_store import InMemoryUsageStore
 
 TEAM = "team-alpha"
@@ -81,12 +81,12 @@ def test_a_job_is_counted_once_when_its_final_step_moved_it(store: InMemoryUsage
     def finished(moved: bool) -> Any:
         return lambda step, event, context: {"job_id": "job-1", "status": "COMPLETED", "moved": moved}
 
-    store.open_job(TEAM, "job-1", depth="rapid", max_cost_usd=None, monthly_budget_usd=None)
+    store.open_job(JobTerms(TEAM, "job-1", depth="rapid", max_cost_usd=None, monthly_budget_usd=None))
     metered_step("finalize", {"job_id": "job-1", "team_id": TEAM}, CONTEXT, finished(True))
     metered_step("finalize", {"job_id": "job-1", "team_id": TEAM}, CONTEXT, finished(False))  # a retry
-    counted = store.get(TEAM, _month(), jobs_dimension("rapid", "COMPLETED"))
+    counted = store.get(UsageKey(TEAM, _month(), jobs_dimension("rapid", "COMPLETED")))
     assert counted is not None and counted.count("jobs") == 1
-    totals = store.get(TEAM, _month(), TOTALS)
+    totals = store.get(UsageKey(TEAM, _month(), TOTALS))
     assert totals is not None and totals.count("steps_finalize") == 2
 
 

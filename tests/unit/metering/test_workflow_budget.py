@@ -16,7 +16,7 @@ from functions.metering.estimate import CostModel, Unit
 from functions.metering.job_budget import JobBudget
 from functions.metering.meter import Meter, metering
 from functions.metering.prices import DEFAULT_PRICES
-from functions.metering.store import TOTALS
+from functions.metering.store import TOTALS, UsageKey
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.contracts import ExtractInput, JobRecord, SearchInput, SynthesizeInput
 from functions.orchestrate.jobs import JobService
@@ -221,7 +221,7 @@ def test_a_job_that_cannot_fit_the_month_is_refused_and_its_key_released() -> No
         TEAM, ExecuteRequest(research_goal=GOAL), idempotency_key="k-1", client_id="c"
     )
     assert created and response["status"] == "INITIALIZED"
-    store.add(TEAM, _month(), TOTALS, {"committed_usd": 20.0})  # the month is now spent
+    store.add(UsageKey(TEAM, _month(), TOTALS), {"committed_usd": 20.0})  # the month is now spent
     replay, created = service.submit(
         TEAM, ExecuteRequest(research_goal=GOAL), idempotency_key="k-1", client_id="c"
     )
