@@ -128,16 +128,14 @@ class DynamoDbUsageStore:
             return
         expression, names, values = _add_expression(counters, labels)
         self._table.update_item(
-            Key={"pk": month_pk(key.team_id, key.month), "sk": key.dimension},
+            Key={"pk": key.pk, "sk": key.dimension},
             UpdateExpression=expression,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
 
     def get(self, key: UsageKey) -> UsageItem | None:
-        raw = self._table.get_item(
-            Key={"pk": month_pk(key.team_id, key.month), "sk": key.dimension}, ConsistentRead=True
-        ).get("Item")
+        raw = self._table.get_item(Key={"pk": key.pk, "sk": key.dimension}, ConsistentRead=True).get("Item")
         return _item(raw) if raw else None
 
     def month(self, team_id: str, month: str) -> list[UsageItem]:

@@ -66,6 +66,10 @@ class UsageKey:
     month: str
     dimension: str
 
+    @property
+    def pk(self) -> str:
+        return month_pk(self.team_id, self.month)
+
 
 @dataclass(frozen=True)
 class UsageItem:

@@ -38,7 +38,7 @@ class InMemoryUsageStore:
     def add(
         self, key: UsageKey, counters: Mapping[str, float], labels: Mapping[str, str] | None = None
     ) -> None:
-        item_key = (month_pk(key.team_id, key.month), key.dimension)
+        item_key = (key.pk, key.dimension)
         with self._lock:
             self._add(item_key, counters)
             sets = self.sets.setdefault(item_key, {})
@@ -53,7 +53,7 @@ class InMemoryUsageStore:
 
     def get(self, key: UsageKey) -> UsageItem | None:
         with self._lock:
-            return self._item((month_pk(key.team_id, key.month), key.dimension))
+            return self._item((key.pk, key.dimension))
 
     def month(self, team_id: str, month: str) -> list[UsageItem]:
         pk = month_pk(team_id, month)
