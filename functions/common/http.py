@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, Unpack
 from urllib.parse import urljoin
 
 import httpx
@@ -160,6 +160,26 @@ class FetchedResponse:
         return 200 <= self.status_code < 300
 
 
+class ExchangeOptions(TypedDict, total=False):
+    """What a request is sent with beside its method and URL (`HttpClient.stream` takes these)."""
+
+    params: Mapping[str, Any] | None
+    headers: Mapping[str, str] | None
+    json: Any
+    timeout: float | None
+    total_timeout: float | None
+    max_bytes: int | None
+
+
+class RequestOptions(ExchangeOptions, total=False):
+    """`HttpClient.request` takes these as well: its retries, redirects, exact body and sent hook."""
+
+    retries: int
+    max_redirects: int | None
+    content: bytes | None
+    on_sent: Callable[[], Awaitable[None]] | None
+
+
 class _TransientStatus(Exception):
     def __init__(self, response: FetchedResponse) -> None:
         super().__init__(f"HTTP {response.status_code}")
@@ -220,22 +240,7 @@ class HttpClient:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        json: Any = None,
-        timeout: float | None = None,
-        total_timeout: float | None = None,
-        max_bytes: int | None = None,
-        retries: int = 2,
-        max_redirects: int | None = None,
-        content: bytes | None = None,
-        on_sent: Callable[[], Awaitable[None]] | None = None,
-    ) -> FetchedResponse:
+    async def request(self, method: str, url: str, **options: Unpack[RequestOptions]) -> FetchedResponse:
         """Send a request; transient failures of idempotent requests are retried with full jitter.
 
         Returns the final response whatever its status; raises FetchError subclasses for transport
@@ -244,13 +249,11 @@ class HttpClient:
         request has been written to its connection (upstream politeness counts from then).
         """
         method = method.upper()
-        attempts = retries + 1 if method in IDEMPOTENT_METHODS else 1
-        total = total_timeout or self._settings.fetch_timeout_seconds * 2
+        attempts = options.get("retries", 2) + 1 if method in IDEMPOTENT_METHODS else 1
+        total = options.get("total_timeout") or self._settings.fetch_timeout_seconds * 2
 
         async def once() -> FetchedResponse:
-            response = await self._follow(
-                method, url, params, headers, json, timeout, max_bytes, max_redirects, content, on_sent
-            )
+            response = await self._follow(method, url, options)
             if response.status_code in TRANSIENT_STATUSES and attempts > 1:
                 raise _TransientStatus(response)
             return response
@@ -274,21 +277,12 @@ class HttpClient:
         except httpx.TransportError as exc:
             _raise_fetch_error(method, url, exc)
 
-    async def get(self, url: str, **kwargs: Any) -> FetchedResponse:
-        return await self.request("GET", url, **kwargs)
+    async def get(self, url: str, **options: Unpack[RequestOptions]) -> FetchedResponse:
+        return await self.request("GET", url, **options)
 
     @contextlib.asynccontextmanager
     async def stream(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        json: Any = None,
-        timeout: float | None = None,
-        total_timeout: float | None = None,
-        max_bytes: int | None = None,
+        self, method: str, url: str, **options: Unpack[ExchangeOptions]
     ) -> AsyncIterator[StreamedResponse]:
         """Send one request and read its body as it arrives (server-sent events, long generations).
 
@@ -299,15 +293,15 @@ class HttpClient:
         """
         method = method.upper()
         check_url_shape(url)
-        total = total_timeout or self._settings.fetch_timeout_seconds * 2
+        total = options.get("total_timeout") or self._settings.fetch_timeout_seconds * 2
         deadline = asyncio.get_running_loop().time() + total
         request = self._client.build_request(
             method,
             url,
-            params=params,
-            headers=headers,
-            json=json,
-            timeout=httpx.Timeout(timeout or self._settings.fetch_timeout_seconds, connect=5.0),
+            params=options.get("params"),
+            headers=options.get("headers"),
+            json=options.get("json"),
+            timeout=self._per_request_timeout(options),
         )
         try:
             async with asyncio.timeout_at(deadline):
@@ -317,11 +311,14 @@ class HttpClient:
         except httpx.TransportError as exc:
             _raise_fetch_error(method, url, exc)
         try:
-            yield StreamedResponse(
-                response, method, url, deadline, total, max_bytes or self._settings.fetch_max_bytes
-            )
+            cap = options.get("max_bytes") or self._settings.fetch_max_bytes
+            yield StreamedResponse(response, method, url, deadline, total, cap)
         finally:
             await response.aclose()
+
+    def _per_request_timeout(self, options: ExchangeOptions) -> httpx.Timeout:
+        """Connecting within 5 s, each read within `timeout` (by default the settings' fetch time-out)."""
+        return httpx.Timeout(options.get("timeout") or self._settings.fetch_timeout_seconds, connect=5.0)
 
     def _wait(self, state: RetryCallState) -> float:
         from tenacity.wait import wait_random_exponential
@@ -333,23 +330,13 @@ class HttpClient:
                 return min(hinted, self._max_backoff)
         return float(wait_random_exponential(multiplier=0.25, max=self._max_backoff)(state))
 
-    async def _follow(
-        self,
-        method: str,
-        url: str,
-        params: Mapping[str, Any] | None,
-        headers: Mapping[str, str] | None,
-        json: Any,
-        timeout: float | None,
-        max_bytes: int | None,
-        max_redirects: int | None,
-        content: bytes | None = None,
-        on_sent: Callable[[], Awaitable[None]] | None = None,
-    ) -> FetchedResponse:
+    async def _follow(self, method: str, url: str, options: RequestOptions) -> FetchedResponse:
+        max_redirects, on_sent = options.get("max_redirects"), options.get("on_sent")
         limit = self._settings.fetch_max_redirects if max_redirects is None else max_redirects
         extensions = {"trace": _sent_hook(on_sent)} if on_sent is not None else None
-        cap = max_bytes or self._settings.fetch_max_bytes
-        per_request = httpx.Timeout(timeout or self._settings.fetch_timeout_seconds, connect=5.0)
+        cap = options.get("max_bytes") or self._settings.fetch_max_bytes
+        per_request = self._per_request_timeout(options)
+        params, json, content = options.get("params"), options.get("json"), options.get("content")
         started = time.perf_counter()
         hops: list[str] = []
         current = url
@@ -359,7 +346,7 @@ class HttpClient:
                 method,
                 current,
                 params=params,
-                headers=headers,
+                headers=options.get("headers"),
                 json=json,
                 content=content,
                 timeout=per_request,

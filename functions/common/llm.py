@@ -21,7 +21,7 @@ from functions.common.settings import Settings, get_settings
 # The HTTP client (httpcore, h11, h2, tenacity) is imported by the first completion, not with this module:
 # every API handler imports the LLM port through metering, and most routes never call a model.
 if TYPE_CHECKING:
-    from functions.common.http import HttpClient
+    from functions.common.http import ExchangeOptions, HttpClient
 
 DEFAULT_BEDROCK_MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -292,7 +292,7 @@ class OpenAiCompatibleProvider:
         message = self._redact(" ".join(message.split())[:_ERROR_MESSAGE_CHARS])
         return UpstreamError(f"LLM endpoint answered {status}: {message}", status_code=status)
 
-    def _post_options(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _post_options(self, body: dict[str, Any]) -> ExchangeOptions:
         """What every call sends `body` with: its headers, and the one time-out for the whole exchange."""
         return {
             "headers": self._headers(),
