@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 import boto3
 import httpx
@@ -41,7 +41,7 @@ import httpx
 from functions.answer.service import AnswerService, Listeners
 from functions.answer.wiring import UploadedDocuments, relevance_scorer
 from functions.common.documents import DynamoDocumentRepository
-from functions.common.models import ExtractedPaper, FullTextPort
+from functions.common.models import ExtractedPaper, ExtractOptions, FullTextPort
 from functions.common.settings import get_settings
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.common.traces import InMemoryTraceStore
@@ -240,27 +240,9 @@ class OneReadAtATime:
         self.inner = inner
         self._lock = asyncio.Lock()
 
-    async def extract(
-        self,
-        source_url: str,
-        *,
-        focus_areas: list[str] | None = None,
-        max_length: int = 5000,
-        budget_seconds: float = 40.0,
-        team_id: str | None = None,
-        job_id: str | None = None,
-        priority: int = 0,
-    ) -> ExtractedPaper:
+    async def extract(self, source_url: str, **options: Unpack[ExtractOptions]) -> ExtractedPaper:
         async with self._lock:
-            return await self.inner.extract(
-                source_url,
-                focus_areas=focus_areas,
-                max_length=max_length,
-                budget_seconds=budget_seconds,
-                team_id=team_id,
-                job_id=job_id,
-                priority=priority,
-            )
+            return await self.inner.extract(source_url, **options)
 
 
 def sequential_service() -> AnswerService:

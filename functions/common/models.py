@@ -10,7 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -149,21 +149,19 @@ class WorkMetadata:
     arxiv_id: str | None = None
 
 
+class ExtractOptions(TypedDict, total=False):
+    """How a paper's full text is read (each has a default: functions/extract/service.py)."""
+
+    focus_areas: list[str] | None
+    max_length: int
+    budget_seconds: float
+    team_id: str | None  # `library://` sources resolve within this team's documents only (None: none)
+    job_id: str | None  # with `priority`: where the fetches queue at a provider
+    priority: int
+
+
 class FullTextPort(Protocol):
     """What gives a paper's full text (functions/extract implements it; research, orchestrate and
     metering use it)."""
 
-    async def extract(
-        self,
-        source_url: str,
-        *,
-        focus_areas: list[str] | None = None,
-        max_length: int = 5000,
-        budget_seconds: float = 40.0,
-        team_id: str | None = None,
-        job_id: str | None = None,
-        priority: int = 0,
-    ) -> ExtractedPaper:
-        """`library://` sources resolve within `team_id`'s documents only (None: none). `job_id` and
-        `priority`: where its fetches queue at a provider."""
-        ...
+    async def extract(self, source_url: str, **options: Unpack[ExtractOptions]) -> ExtractedPaper: ...

@@ -14,6 +14,7 @@ import hashlib
 import re
 import time
 from collections.abc import Callable
+from typing import Unpack
 
 from functions.common.documents import (
     LIBRARY_SCHEME,
@@ -23,7 +24,7 @@ from functions.common.documents import (
 )
 from functions.common.errors import FetchTimeout, FetchTooLarge
 from functions.common.http import HttpClient
-from functions.common.models import ExtractedPaper
+from functions.common.models import ExtractedPaper, ExtractOptions
 from functions.common.observability import record_metric
 from functions.common.polite_requests import PoliteRequests
 from functions.common.settings import Settings, get_settings
@@ -119,40 +120,34 @@ class ExtractionService:
 
     # --- extraction ------------------------------------------------------------------------------
 
-    async def extract(
-        self,
-        source_url: str,
-        *,
-        focus_areas: list[str] | None = None,
-        max_length: int = 5000,
-        budget_seconds: float = 40.0,
-        team_id: str | None = None,
-        job_id: str | None = None,
-        priority: int = 0,
-    ) -> ExtractedPaper:
+    async def extract(self, source_url: str, **options: Unpack[ExtractOptions]) -> ExtractedPaper:
         """Raises InvalidInput/FetchBlocked (400), SourceUnavailable (404), FetchTimeout (504).
         Unparseable content returns success=False with a failure_reason.
 
         `team_id`: the caller's team. `library://<id>` resolves only among that team's uploads; without
         a team, or for another team's document, it fails exactly as an unknown document does. `job_id`
-        and `priority`: where the fetches queue at a provider (fairly per team, then job)."""
+        and `priority`: where the fetches queue at a provider (fairly per team, then job). By default
+        no focus, 5000 characters, 40 s, no team, an interactive job, priority 0."""
         target = classify(source_url)
+        budget_seconds = options.get("budget_seconds", 40.0)
+        team_id = options.get("team_id")
         deadline = FetchDeadline(
             time.monotonic() + budget_seconds,
             team=team_id or "public",
-            job=job_id or "interactive",
-            priority=priority,
+            job=options.get("job_id") or "interactive",
+            priority=options.get("priority", 0),
         )
+        focus = options.get("focus_areas") or []
         try:
             async with asyncio.timeout(budget_seconds):
-                paper = await self._extract(target, source_url, focus_areas or [], deadline, team_id)
+                paper = await self._extract(target, source_url, focus, deadline, team_id)
         except TimeoutError as exc:
             record_metric("extract", "ExtractionTimeouts", 1)
             raise FetchTimeout(
                 f"extraction of {source_url} exceeded its {budget_seconds:.0f} s budget"
             ) from exc
         record_metric("extract", "ExtractionSucceeded" if paper.success else "ExtractionFailed", 1)
-        return trim_to_length(paper, max_length)
+        return trim_to_length(paper, options.get("max_length", 5000))
 
     async def _extract(
         self, target: Target, source_url: str, focus: list[str], deadline: FetchDeadline, team_id: str | None

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from functions.common.llm import (
     Completion,
@@ -29,7 +29,7 @@ from functions.common.llm import (
 )
 
 if TYPE_CHECKING:
-    from functions.common.models import ExtractedPaper, FullTextPort
+    from functions.common.models import ExtractedPaper, ExtractOptions, FullTextPort
 
 
 @dataclass
@@ -149,7 +149,7 @@ class MeteredFullText:
     def __init__(self, inner: FullTextPort) -> None:
         self.inner = inner
 
-    async def extract(self, source_url: str, **options: Any) -> ExtractedPaper:
+    async def extract(self, source_url: str, **options: Unpack[ExtractOptions]) -> ExtractedPaper:
         meter = current_meter()
         try:
             paper = await self.inner.extract(source_url, **options)
