@@ -26,7 +26,7 @@ from typing import Any, Literal
 from functions.common.errors import DomainError, InvalidInput
 from functions.metering.estimate import CostModel, Unit
 from functions.metering.meter import current_meter
-from functions.metering.store import TOTALS, JobTerms, MonthHold, Reservation, UsageKey, UsageStore
+from functions.metering.store import TOTALS, HoldRequest, JobTerms, ReserveRequest, UsageKey, UsageStore
 
 TeamBudget = Callable[[str], float | None]  # a team's monthly budget in USD; None when it has none
 
@@ -182,7 +182,7 @@ class Budgets:
                 break
             share = low if attempt == HOLD_ATTEMPTS - 1 else max(low, min(high, remaining))
             outcome = self.store.hold(
-                MonthHold(
+                HoldRequest(
                     team_id,
                     job_id,
                     month,
@@ -321,7 +321,7 @@ class Budgets:
             return None
         reserve_month = need.month if held is None else None
         refused = self.store.reserve(
-            Reservation(
+            ReserveRequest(
                 team_id, job_id, reserve_month, need.estimate, job_limit=job_limit, month_limit=month_limit
             )
         )

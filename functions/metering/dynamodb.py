@@ -20,11 +20,11 @@ from functions.metering.store import (
     LEDGER,
     TOTALS,
     HoldOutcome,
+    HoldRequest,
     JobLedger,
     JobTerms,
-    MonthHold,
     Refused,
-    Reservation,
+    ReserveRequest,
     UsageItem,
     UsageKey,
     job_pk,
@@ -199,20 +199,20 @@ class DynamoDbUsageStore:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
 
-    def reserve(self, reservation: Reservation) -> Refused | None:
-        team_id, month = reservation.team_id, reservation.month
+    def reserve(self, request: ReserveRequest) -> Refused | None:
+        team_id, month = request.team_id, request.month
         targets: list[tuple[dict[str, str], float | None]] = [
-            ({"pk": job_pk(team_id, reservation.job_id), "sk": LEDGER}, reservation.job_limit)
+            ({"pk": job_pk(team_id, request.job_id), "sk": LEDGER}, request.job_limit)
         ]
         if month is not None:
-            targets.append(({"pk": month_pk(team_id, month), "sk": TOTALS}, reservation.month_limit))
+            targets.append(({"pk": month_pk(team_id, month), "sk": TOTALS}, request.month_limit))
         updates: list[dict[str, Any]] = []
         for key, limit in targets:
             update: dict[str, Any] = {
                 "TableName": self._table.name,
                 "Key": key,
                 "UpdateExpression": "ADD committed_usd :usd",
-                "ExpressionAttributeValues": {":usd": _number(reservation.usd)},
+                "ExpressionAttributeValues": {":usd": _number(request.usd)},
             }
             if limit is not None:
                 update["ConditionExpression"] = (
@@ -231,7 +231,7 @@ class DynamoDbUsageStore:
             raise
         return None
 
-    def hold(self, request: MonthHold) -> HoldOutcome:
+    def hold(self, request: HoldRequest) -> HoldOutcome:
         table = self._table.name
         team_id, job_id, month, usd = request.team_id, request.job_id, request.month, request.usd
         totals = {

@@ -142,7 +142,7 @@ class JobTerms:
 
 
 @dataclass(frozen=True)
-class Reservation:
+class ReserveRequest:
     """`usd` to reserve on a job's ledger within `job_limit`, and on `month`'s totals (None: the ledger
     only) within `month_limit`; a limit of None does not apply."""
 
@@ -155,7 +155,7 @@ class Reservation:
 
 
 @dataclass(frozen=True)
-class MonthHold:
+class HoldRequest:
     """`usd` of `month` for a job to hold, if the month's committed amount is at most `month_limit`."""
 
     team_id: str
@@ -193,13 +193,13 @@ class UsageStore(Protocol):
         """Keep the largest single step cost of the job."""
         ...
 
-    def reserve(self, reservation: Reservation) -> Refused | None:
+    def reserve(self, request: ReserveRequest) -> Refused | None:
         """ADD `usd` to `committed_usd` of the job's ledger and of the month's totals (only the ledger when
         `month` is None), both or neither, only if neither would pass its limit (committed before <=
         limit). None when reserved, else which limit refused."""
         ...
 
-    def hold(self, request: MonthHold) -> HoldOutcome:
+    def hold(self, request: HoldRequest) -> HoldOutcome:
         """ADD `usd` to the month's `committed_usd` if it is at most `month_limit` before, and record the
         hold on the job's ledger, both or neither. A job holds once: a second hold changes nothing."""
         ...

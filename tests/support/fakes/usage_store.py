@@ -9,11 +9,11 @@ from functions.metering.store import (
     LEDGER,
     TOTALS,
     HoldOutcome,
+    HoldRequest,
     JobLedger,
     JobTerms,
-    MonthHold,
     Refused,
-    Reservation,
+    ReserveRequest,
     UsageItem,
     UsageKey,
     job_pk,
@@ -97,10 +97,10 @@ class InMemoryUsageStore:
             if usd > item.get("max_step_usd", 0.0):
                 item["max_step_usd"] = usd
 
-    def reserve(self, reservation: Reservation) -> Refused | None:
-        team_id, month, usd = reservation.team_id, reservation.month, reservation.usd
-        job_limit, month_limit = reservation.job_limit, reservation.month_limit
-        ledger_key = (job_pk(team_id, reservation.job_id), LEDGER)
+    def reserve(self, request: ReserveRequest) -> Refused | None:
+        team_id, month, usd = request.team_id, request.month, request.usd
+        job_limit, month_limit = request.job_limit, request.month_limit
+        ledger_key = (job_pk(team_id, request.job_id), LEDGER)
         totals_key = (month_pk(team_id, month), TOTALS) if month is not None else None
         with self._lock:
             job_committed = self.items.get(ledger_key, {}).get("committed_usd")
@@ -114,7 +114,7 @@ class InMemoryUsageStore:
             self._add(ledger_key, {"committed_usd": usd})
             return None
 
-    def hold(self, request: MonthHold) -> HoldOutcome:
+    def hold(self, request: HoldRequest) -> HoldOutcome:
         totals_key = (month_pk(request.team_id, request.month), TOTALS)
         with self._lock:
             month_committed = self.items.get(totals_key, {}).get("committed_usd")

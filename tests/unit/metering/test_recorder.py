@@ -13,7 +13,7 @@ from functions.metering.recorder import StepRun, UsageRecorder
 from functions.metering.store import (
     TOTALS,
     JobTerms,
-    Reservation,
+    ReserveRequest,
     UsageKey,
     UsageStore,
     job_dimension,
@@ -72,7 +72,9 @@ def test_a_step_is_charged_to_the_job_and_the_month(store: UsageStore) -> None:
 def test_reservations_are_replaced_by_the_cost(store: UsageStore) -> None:
     store.open_job(JobTerms(TEAM, "job-1", depth="rapid", max_cost_usd=1.0, monthly_budget_usd=None))
     meter = Meter()
-    assert store.reserve(Reservation(TEAM, "job-1", "2026-04", 0.01, job_limit=1.0, month_limit=None)) is None
+    assert (
+        store.reserve(ReserveRequest(TEAM, "job-1", "2026-04", 0.01, job_limit=1.0, month_limit=None)) is None
+    )
     meter.reserve(0.01, "2026-04")  # reserved in April, recorded in May
     cost = _recorder(store).record_step(StepRun(TEAM, "job-1", "search", 0.5, 512, meter))
     ledger = store.job(TEAM, "job-1")

@@ -9,7 +9,7 @@ import pytest
 from functions.metering.store import (
     TOTALS,
     JobTerms,
-    Reservation,
+    ReserveRequest,
     UsageKey,
     UsageStore,
     job_dimension,
@@ -74,11 +74,11 @@ def test_the_largest_step_cost_is_kept(store: UsageStore) -> None:
 
 def test_reserve_adds_to_both_or_refuses_naming_the_limit(store: UsageStore) -> None:
     store.open_job(JobTerms(TEAM, "job-1", depth="rapid", max_cost_usd=1.0, monthly_budget_usd=2.0))
-    assert store.reserve(Reservation(TEAM, "job-1", MONTH, 0.4, job_limit=0.5, month_limit=None)) is None
-    assert store.reserve(Reservation(TEAM, "job-1", MONTH, 0.4, job_limit=0.5, month_limit=1.0)) is None
-    assert store.reserve(Reservation(TEAM, "job-1", MONTH, 0.4, job_limit=0.5, month_limit=1.0)) == "job"
+    assert store.reserve(ReserveRequest(TEAM, "job-1", MONTH, 0.4, job_limit=0.5, month_limit=None)) is None
+    assert store.reserve(ReserveRequest(TEAM, "job-1", MONTH, 0.4, job_limit=0.5, month_limit=1.0)) is None
+    assert store.reserve(ReserveRequest(TEAM, "job-1", MONTH, 0.4, job_limit=0.5, month_limit=1.0)) == "job"
     store.add(UsageKey(TEAM, MONTH, TOTALS), {"committed_usd": 1.0})  # another job of the team spent
-    assert store.reserve(Reservation(TEAM, "job-1", MONTH, 0.1, job_limit=None, month_limit=1.5)) == "team"
+    assert store.reserve(ReserveRequest(TEAM, "job-1", MONTH, 0.1, job_limit=None, month_limit=1.5)) == "team"
     ledger, totals = store.job(TEAM, "job-1"), store.get(UsageKey(TEAM, MONTH, TOTALS))
     assert ledger is not None and ledger.committed_usd == pytest.approx(0.8)  # refusals changed nothing
     assert totals is not None and totals.count("committed_usd") == pytest.approx(1.8)
@@ -91,7 +91,7 @@ def test_concurrent_reservations_never_pass_the_limit(store: UsageStore) -> None
     lock = threading.Lock()
 
     def reserve() -> None:
-        outcome = store.reserve(Reservation(TEAM, "job-1", MONTH, 0.1, job_limit=0.95, month_limit=None))
+        outcome = store.reserve(ReserveRequest(TEAM, "job-1", MONTH, 0.1, job_limit=0.95, month_limit=None))
         with lock:
             results.append(outcome)
 
