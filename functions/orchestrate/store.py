@@ -10,7 +10,7 @@ import json
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from botocore.exceptions import ClientError
 
@@ -57,6 +57,17 @@ def _conditional_write(write: Callable[[], object]) -> bool:
     return True
 
 
+class JobChanges(TypedDict, total=False):
+    """One update of a job (`JobStore.update`): its new status, fields set, counters added, entries
+    appended to lists, and the name of the write when it must apply once."""
+
+    status: JobStatus | None
+    set_fields: dict[str, Any] | None
+    add_counters: dict[str, int] | None
+    append: dict[str, list[Any]] | None
+    once: str | None
+
+
 class JobStore(Protocol):
     def create(self, item: dict[str, Any]) -> bool:
         """Store a new job record (it names its `team_id` and `job_id`); False when it exists."""
@@ -64,17 +75,7 @@ class JobStore(Protocol):
 
     def get(self, team_id: str, job_id: str) -> dict[str, Any] | None: ...
 
-    def update(
-        self,
-        team_id: str,
-        job_id: str,
-        *,
-        status: JobStatus | None = None,
-        set_fields: dict[str, Any] | None = None,
-        add_counters: dict[str, int] | None = None,
-        append: dict[str, list[Any]] | None = None,
-        once: str | None = None,
-    ) -> bool: ...
+    def update(self, team_id: str, job_id: str, **changes: Unpack[JobChanges]) -> bool: ...
 
     def claim_idempotency_key(self, team_id: str, key: str, job_id: str, fingerprint: str) -> str | None: ...
 
@@ -103,26 +104,14 @@ class DynamoDbJobStore:
         found.pop(APPLIED_WRITES, None)  # bookkeeping of `once` writes, not part of the job
         return found
 
-    def update(
-        self,
-        team_id: str,
-        job_id: str,
-        *,
-        status: JobStatus | None = None,
-        set_fields: dict[str, Any] | None = None,
-        add_counters: dict[str, int] | None = None,
-        append: dict[str, list[Any]] | None = None,
-        once: str | None = None,
-    ) -> bool:
+    def update(self, team_id: str, job_id: str, **changes: Unpack[JobChanges]) -> bool:
         """Apply one update if the job exists, is not terminal and would not move backwards.
 
         `once` names the write (e.g. "extract:src-1"): a repeat of a write with that name, as when Step
         Functions retries a step that had already done its work, changes nothing, so counters and
         audit entries are never added twice. Returns False (and changes nothing) when the condition fails.
         """
-        expression, condition, names, values = _update_expression(
-            status, set_fields or {}, add_counters or {}, append or {}, once
-        )
+        expression, condition, names, values = _update_expression(changes)
         if not expression:
             return True
         return _conditional_write(
@@ -171,15 +160,10 @@ class DynamoDbJobStore:
         )
 
 
-def _update_expression(
-    status: JobStatus | None,
-    set_fields: dict[str, Any],
-    add_counters: dict[str, int],
-    append: dict[str, list[Any]],
-    once: str | None,
-) -> tuple[str, str, dict[str, str], dict[str, Any]]:
+def _update_expression(changes: JobChanges) -> tuple[str, str, dict[str, str], dict[str, Any]]:
     """(update expression, condition, names, values) of one job update: it applies only to an existing
     job that is not terminal, would not move backwards and (with `once`) has not had that write yet."""
+    status, once, append = changes.get("status"), changes.get("once"), changes.get("append") or {}
     names: dict[str, str] = {"#pk": "pk", "#rank": "status_rank"}
     values: dict[str, Any] = {":terminal": TERMINAL_RANK}
     sets: list[str] = []
@@ -191,11 +175,11 @@ def _update_expression(
         values[":rank"] = status.rank
         sets += ["#status = :status", "#rank = :rank"]
         condition += " AND #rank <= :rank"
-    for index, (name, value) in enumerate(set_fields.items()):
+    for index, (name, value) in enumerate((changes.get("set_fields") or {}).items()):
         names[f"#s{index}"] = name
         values[f":s{index}"] = _to_dynamo(value)
         sets.append(f"#s{index} = :s{index}")
-    for index, (name, amount) in enumerate(add_counters.items()):
+    for index, (name, amount) in enumerate((changes.get("add_counters") or {}).items()):
         names[f"#a{index}"] = name
         values[f":a{index}"] = amount
         adds.append(f"#a{index} :a{index}")

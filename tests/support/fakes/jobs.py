@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import Any, Unpack
 
 from functions.common.errors import Conflict
-from functions.orchestrate.models import TERMINAL_RANK, JobStatus
+from functions.orchestrate.models import TERMINAL_RANK
+from functions.orchestrate.store import JobChanges
 
 
 class RecordingStarter:
@@ -49,17 +50,8 @@ class InMemoryJobStore:
             item = self.items.get((team_id, job_id))
             return json.loads(json.dumps(item)) if item is not None else None
 
-    def update(
-        self,
-        team_id: str,
-        job_id: str,
-        *,
-        status: JobStatus | None = None,
-        set_fields: dict[str, Any] | None = None,
-        add_counters: dict[str, int] | None = None,
-        append: dict[str, list[Any]] | None = None,
-        once: str | None = None,
-    ) -> bool:
+    def update(self, team_id: str, job_id: str, **changes: Unpack[JobChanges]) -> bool:
+        status, once = changes.get("status"), changes.get("once")
         with self._lock:
             item = self.items.get((team_id, job_id))
             if item is None or item["status_rank"] >= TERMINAL_RANK:
@@ -71,10 +63,10 @@ class InMemoryJobStore:
                 if item["status_rank"] > status.rank:
                     return False
                 item["status"], item["status_rank"] = status.value, status.rank
-            item.update(json.loads(json.dumps(set_fields or {}, default=str)))
-            for name, amount in (add_counters or {}).items():
+            item.update(json.loads(json.dumps(changes.get("set_fields") or {}, default=str)))
+            for name, amount in (changes.get("add_counters") or {}).items():
                 item[name] = item.get(name, 0) + amount
-            for name, items in (append or {}).items():
+            for name, items in (changes.get("append") or {}).items():
                 item[name] = item.get(name, []) + json.loads(json.dumps(items, default=str))
             if once is not None:
                 applied.add(once)
