@@ -9,7 +9,6 @@ model); unknown keys and negative prices are refused, so a typo cannot silently 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -54,13 +53,7 @@ def load_price_table(raw: str | None) -> PriceTable:
     """The defaults, overridden by the JSON object `raw` (PRICE_TABLE_JSON); PriceTableError if invalid."""
     if not raw or not raw.strip():
         return DEFAULT_PRICES
-    try:
-        overrides = json.loads(raw)
-    except ValueError as exc:
-        raise PriceTableError(f"PRICE_TABLE_JSON is not JSON: {exc}") from exc
-    if not isinstance(overrides, dict):
-        raise PriceTableError("PRICE_TABLE_JSON must be a JSON object of prices")
-    try:
-        return PriceTable.model_validate({**DEFAULT_PRICES.model_dump(), **overrides})
+    try:  # every field has its default: the object's prices override those they name
+        return PriceTable.model_validate_json(raw)
     except ValidationError as exc:
         raise PriceTableError(f"PRICE_TABLE_JSON is invalid: {exc}") from exc
