@@ -72,6 +72,8 @@ def billed_gb_seconds(duration_seconds: float, memory_mb: int) -> float:
 
 @dataclass
 class Quantities:
+    """What some usage (a request, a step, a job) is billed for, measured; `cost` prices it."""
+
     lambda_gb_seconds: float = 0.0
     lambda_requests: int = 0
     sfn_transitions: int = 0
@@ -120,16 +122,15 @@ class Quantities:
         return cls(**values)
 
 
-COST_PARTS = ("lambda_usd", "step_functions_usd", "s3_usd", "dynamodb_usd", "llm_usd")
-
-
 @dataclass(frozen=True)
 class Cost:
-    lambda_usd: float = 0.0
-    step_functions_usd: float = 0.0
-    s3_usd: float = 0.0
-    dynamodb_usd: float = 0.0
-    llm_usd: float = 0.0
+    """What usage costs in USD, part by part (their names: `COST_PARTS`); `total_usd` is their sum."""
+
+    lambda_usd: float
+    step_functions_usd: float
+    s3_usd: float
+    dynamodb_usd: float
+    llm_usd: float
 
     @property
     def total_usd(self) -> float:
@@ -150,3 +151,6 @@ class Cost:
         return {"total_usd": round(self.total_usd, digits)} | {
             part: round(getattr(self, part), digits) for part in COST_PARTS
         }
+
+
+COST_PARTS = tuple(part.name for part in fields(Cost))
