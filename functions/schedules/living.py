@@ -2,10 +2,10 @@
 
 The workflow's Finalize step, for a job a schedule started, calls
 
-1. `LivingReview.changes(team_id, job, results, candidates)` before it writes the results: the sources'
-   retraction flags are refreshed (`is_retracted` on every source), the previous run's results are read
-   and `functions.research.changes.changes_since_last_run` compares the two; the digest becomes the
-   results' `changes_since_last_run`;
+1. `LivingReview.changes(PendingResults(team_id, job, results, candidates))` before it writes the
+   results: the sources' retraction flags are refreshed (`is_retracted` on every source), the previous
+   run's results are read and `functions.research.changes.changes_since_last_run` compares the two; the
+   digest becomes the results' `changes_since_last_run`;
 2. `LivingReview.finished(team_id, job, results)` once the job's final status is recorded: a COMPLETED or
    PARTIAL run becomes the schedule's last run (the baseline of the next one; a REFUSED or FAILED run
    does not, so one bad week is not reported as every source vanishing), and the detail of the
@@ -98,6 +98,16 @@ def utc_stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True)
+class PendingResults:
+    """A job's results before they are written, with the screened candidates its sources came from."""
+
+    team_id: str
+    job: Mapping[str, Any]
+    results: dict[str, Any]
+    candidates: Mapping[str, Candidate]
+
+
 @dataclass
 class LivingReview:
     runs: ScheduleRunStore
@@ -108,14 +118,9 @@ class LivingReview:
 
     # --- before the results are written --------------------------------------------------------------
 
-    def changes(
-        self,
-        team_id: str,
-        job: Mapping[str, Any],
-        results: dict[str, Any],
-        candidates: Mapping[str, Candidate],
-    ) -> dict[str, Any]:
+    def changes(self, pending: PendingResults) -> dict[str, Any]:
         """The digest of this run; sets `is_retracted` on each of `results["sources"]` (in place)."""
+        team_id, job, results, candidates = pending.team_id, pending.job, pending.results, pending.candidates
         schedule_id, job_id = str(job["schedule_id"]), str(job["job_id"])
         check = self._flag_retractions(list(results.get("sources") or []), candidates)
         previous_job_id, previous_key, previous_finished = self._previous(team_id, schedule_id, job_id)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from functions.orchestrate.completion import JobCompletion
-from functions.research.screening import Candidate
+from functions.schedules.living import PendingResults
 from functions.webhooks.notify import FinishedJob
 
 TEAM = "team-aaaaaaaaaaaa"
@@ -33,13 +33,7 @@ class RecordingReview:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def changes(
-        self,
-        team_id: str,
-        job: Mapping[str, Any],
-        results: dict[str, Any],
-        candidates: Mapping[str, Candidate],
-    ) -> dict[str, Any]:
+    def changes(self, pending: PendingResults) -> dict[str, Any]:
         self.calls.append("changes")
         return {"first_run": True}
 
@@ -78,7 +72,7 @@ def test_a_scheduled_run_is_reviewed_announced_and_called_back() -> None:
     review, notifier, events = RecordingReview(), Notifier(), Events()
     completion = _completion(review, notifier, events)
     results: dict[str, Any] = {"status": "COMPLETED"}
-    assert completion.changes(TEAM, dict(JOB), results, {}) == {"first_run": True}
+    assert completion.changes(PendingResults(TEAM, dict(JOB), results, {})) == {"first_run": True}
     completion.announce(FinishedJob(TEAM, dict(JOB), "COMPLETED", results=results))
     assert review.calls == ["changes", f"finished teams/{TEAM}/jobs/job-1/results.json"]
     assert events.published == [("ResearchDigestReady", {"job_id": "job-1"})]
@@ -89,7 +83,7 @@ def test_a_job_without_schedule_or_callback_is_left_alone() -> None:
     review, notifier, events = RecordingReview(), Notifier(), Events()
     completion = _completion(review, notifier, events)
     results: dict[str, Any] = {}
-    assert completion.changes(TEAM, {"job_id": "job-1"}, results, {}) is None
+    assert completion.changes(PendingResults(TEAM, {"job_id": "job-1"}, results, {})) is None
     completion.announce(FinishedJob(TEAM, {"job_id": "job-1"}, "COMPLETED", results=results))
     assert results == {} and review.calls == [] and notifier.calls == [] and events.published == []
 
@@ -98,6 +92,6 @@ def test_failures_of_the_review_and_the_webhook_are_swallowed() -> None:
     notifier, events = Notifier(fail=True), Events()
     completion = _completion(BrokenReview(), notifier, events)
     results: dict[str, Any] = {"status": "COMPLETED"}
-    assert completion.changes(TEAM, dict(JOB), results, {}) is None
+    assert completion.changes(PendingResults(TEAM, dict(JOB), results, {})) is None
     completion.announce(FinishedJob(TEAM, dict(JOB), "FAILED", failure_reason="boom"))
     assert notifier.calls == [("FAILED", None)]  # tried, failed, logged

@@ -13,7 +13,7 @@ from functions.common.models import Paper
 from functions.common.settings import Settings
 from functions.common.storage import InMemoryBlobStore, put_json
 from functions.research.screening import Candidate
-from functions.schedules.living import MAX_EVENT_BYTES, LivingReview, RetractionAnswer
+from functions.schedules.living import MAX_EVENT_BYTES, LivingReview, PendingResults, RetractionAnswer
 from functions.schedules.runs import InMemoryScheduleRunStore
 from functions.search.connectors.base import UnusableAnswer
 from functions.search.connectors.openalex import build_retraction_request, parse_retractions
@@ -93,7 +93,7 @@ def _finish(
     job = {"job_id": job_id, "schedule_id": SCHEDULE, "research_goal": "goal"}
     results = _results(candidates, status)
     results["changes_since_last_run"] = review.changes(
-        TEAM, job, results, {c.source_id: c for c in candidates}
+        PendingResults(TEAM, job, results, {c.source_id: c for c in candidates})
     )
     key = f"teams/{TEAM}/jobs/{job_id}/results.json"
     put_json(artifacts, key, results)
