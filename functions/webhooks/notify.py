@@ -14,7 +14,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, Protocol
@@ -177,14 +177,7 @@ class WebhookNotifier:
         self._record(
             context, result.attempt, result.outcome, result.status_code, result.error, result.duration_ms
         )
-        logger.info(
-            "webhook attempt",
-            **context,
-            attempt=result.attempt,
-            outcome=result.outcome,
-            status_code=result.status_code,
-            error=result.error,
-        )
+        logger.info("webhook attempt", **context, **asdict(result))
 
     def _record(
         self,
