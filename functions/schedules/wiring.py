@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from functions.schedules.living import LivingReview
 
 
-def schedule_store() -> EventBridgeScheduleStore:
+def schedule_store(settings: SchedulerSettings | None = None) -> EventBridgeScheduleStore:
     state_machine_arn = get_settings().state_machine_arn
     if not state_machine_arn:
         raise UpstreamError("scheduled research is not configured: STATE_MACHINE_ARN is unset")
-    settings = SchedulerSettings()
+    settings = settings or SchedulerSettings()
     return EventBridgeScheduleStore(
         client=generic_client("scheduler"),
         group_name=settings.schedule_group_name,
@@ -38,7 +38,7 @@ def schedule_store() -> EventBridgeScheduleStore:
 def schedule_service() -> ScheduleService:
     settings = SchedulerSettings()
     return ScheduleService(
-        store=schedule_store(),
+        store=schedule_store(settings),
         runs=DynamoDbScheduleRunStore(),
         max_per_team=settings.schedules_max_per_team,
         min_interval=timedelta(minutes=settings.schedules_min_interval_minutes),
