@@ -232,28 +232,20 @@ class OpenAiCompatibleProvider:
     """Any `/chat/completions` endpoint: OpenAI, vLLM, Ollama, LM Studio, llama.cpp's server.
 
     Every call goes through HttpClient (bounded, SSRF-guarded: a loopback or private endpoint must be
-    allowed by LLM_ALLOW_PRIVATE_HOSTS). Given no `http`, each call opens and closes its own client,
-    so one provider can serve several event loops; a shared `http` stays the caller's to close.
+    allowed by LLM_ALLOW_PRIVATE_HOSTS) within LLM_TIMEOUT_SECONDS, both read from `settings` (by
+    default the process's). Each call opens and closes its own client, so one provider can serve
+    several event loops.
     """
 
     name = "openai"
 
     def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        *,
-        http: HttpClient | None = None,
-        settings: Settings | None = None,
-        timeout_seconds: float = 60.0,
+        self, base_url: str, model: str, api_key: str | None = None, *, settings: Settings | None = None
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._api_key = api_key
-        self._http = http
-        self._settings = settings
-        self._timeout = timeout_seconds
+        self._settings = settings or get_settings()
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAiCompatibleProvider(base_url={self.base_url!r}, model={self.model!r})"
@@ -270,9 +262,6 @@ class OpenAiCompatibleProvider:
 
     @contextlib.asynccontextmanager
     async def _client(self) -> AsyncIterator[HttpClient]:
-        if self._http is not None:
-            yield self._http
-            return
         from functions.common.http import HttpClient
 
         client = HttpClient(self._settings, purpose="llm")
@@ -294,12 +283,8 @@ class OpenAiCompatibleProvider:
 
     def _post_options(self, body: dict[str, Any]) -> ExchangeOptions:
         """What every call sends `body` with: its headers, and the one time-out for the whole exchange."""
-        return {
-            "headers": self._headers(),
-            "json": body,
-            "timeout": self._timeout,
-            "total_timeout": self._timeout,
-        }
+        timeout = self._settings.llm_timeout_seconds
+        return {"headers": self._headers(), "json": body, "timeout": timeout, "total_timeout": timeout}
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "[redacted]") if self._api_key else text
@@ -466,6 +451,5 @@ def provider_from_settings(settings: Settings | None = None) -> LlmProvider | No
             settings.llm_model or DEFAULT_OPENAI_MODEL,
             api_key,
             settings=settings,
-            timeout_seconds=settings.llm_timeout_seconds,
         )
     return None

@@ -35,9 +35,13 @@ CAPITAL_SCHEMA: dict[str, Any] = {
 }
 
 
-def _provider(server: LlmServer, *, base_url: str | None = None, **kwargs: Any) -> OpenAiCompatibleProvider:
-    settings = Settings(llm_allow_private_hosts=f"127.0.0.1:{server.port}")
-    return OpenAiCompatibleProvider(base_url or server.base_url, server.model, settings=settings, **kwargs)
+def _provider(
+    server: LlmServer, *, base_url: str | None = None, timeout_seconds: float = 60.0
+) -> OpenAiCompatibleProvider:
+    settings = Settings(
+        llm_allow_private_hosts=f"127.0.0.1:{server.port}", llm_timeout_seconds=timeout_seconds
+    )
+    return OpenAiCompatibleProvider(base_url or server.base_url, server.model, settings=settings)
 
 
 async def _drain(stream: CompletionStream) -> list[tuple[float, str]]:
