@@ -73,7 +73,7 @@ class ExtractionService:
         *,
         http: HttpClient,
         blobs: BlobStore,
-        documents: DocumentRepository | None = None,
+        documents: DocumentRepository,
         settings: Settings | None = None,
         metadata: ScholarlyMetadata | None = None,
         source_http: Callable[[], HttpClient] | None = None,
@@ -303,8 +303,6 @@ class ExtractionService:
     ) -> DocumentRecord:
         """Validate, store and parse an uploaded PDF as the team's document; the record is what
         GET /v1/documents/{id} shows that team (and no other)."""
-        if self._documents is None:
-            raise RuntimeError("this service has no document repository")
         team_id = checked_team(team_id)
         metadata = parse_metadata_field(metadata_json)
         sha256 = validate_upload(data, filename, self._settings)
@@ -338,13 +336,13 @@ class ExtractionService:
 
     def get_document(self, team_id: str, document_id: str) -> DocumentRecord | None:
         """The team's document; None for an unknown one and for another team's alike."""
-        if self._documents is None or not valid_team_id(team_id):
+        if not valid_team_id(team_id):
             return None
         return self._documents.get(team_id, document_id)
 
     def list_documents(self, team_id: str, limit: int) -> list[DocumentRecord]:
         """The team's documents, newest upload first (ties by id, so the order is stable)."""
-        if self._documents is None or not valid_team_id(team_id):
+        if not valid_team_id(team_id):
             return []
         records = self._documents.all(team_id)  # the repository's cap: 1,000
         records.sort(key=lambda record: (record.uploaded_at, record.document_id), reverse=True)
