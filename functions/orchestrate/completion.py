@@ -15,7 +15,8 @@ from functions.orchestrate.store import EventPublisher
 from functions.webhooks.notify import FinishedJob
 
 if TYPE_CHECKING:
-    from functions.schedules.living import LivingReview, PendingResults
+    from functions.research.screening import Candidate
+    from functions.schedules.living import LivingReview
     from functions.webhooks.notify import WebhookNotifier
 
 logger = get_logger("orchestrate")
@@ -37,17 +38,26 @@ class JobCompletion:
     living_review: Callable[[], LivingReview | None] = field(default=lambda: None)
     webhooks: Callable[[], WebhookNotifier | None] = field(default=lambda: None)
 
-    def changes(self, pending: PendingResults) -> dict[str, Any] | None:
+    def changes(
+        self,
+        team_id: str,
+        job: Mapping[str, Any],
+        results: dict[str, Any],
+        candidates: Mapping[str, Candidate],
+    ) -> dict[str, Any] | None:
         """A scheduled run's `changes_since_last_run` (and each source's `is_retracted` in `results`);
         None for a run without a schedule, or when they could not be computed (the results stay whole)."""
-        if not pending.job.get("schedule_id"):
+        if not job.get("schedule_id"):
             return None
         try:
             review = self.living_review()
-            return review.changes(pending) if review is not None else None
+            if review is None:
+                return None
+            from functions.schedules.living import PendingResults  # heavy: only once a review exists
+
+            return review.changes(PendingResults(team_id, job, results, candidates))
         except Exception:
-            job_id = pending.job.get("job_id")
-            logger.warning("changes since the last run not computed", job_id=job_id, exc_info=True)
+            logger.warning("changes since the last run not computed", job_id=job.get("job_id"), exc_info=True)
             return None
 
     def completed(self, team_id: str, job: Mapping[str, Any], results: Mapping[str, Any]) -> None:

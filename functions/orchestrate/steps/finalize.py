@@ -26,7 +26,6 @@ from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
 from functions.research import outputs
 from functions.research.report import SearchSummary, build_results
 from functions.research.screening import Candidate
-from functions.schedules.living import PendingResults
 from functions.schedules.wiring import living_review
 from functions.teams.wiring import team_service
 from functions.webhooks.wiring import notifier
@@ -110,7 +109,7 @@ class Finalize(JobStep):
         self, team_id: str, job: JobRecord, results: dict[str, Any], candidates: dict[str, Candidate]
     ) -> None:
         """results.json, with a scheduled run's changes since its schedule's last run."""
-        changes = self.completion.changes(PendingResults(team_id, job.as_dict(), results, candidates))
+        changes = self.completion.changes(team_id, job.as_dict(), results, candidates)
         if changes is not None:
             results["changes_since_last_run"] = changes
         body = outputs.to_json(results).encode("utf-8")

@@ -72,7 +72,7 @@ def test_a_scheduled_run_is_reviewed_announced_and_called_back() -> None:
     review, notifier, events = RecordingReview(), Notifier(), Events()
     completion = _completion(review, notifier, events)
     results: dict[str, Any] = {"status": "COMPLETED"}
-    assert completion.changes(PendingResults(TEAM, dict(JOB), results, {})) == {"first_run": True}
+    assert completion.changes(TEAM, dict(JOB), results, {}) == {"first_run": True}
     completion.announce(FinishedJob(TEAM, dict(JOB), "COMPLETED", results=results))
     assert review.calls == ["changes", f"finished teams/{TEAM}/jobs/job-1/results.json"]
     assert events.published == [("ResearchDigestReady", {"job_id": "job-1"})]
@@ -83,7 +83,7 @@ def test_a_job_without_schedule_or_callback_is_left_alone() -> None:
     review, notifier, events = RecordingReview(), Notifier(), Events()
     completion = _completion(review, notifier, events)
     results: dict[str, Any] = {}
-    assert completion.changes(PendingResults(TEAM, {"job_id": "job-1"}, results, {})) is None
+    assert completion.changes(TEAM, {"job_id": "job-1"}, results, {}) is None
     completion.announce(FinishedJob(TEAM, {"job_id": "job-1"}, "COMPLETED", results=results))
     assert results == {} and review.calls == [] and notifier.calls == [] and events.published == []
 
@@ -92,6 +92,6 @@ def test_failures_of_the_review_and_the_webhook_are_swallowed() -> None:
     notifier, events = Notifier(fail=True), Events()
     completion = _completion(BrokenReview(), notifier, events)
     results: dict[str, Any] = {"status": "COMPLETED"}
-    assert completion.changes(PendingResults(TEAM, dict(JOB), results, {})) is None
+    assert completion.changes(TEAM, dict(JOB), results, {}) is None
     completion.announce(FinishedJob(TEAM, dict(JOB), "FAILED", failure_reason="boom"))
     assert notifier.calls == [("FAILED", None)]  # tried, failed, logged
