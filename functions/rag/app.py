@@ -19,7 +19,7 @@ from functions.common.faces import kb as kb_face
 from functions.common.faces.face import ErrorReply, Face
 from functions.common.faces.kb import KnowledgeBaseError
 from functions.common.observability import get_logger
-from functions.common.openapi import document_errors
+from functions.common.openapi import document_errors, error_responses
 from functions.metering.middleware import UsageMiddleware
 from functions.rag.api_models import (
     ENTITY_NUMBER_PATTERN,
@@ -43,11 +43,8 @@ graph_router = APIRouter(tags=["knowledge base"])
 memo = ResponseMemo()
 _Route = TypeVar("_Route", bound=Callable[..., Any])
 
-_ERRORS: dict[int | str, dict[str, object]] = {
-    400: {"model": KnowledgeBaseError, "description": "Invalid parameter"},
-    503: {"model": KnowledgeBaseError, "description": "Knowledge base not loaded"},
-}
-_NOT_MODIFIED: dict[int | str, dict[str, object]] = {304: {"description": "Not modified (If-None-Match)"}}
+_ERRORS = error_responses(KnowledgeBaseError, (400, 503))
+_NOT_MODIFIED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (If-None-Match)"}}
 
 
 def _cached_search(
@@ -115,11 +112,7 @@ def _expand_answer(kb: KnowledgeBase, body: ExpandGraphRequest, types: list[str]
 @graph_router.get(
     "/entity/{entity_type}/{number}",
     response_model=EntityResponse,
-    responses={
-        **_ERRORS,
-        404: {"model": KnowledgeBaseError, "description": "Entity not in the knowledge base"},
-        **_NOT_MODIFIED,
-    },
+    responses={**error_responses(KnowledgeBaseError, (400, 503, 404)), **_NOT_MODIFIED},
     summary="A numbered formula, algorithm, table or figure",
 )
 def get_entity(
