@@ -50,7 +50,8 @@ _NOT_MODIFIED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modi
 def _cached_search(
     router: APIRouter, path: str, answer: type[BaseModel], summary: str
 ) -> Callable[[_Route], _Route]:
-    """A POST search route whose answer is memoised and carries an ETag (304 on If-None-Match)."""
+    """The decorator of a POST search route answered from the memo with an ETag: its error statuses and
+    the 304 on If-None-Match."""
     return router.post(path, response_model=answer, responses={**_ERRORS, **_NOT_MODIFIED}, summary=summary)
 
 

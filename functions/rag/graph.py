@@ -39,7 +39,7 @@ _CITATION = re.compile(r"(?<=\s)\[(\d{1,3})\](?=[\s.,;:)]|$)")
 
 # Nearest neighbours: given an entity's text, the ids of the most similar entities, best first.
 NeighbourFinder = Callable[[Entity, int], list[str]]
-RELATED_NEIGHBOURS = 3  # how many each numbered item is linked to (RELATED_TO edges)
+RELATED_NEIGHBOURS = 3  # the most similar entities each one is linked to (RELATED_TO edges)
 
 
 def mentioned_ids(text: str, known: set[str]) -> list[str]:
