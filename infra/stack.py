@@ -15,7 +15,7 @@ from infra.components.api import STAGE, Api
 from infra.components.console import CONSOLE_DIST, Console, api_origin
 from infra.components.data import Data
 from infra.components.events import JobEvents, ResearchSchedules, UploadTrigger
-from infra.components.functions import Functions, depend_only_on_role_policy, module_exists
+from infra.components.functions import DataStores, Functions, depend_only_on_role_policy, module_exists
 from infra.components.monitoring import Monitoring
 from infra.components.workflow import Workflow
 from infra.config import API_FUNCTIONS, KB_INGEST, Registry, StackOptions, usage_plans_parameter
@@ -55,13 +55,12 @@ class ResearchStack(Stack):
             event_bridge_buckets=uploads,
         )
         self.job_events = JobEvents(self, "Events", retain=options.retain_data)
+        self.stores = DataStores(self.data.tables, self.data.buckets, self.job_events.bus)
         self.functions = Functions(
             self,
             "Functions",
             step_functions=self.registry.step_functions,
-            tables=self.data.tables,
-            buckets=self.data.buckets,
-            event_bus=self.job_events.bus,
+            stores=self.stores,
             options=options,
             usage_plans_parameter=usage_plans_parameter(self.stack_name),
         )
@@ -82,11 +81,9 @@ class ResearchStack(Stack):
         return Workflow(
             self,
             "Workflow",
+            stores=self.stores,
             state_machines=self.registry.state_machines,
             step_functions={logical_id: step.alias for logical_id, step in self.functions.steps.items()},
-            buckets=self.data.buckets,
-            tables=self.data.tables,
-            event_bus=self.job_events.bus,
             log_retention_days=options.log_retention_days,
         )
 

@@ -95,3 +95,10 @@ def document_errors(app: FastAPI, operations: Mapping[str, ErrorDocs]) -> Callab
 
     app.openapi = openapi  # type: ignore[method-assign]
     return openapi
+
+
+def error_responses(model: type[BaseModel], statuses: Iterable[int]) -> dict[int | str, dict[str, Any]]:
+    """A route's `responses` entries for its error statuses, in order. `document_errors` rewrites each
+    with its DESCRIPTIONS text and the face's error body; the route's entries set only the statuses'
+    order in the document and keep `model` among its schemas."""
+    return {status: {"model": model, "description": DESCRIPTIONS[status]} for status in statuses}

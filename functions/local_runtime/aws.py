@@ -193,16 +193,19 @@ class EmbeddedAws:
             grants.declare(spec.logical_id, spec.uses)
 
     def _create_state_machines(self) -> None:
-        machines = list(self.state_machines)
-        if not machines:
+        # every definition is substituted (an unknown `${...}` name fails) before anything is created
+        values = self.substitutions()
+        definitions = {
+            machine.name: substitute(machine.path.read_text(encoding="utf-8"), values)
+            for machine in self.state_machines
+        }
+        if not definitions:
             return
         role_arn = _service_role("local-state-machine-role", "states.amazonaws.com")
         sfn = boto3.client("stepfunctions", region_name=REGION)
-        values = self.substitutions()
-        for machine in machines:
-            definition = substitute(machine.path.read_text(encoding="utf-8"), values)
-            created = sfn.create_state_machine(name=machine.name, definition=definition, roleArn=role_arn)
-            self.state_machine_arns[machine.name] = created["stateMachineArn"]
+        for name, definition in definitions.items():
+            created = sfn.create_state_machine(name=name, definition=definition, roleArn=role_arn)
+            self.state_machine_arns[name] = created["stateMachineArn"]
 
     def substitutions(self) -> dict[str, str]:
         """The same `${...}` names the CDK app passes as definition_substitutions."""

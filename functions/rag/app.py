@@ -7,17 +7,19 @@ knowledge base, shape the answer with the seed's caching headers.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Path, Request, Response
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel
 
 from functions.common.api import create_app
 from functions.common.faces import kb as kb_face
 from functions.common.faces.face import ErrorReply, Face
 from functions.common.faces.kb import KnowledgeBaseError
 from functions.common.observability import get_logger
-from functions.common.openapi import document_errors
+from functions.common.openapi import document_errors, error_responses
 from functions.metering.middleware import UsageMiddleware
 from functions.rag.api_models import (
     ENTITY_NUMBER_PATTERN,
@@ -39,18 +41,22 @@ logger = get_logger("rag")
 search_router = APIRouter(tags=["knowledge base"])
 graph_router = APIRouter(tags=["knowledge base"])
 memo = ResponseMemo()
+_Route = TypeVar("_Route", bound=Callable[..., Any])
 
-_ERRORS: dict[int | str, dict[str, object]] = {
-    400: {"model": KnowledgeBaseError, "description": "Invalid parameter"},
-    503: {"model": KnowledgeBaseError, "description": "Knowledge base not loaded"},
-}
+_ERRORS = error_responses(KnowledgeBaseError, (400, 503))
+_NOT_MODIFIED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (If-None-Match)"}}
 
 
-@search_router.post(
-    "/search/semantic",
-    response_model=SemanticSearchResponse,
-    responses={**_ERRORS, 304: {"description": "Not modified (If-None-Match)"}},
-    summary="Search the book's passages and numbered items",
+def _cached_search(
+    router: APIRouter, path: str, answer: type[BaseModel], summary: str
+) -> Callable[[_Route], _Route]:
+    """The decorator of a POST search route answered from the memo with an ETag: its error statuses and
+    the 304 on If-None-Match."""
+    return router.post(path, response_model=answer, responses={**_ERRORS, **_NOT_MODIFIED}, summary=summary)
+
+
+@_cached_search(
+    search_router, "/search/semantic", SemanticSearchResponse, "Search the book's passages and numbered items"
 )
 def semantic_search(body: SemanticSearchRequest, request: Request) -> Response:
     kb = get_knowledge_base()
@@ -82,11 +88,11 @@ def _search_answer(kb: KnowledgeBase, body: SemanticSearchRequest) -> dict[str, 
     }
 
 
-@graph_router.post(
+@_cached_search(
+    graph_router,
     "/search/expand-graph",
-    response_model=ExpandGraphResponse,
-    responses={**_ERRORS, 304: {"description": "Not modified (If-None-Match)"}},
-    summary="Follow the knowledge graph from the given entities",
+    ExpandGraphResponse,
+    "Follow the knowledge graph from the given entities",
 )
 def expand_graph(body: ExpandGraphRequest, request: Request) -> Response:
     kb = get_knowledge_base()
@@ -107,11 +113,7 @@ def _expand_answer(kb: KnowledgeBase, body: ExpandGraphRequest, types: list[str]
 @graph_router.get(
     "/entity/{entity_type}/{number}",
     response_model=EntityResponse,
-    responses={
-        **_ERRORS,
-        404: {"model": KnowledgeBaseError, "description": "Entity not in the knowledge base"},
-        304: {"description": "Not modified (If-None-Match)"},
-    },
+    responses={**error_responses(KnowledgeBaseError, (400, 503, 404)), **_NOT_MODIFIED},
     summary="A numbered formula, algorithm, table or figure",
 )
 def get_entity(

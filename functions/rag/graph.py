@@ -37,10 +37,9 @@ _APPENDIX_MENTION = re.compile(r"\bAppendix\s+([A-Z])\b")
 _EQUATION_MENTION = re.compile(r"\(((?:\d{1,2}|[A-Z])\.\d{1,3})\)")
 _CITATION = re.compile(r"(?<=\s)\[(\d{1,3})\](?=[\s.,;:)]|$)")
 
-RELATED_NEIGHBOURS = 3
-
 # Nearest neighbours: given an entity's text, the ids of the most similar entities, best first.
 NeighbourFinder = Callable[[Entity, int], list[str]]
+RELATED_NEIGHBOURS = 3  # the most similar entities each one is linked to (RELATED_TO edges)
 
 
 def mentioned_ids(text: str, known: set[str]) -> list[str]:

@@ -49,6 +49,16 @@ class DeployedFunction:
     uses: resources.Uses = field(default_factory=resources.Uses)  # what it is granted
 
 
+@dataclass(frozen=True)
+class DataStores:
+    """The registry's tables and buckets (by setting name) and the job events' bus: what the functions
+    are told the names of and granted, and what the state machines' definitions name."""
+
+    tables: Mapping[str, dynamodb.ITable]
+    buckets: Mapping[str, s3.IBucket]
+    event_bus: events.IEventBus
+
+
 class FunctionSpec(Protocol):
     """What every kind of function declaration gives: its id, its size and time-out, what it is granted."""
 
@@ -69,9 +79,7 @@ class Functions(Construct):
         construct_id: str,
         *,
         step_functions: tuple[resources.StepFunctionSpec, ...],
-        tables: Mapping[str, dynamodb.Table],
-        buckets: Mapping[str, s3.Bucket],
-        event_bus: events.EventBus,
+        stores: DataStores,
         options: StackOptions,
         usage_plans_parameter: str,
     ) -> None:
@@ -79,7 +87,7 @@ class Functions(Construct):
         super().__init__(scope, construct_id)
         self._options = options
         self._locked = bundling.LockedDependencies()
-        environment = _shared_environment(tables, buckets, event_bus, options)
+        environment = _shared_environment(stores, options)
         # The functions that make (admin) and read (authorizer) the teams' API Gateway keys.
         team_keys = {
             "USAGE_PLANS_PARAMETER": usage_plans_parameter,
@@ -103,7 +111,7 @@ class Functions(Construct):
         for deployed in self.all():
             self._grant_secret_key(deployed)
         for deployed in self.all():
-            _grant_declared(deployed, tables, buckets, event_bus)
+            _grant_declared(deployed, stores)
 
     def _authorizer(self, environment: Mapping[str, str]) -> DeployedFunction:
         return self._function(
@@ -299,18 +307,13 @@ def depend_only_on_role_policy(owner: Construct, role: iam.IRole) -> None:
     resource.add_override("DependsOn", depends_on)
 
 
-def _shared_environment(
-    tables: Mapping[str, dynamodb.Table],
-    buckets: Mapping[str, s3.Bucket],
-    event_bus: events.EventBus,
-    options: StackOptions,
-) -> dict[str, str]:
+def _shared_environment(stores: DataStores, options: StackOptions) -> dict[str, str]:
     """What every function learns: the registry's names, the LLM provider, Powertools' settings."""
-    environment = {setting.upper(): table.table_name for setting, table in tables.items()}
-    environment.update({setting.upper(): bucket.bucket_name for setting, bucket in buckets.items()})
+    environment = {setting.upper(): table.table_name for setting, table in stores.tables.items()}
+    environment.update({setting.upper(): bucket.bucket_name for setting, bucket in stores.buckets.items()})
     environment.update(
         {
-            "EVENT_BUS_NAME": event_bus.event_bus_name,
+            "EVENT_BUS_NAME": stores.event_bus.event_bus_name,
             "LLM_PROVIDER": options.llm_provider,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
@@ -325,20 +328,15 @@ def _shared_environment(
     return environment
 
 
-def _grant_declared(
-    deployed: DeployedFunction,
-    tables: Mapping[str, dynamodb.Table],
-    buckets: Mapping[str, s3.Bucket],
-    event_bus: events.EventBus,
-) -> None:
+def _grant_declared(deployed: DeployedFunction, stores: DataStores) -> None:
     """Exactly what the function declares of the registry: read or read/write, and putting events."""
     function, uses = deployed.function, deployed.uses
-    for setting, table in tables.items():
+    for setting, table in stores.tables.items():
         _grant(function, uses.access(setting), table.grant_read_data, table.grant_read_write_data)
-    for setting, bucket in buckets.items():
+    for setting, bucket in stores.buckets.items():
         _grant(function, uses.access(setting), bucket.grant_read, bucket.grant_read_write)
     if uses.events:
-        event_bus.grant_put_events_to(function)
+        stores.event_bus.grant_put_events_to(function)
 
 
 def _grant(

@@ -24,7 +24,7 @@ from constructs import Construct
 
 from functions.common import resources
 from infra import asl
-from infra.components.functions import retention
+from infra.components.functions import DataStores, retention
 from infra.nag import suppress
 
 EXECUTION_TIMEOUT = Duration.hours(2)  # a whole job; every Task has its own 45 s TimeoutSeconds
@@ -58,21 +58,20 @@ class Workflow(Construct):
         scope: Construct,
         construct_id: str,
         *,
+        stores: DataStores,
         state_machines: tuple[resources.StateMachineSpec, ...],
         step_functions: Mapping[str, lambda_.IFunction],
-        buckets: Mapping[str, s3.IBucket],
-        tables: Mapping[str, dynamodb.ITable],
-        event_bus: events.IEventBus,
         log_retention_days: int,
     ) -> None:
         super().__init__(scope, construct_id)
         self.machines: dict[str, sfn.StateMachine] = {}  # by registry name
         named = resources.STATE_MACHINE_SUBSTITUTIONS
+        buckets, tables = stores.buckets, stores.tables
         targets = _Targets(
             functions={f"{logical_id}Arn": function for logical_id, function in step_functions.items()},
             buckets={name: buckets[setting] for name, setting in named.items() if setting in buckets},
             tables={name: tables[setting] for name, setting in named.items() if setting in tables},
-            buses={name: event_bus for name, setting in named.items() if setting == "event_bus_name"},
+            buses={name: stores.event_bus for name, setting in named.items() if setting == "event_bus_name"},
         )
         values = targets.substitutions()
 

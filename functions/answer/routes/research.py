@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
+from functions.answer.routes import ServiceDep
 from functions.answer.schemas import (
     DetailResponse,
     FocusModeInfo,
@@ -15,26 +16,16 @@ from functions.answer.schemas import (
     ResearchRequest,
     ResearchResponse,
 )
-from functions.answer.wiring import answer_service
 from functions.common.api import TeamId, client_identity
+from functions.common.openapi import error_responses
 from functions.research.presets import EFFORT_LOW, FOCUS_MODES, PRESETS
 
-if TYPE_CHECKING:  # the service and the pipeline are imported by the first answer (bench/cold_start.py)
-    from functions.answer.service import AnswerService
-
 router = APIRouter(prefix="/api/v1", tags=["answer"])
-ServiceDep = Annotated["AnswerService", Depends(answer_service)]
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": DetailResponse, "description": "Invalid request body"},
-    404: {"model": DetailResponse, "description": "No search results found"},
-    429: {"model": DetailResponse, "description": "Rate limit exceeded"},
-    500: {"model": DetailResponse, "description": "Synthesis error"},
-    503: {"model": DetailResponse, "description": "No search connectors configured or available"},
-}
+ERRORS = error_responses(DetailResponse, (400, 404, 429, 500, 503))
 
 
 async def _research(
-    body: ResearchRequest, effort: str, request: Request, service: AnswerService, team_id: str
+    body: ResearchRequest, effort: str, request: Request, service: ServiceDep, team_id: str
 ) -> Any:
     from functions.answer.service import new_trace_id, to_research_response
     from functions.research.pipeline import AnswerRequest

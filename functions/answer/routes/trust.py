@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from functions.answer import sse
+from functions.answer.routes import ServiceDep
 from functions.answer.schemas import (
     QueryRequest,
     QueryResponse,
@@ -18,24 +19,17 @@ from functions.answer.schemas import (
     TrustSearchRequest,
     TrustSearchResponse,
 )
-from functions.answer.wiring import answer_service
 from functions.common.api import TeamId, client_identity
 from functions.common.faces.trust import TrustErrorResponse
+from functions.common.openapi import error_responses
 
 if TYPE_CHECKING:  # the service and the pipeline are imported by the first answer (bench/cold_start.py)
     from functions.answer.service import AnswerService
     from functions.research.pipeline import AnswerRequest
 
 router = APIRouter(prefix="/v1", tags=["answer"])
-ServiceDep = Annotated["AnswerService", Depends(answer_service)]
 VERSION = "0.1.0"
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": TrustErrorResponse, "description": "invalid_request"},
-    404: {"model": TrustErrorResponse, "description": "not_found (an uploaded document)"},
-    429: {"model": TrustErrorResponse, "description": "rate_limited"},
-    500: {"model": TrustErrorResponse, "description": "internal_error"},
-    503: {"model": TrustErrorResponse, "description": "upstream_unavailable (no search connector answered)"},
-}
+ERRORS = error_responses(TrustErrorResponse, (400, 404, 429, 500, 503))
 STREAM_DESCRIPTION = (
     "Server-Sent Events, each written as it happens: `trace_event` (an agent trace event), "
     '`answer_delta` (`{"text": ...}`, the answer as it is written), `citation` (`{"citations": [...]}`, '
