@@ -30,8 +30,9 @@ from functions.common.storage import S3BlobStore
 from functions.common.traces import DynamoDbTraceStore
 from functions.local_runtime import durable
 from functions.local_runtime.aws import EmbeddedAws
-from functions.local_runtime.durable import INTERRUPTED_REASON, JOURNAL
+from functions.local_runtime.durable import JOURNAL
 from functions.local_runtime.gateway import Gateway, load_function_apps
+from functions.local_runtime.recovery import INTERRUPTED_REASON
 from functions.orchestrate.models import JobStatus
 from functions.orchestrate.store import DynamoDbJobStore
 from tests.support.pdfgen import sample_paper_pdf
