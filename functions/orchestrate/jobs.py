@@ -27,6 +27,7 @@ from functions.orchestrate.models import (
     decision,
     utc_now,
 )
+from functions.orchestrate.progress import CHECKPOINT_CLEARED
 from functions.orchestrate.records import JobRecords
 from functions.orchestrate.store import JobStore, TaskTokens, WorkflowStarter
 from functions.research.planning import (
@@ -343,11 +344,11 @@ class JobService:
                 ]
             },
         )
-        if approve:
-            self.tokens.succeed(token, {"approved": True, "reason": reason})
+        if approve:  # the task's output becomes the state (ResultPath "$")
+            self.tokens.succeed(token, job.get("checkpoint_state") or {})
         else:
             self.tokens.fail(token, "CheckpointAborted", reason or "aborted by the reviewer")
-        self.jobs.update(team_id, job_id, set_fields={"awaiting_checkpoint": False, "checkpoint_token": None})
+        self.jobs.update(team_id, job_id, set_fields={**CHECKPOINT_CLEARED, "checkpoint_state": None})
         return {"job_id": job_id, "decision": verdict}
 
 
@@ -401,6 +402,10 @@ def status_body(job: dict[str, Any]) -> dict[str, Any]:
         body["failure_reason"] = job["failure_reason"]
     if job.get("awaiting_checkpoint") and not status.terminal:
         body["awaiting_checkpoint"] = True
+        body["checkpoint"] = {
+            "phase": job.get("checkpoint_phase") or "screening",
+            "waiting_since": job.get("checkpoint_started_at"),
+        }
     return body
 
 

@@ -150,16 +150,19 @@ def test_checkpoint_decisions_resume_the_waiting_task(approve: bool) -> None:
     job_id = service.submit("team-default", REQUEST)[0]["job_id"]
     with pytest.raises(Conflict):
         service.decide_checkpoint("team-default", job_id, approve)
-    store.update(
-        "team-default", job_id, set_fields={"checkpoint_token": "token-1", "awaiting_checkpoint": True}
-    )
-    assert service.status("team-default", job_id)["awaiting_checkpoint"] is True
+    waiting = {"checkpoint_token": "token-1", "awaiting_checkpoint": True, "checkpoint_phase": "screening"}
+    store.update("team-default", job_id, set_fields={**waiting, "checkpoint_state": {"job_id": job_id}})
+    waiting_status = service.status("team-default", job_id)
+    assert waiting_status["awaiting_checkpoint"] is True
+    assert waiting_status["checkpoint"]["phase"] == "screening"
     answer = service.decide_checkpoint(
         "team-default", job_id, approve, "looks right" if approve else "wrong scope"
     )
     assert answer["decision"] == ("approved" if approve else "aborted")
-    kind, token, _ = tokens.calls[0]
+    kind, token, output = tokens.calls[0]
     assert (kind, token) == ("succeed" if approve else "fail", "token-1")
+    if approve:  # the approval's output is the state the job goes on with
+        assert output == {"job_id": job_id}
     status = service.status("team-default", job_id)
     assert "awaiting_checkpoint" not in status
     assert status["autonomous_decisions"][-1]["decision_type"] == "HUMAN_CHECKPOINT"
