@@ -53,6 +53,15 @@ class LocalRuntime:
         self.stop(signal.SIGKILL)
         raise AssertionError(f"the runtime did not answer within {START_SECONDS} s")
 
+    def printed(self) -> str:
+        """What it has printed so far."""
+        if self._log.closed:
+            return self.output
+        self._log.flush()
+        with open(self._log.fileno(), "rb", closefd=False) as log:
+            log.seek(0)
+            return log.read().decode(errors="replace")
+
     def stop(self, how: signal.Signals = signal.SIGKILL) -> str:
         """Send `how` (unless it has exited) and wait for the exit; what it printed."""
         if self.process.poll() is None:
