@@ -3,13 +3,13 @@ the phase that waits) or abort it, over `/api/agent/checkpoint/{job_id}`.
 
 research-agent checkpoint show JOB_ID                 (readable; --json prints the API's answer)
 research-agent checkpoint approve JOB_ID --exclude cand-3 --add doi:10.1000/xyz --max-sources 8
-research-agent checkpoint approve JOB_ID --drop-connector arxiv --query "openalex=sparse attention"
+research-agent checkpoint approve JOB_ID --drop-connector crossref --query "openalex=sparse attention"
 research-agent checkpoint approve JOB_ID --strike ev-12 --not-relevant src-4
 research-agent checkpoint approve JOB_ID --edits edits.json          (`-` reads the edits from stdin)
 research-agent checkpoint abort JOB_ID --reason "wrong question"
 
 Edits by phase (the API validates them, and names what it does not know): plan `--drop-connector`,
-`--query CONNECTOR=QUERY` (the connector's queries become those given), `--window-years`; screening
+`--add-connector`, `--query CONNECTOR=QUERY` (the connector's queries become those given), `--window-years`; screening
 `--exclude`, `--add` (doi:…, arxiv:…, library:…), `--max-sources`; extraction `--strike` (evidence ids),
 `--not-relevant` (source ids); synthesis `--strike` (claim ids), `--resynthesize`. Flags add to the
 `--edits` JSON. An API error is one line on stderr and exit status 1.
@@ -60,6 +60,7 @@ def _add_edit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--edits", metavar="FILE", help="a JSON object of edits (`-`: stdin)")
     plan = parser.add_argument_group("plan")
     _repeated(plan, "--drop-connector", "CONNECTOR", "a connector the job does not query")
+    _repeated(plan, "--add-connector", "CONNECTOR", "a connector the job queries besides")
     _repeated(plan, "--query", "CONNECTOR=QUERY", "the connector's queries become those given")
     plan.add_argument("--window-years", type=int, help="publication window in years")
     screening = parser.add_argument_group("screening")
@@ -216,11 +217,12 @@ def _edits(args: argparse.Namespace, http: httpx.Client, err: TextIO) -> dict[st
     queries = _queries(args.query)
     if queries:
         edits["queries"] = {**(edits.get("queries") or {}), **queries}
-    if args.drop_connector:
+    if args.drop_connector or args.add_connector:
         checkpoint = _request(http, err, "GET", _path(args.job_id))
         if checkpoint is None:
             return None
-        edits["connectors"] = _kept_connectors(checkpoint, edits.get("connectors"), args.drop_connector)
+        kept = _kept_connectors(checkpoint, edits.get("connectors"), args.drop_connector)
+        edits["connectors"] = [*kept, *(name for name in args.add_connector if name not in kept)]
     return edits
 
 
@@ -251,10 +253,19 @@ def _queries(values: list[str]) -> dict[str, list[str]]:
 def _kept_connectors(checkpoint: dict[str, Any], chosen: Any, dropped: list[str]) -> list[str]:
     """The connectors the plan keeps: those of `--edits` (else the checkpoint's) less the dropped."""
     if checkpoint.get("phase") != "plan":
-        raise EditsError(f"--drop-connector edits the plan; the job waits at {checkpoint.get('phase')}")
+        raise EditsError(
+            f"connectors are edited at the plan checkpoint; the job waits at {checkpoint.get('phase')}"
+        )
     listed = chosen if isinstance(chosen, list) else (checkpoint.get("payload") or {}).get("connectors") or []
-    names = [str(entry.get("name") if isinstance(entry, dict) else entry) for entry in listed]
+    names = [_connector_name(entry) for entry in listed]
     unknown = [name for name in dropped if name not in names]
     if unknown:
         raise EditsError(f"the plan has no connector {', '.join(unknown)} (it has {', '.join(names)})")
     return [name for name in names if name not in dropped]
+
+
+def _connector_name(entry: Any) -> str:
+    """A connector of the plan's payload: its name, or an object that names it."""
+    if isinstance(entry, dict):
+        return str(entry.get("connector") or entry.get("name"))
+    return str(entry)
