@@ -25,6 +25,8 @@ from urllib.parse import quote
 
 import httpx
 
+from functions.cli.replies import send
+
 # What names an item of a payload's list, and what says what it is, in the order they are looked for.
 _ID_KEYS = ("id", "candidate_id", "source_id", "evidence_id", "claim_id", "connector", "name")
 _LABEL_KEYS = ("title", "text", "quote", "statement", "claim")
@@ -83,27 +85,8 @@ def _path(job_id: str, action: str = "") -> str:
 
 def _request(http: httpx.Client, err: TextIO, method: str, path: str, **kwargs: Any) -> Any | None:
     """The API's JSON answer; None, with the error on one line of `err`, when there is none."""
-    try:
-        response = http.request(method, path, **kwargs)
-    except httpx.HTTPError as exc:
-        err.write(f"error: {type(exc).__name__}: {exc}\n")
-        return None
-    if response.is_error:
-        err.write(f"error: {_api_error(response)}\n")
-        return None
-    return response.json()
-
-
-def _api_error(response: httpx.Response) -> str:
-    """`400 invalid_request: <message>`, plus whatever else the body names (the unknown ids, ...)."""
-    try:
-        body = response.json()
-    except ValueError:
-        return f"{response.status_code} {response.text[:200]}"
-    if not isinstance(body, dict):
-        return f"{response.status_code} {json.dumps(body)[:200]}"
-    extra = "".join(f"; {k}: {json.dumps(v)}" for k, v in body.items() if k not in ("error", "message"))
-    return f"{response.status_code} {body.get('error')}: {body.get('message')}{extra}"
+    response = send(http, err, method, path, **kwargs)
+    return None if response is None else response.json()
 
 
 # --- show -----------------------------------------------------------------------------------------------

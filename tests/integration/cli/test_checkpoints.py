@@ -8,22 +8,19 @@ from __future__ import annotations
 import io
 import json
 import re
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import httpx
 import pytest
-import uvicorn
 
 from functions.cli.main import main
-from functions.common.settings import reset_settings_cache
 from functions.local_runtime.aws import EmbeddedAws
-from functions.local_runtime.gateway import Gateway, load_function_apps
 from functions.orchestrate.config import reset_workflow_settings_cache
+from tests.e2e.answer_topic import gateway_server
 from tests.e2e.scholarly_topic import GOAL, environment, serve, topic_papers
 from tests.support.scholarly_web import ScholarlyWeb
 
@@ -36,28 +33,15 @@ def base_url() -> Iterator[str]:
         serve(web, topic_papers(9, off_topic=3))
         reset_workflow_settings_cache()
         env = environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="3", RESEARCH_EXTRACT_MAX_CONCURRENCY="4")
-        with EmbeddedAws(extra_environment=env):
-            reset_settings_cache()
-            listener = socket.socket()
-            listener.bind(("127.0.0.1", 0))
-            port = listener.getsockname()[1]
-            server = uvicorn.Server(uvicorn.Config(Gateway(load_function_apps()), log_level="warning"))
-            thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-            thread.start()
-            deadline = time.monotonic() + 20
-            while not server.started and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert server.started
-            yield f"http://127.0.0.1:{port}"
-            server.should_exit = True
-            thread.join(10)
-            listener.close()
+        with EmbeddedAws(extra_environment=env), gateway_server() as url:
+            yield url
     reset_workflow_settings_cache()
 
 
 def _run(base_url: str, *argv: str, stdin: str | None = None) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(["--url", base_url, *argv], out=out, err=err)
+    with mock.patch("sys.stdin", io.StringIO(stdin or "")):
+        code = main(["--url", base_url, *argv], out=out, err=err)
     assert "Traceback" not in out.getvalue() + err.getvalue()
     return code, out.getvalue(), err.getvalue()
 
