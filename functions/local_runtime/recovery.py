@@ -25,6 +25,7 @@ from typing import Any
 from functions.common.aws import dynamodb_resource
 from functions.common.observability import get_logger
 from functions.common.settings import get_settings
+from functions.common.storage import from_dynamo
 from functions.orchestrate.models import JobStatus, audit_event, utc_now
 from functions.orchestrate.store import (
     JOB_SK,
@@ -83,12 +84,7 @@ def resume_input(job: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if not isinstance(state, dict):
         return None
-    return {**_plain_json(state), RESUME_INPUT_KEY: phase}
-
-
-def _plain_json(value: Any) -> Any:
-    """A DynamoDB image (Decimals) as the JSON an execution's input takes."""
-    return json.loads(json.dumps(value, default=lambda number: float(number) if number % 1 else int(number)))
+    return {**from_dynamo(state), RESUME_INPUT_KEY: phase}
 
 
 @dataclass
@@ -100,15 +96,20 @@ class JobRecovery:
         recovery = Recovery()
         for job in unfinished:
             team_id, job_id = str(job["team_id"]), str(job["job_id"])
-            payload = resume_input(job) if self.starter is not None else None
-            if payload is not None and self._resume(team_id, job_id, payload):
+            payload = resume_input(job)
+            if (
+                payload is not None
+                and self.starter is not None
+                and self._resume(self.starter, team_id, job_id, str(job["status"]), payload)
+            ):
                 recovery.resumed.append(f"{team_id}/{job_id}")
             elif self._fail(team_id, job_id, INTERRUPTED_REASON):
                 recovery.failed.append(f"{team_id}/{job_id}")
         return recovery
 
-    def _resume(self, team_id: str, job_id: str, payload: dict[str, Any]) -> bool:
-        assert self.starter is not None
+    def _resume(
+        self, starter: WorkflowStarter, team_id: str, job_id: str, status: str, payload: dict[str, Any]
+    ) -> bool:
         phase = payload[RESUME_INPUT_KEY]
         # The dead execution's token is dropped before the new execution starts: the new one writes
         # its own when it arms the checkpoint, and this write must not come after (and erase) it.
@@ -119,7 +120,7 @@ class JobRecovery:
             append={
                 "audit": [
                     audit_event(
-                        "CHECKPOINT",
+                        status,
                         "CHECKPOINT_RESUMED",
                         f"the local runtime restarted; the job waits again at its {phase} checkpoint",
                     )
@@ -128,7 +129,7 @@ class JobRecovery:
         ):
             return False
         try:
-            execution_arn = self.starter.start(job_id, payload)
+            execution_arn = starter.start(job_id, payload)
         except Exception:
             logger.exception("checkpoint not resumed", team_id=team_id, job_id=job_id)
             return False
