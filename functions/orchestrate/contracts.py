@@ -320,7 +320,10 @@ class JobRecord(BaseModel):
     checkpoint_reason: str | None = None
     checkpoint_phase: str | None = None
     checkpoint_state: dict[str, Any] | None = None
+    checkpoint_token: str | None = None
     awaiting_checkpoint: bool = False
+    # evidence ids a reviewer struck (extraction or synthesis checkpoint): no synthesis cites them
+    struck_evidence: list[str] = Field(default_factory=list)
     decisions: list[dict[str, Any]] = Field(default_factory=list)
 
     @cached_property
