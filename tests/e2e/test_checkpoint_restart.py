@@ -55,16 +55,18 @@ def _waiting(client: httpx.Client, job_id: str, timeout: float = 90) -> dict[str
     raise AssertionError(f"job {job_id} never waited at its checkpoint")
 
 
-def _approve(client: httpx.Client, job_id: str, timeout: float = 60) -> None:
-    """Approve once the resumed execution has armed its checkpoint (until then: 409, nothing waits)."""
+def _checkpoint(client: httpx.Client, job_id: str, timeout: float = 60) -> dict[str, Any]:
+    """What the checkpoint shows, once the execution has armed it (until then: 409, nothing waits)."""
     deadline = time.monotonic() + timeout
     while True:
-        decided = client.post(f"/api/agent/checkpoint/{job_id}/approve", json={"reason": "after restarts"})
-        if decided.status_code == 200 or time.monotonic() > deadline:
+        shown = client.get(f"/api/agent/checkpoint/{job_id}")
+        if shown.status_code == 200 or time.monotonic() > deadline:
             break
-        assert decided.status_code == 409, decided.text
+        assert shown.status_code == 409, shown.text
         time.sleep(0.2)
-    assert decided.status_code == 200, decided.text
+    assert shown.status_code == 200, shown.text
+    body: dict[str, Any] = shown.json()
+    return body
 
 
 def _finished(client: httpx.Client, job_id: str, timeout: float = 180) -> dict[str, Any]:
@@ -94,7 +96,9 @@ def test_a_waiting_checkpoint_survives_sigterm_and_sigkill_and_the_job_completes
             assert started.status_code == 202, started.text
             job_id = started.json()["job_id"]
             before = _waiting(client, job_id)
+            shown = _checkpoint(client, job_id)
         assert before["checkpoint"]["phase"] == "screening" and before["checkpoint"]["waiting_since"]
+        assert shown["phase"] == "screening" and shown["payload"]["candidates"]
     finally:
         runtime.stop(signal.SIGTERM)
     assert runtime.process.returncode is not None
@@ -111,8 +115,12 @@ def test_a_waiting_checkpoint_survives_sigterm_and_sigkill_and_the_job_completes
                 assert after["awaiting_checkpoint"] is True
                 assert after["checkpoint"] == before["checkpoint"]  # same phase, same window start
                 assert after["status"] == before["status"]
+                assert _checkpoint(client, job_id) == shown  # the same payload, waiting since the same time
                 if how is None:
-                    _approve(client, job_id)
+                    decided = client.post(
+                        f"/api/agent/checkpoint/{job_id}/approve", json={"reason": "restarted"}
+                    )
+                    assert decided.status_code == 200, decided.text
                     final = _finished(client, job_id)
                     assert final["status"] in ("COMPLETED", "PARTIAL"), final
                     results = client.get(f"/api/agent/results/{job_id}").json()

@@ -129,7 +129,7 @@ def test_show_and_approve_with_edits_at_plan_and_screening(base_url: str, tmp_pa
     final = _wait_for(base_url, job_id, None)
     assert final["status"] in ("COMPLETED", "PARTIAL"), final
     results = httpx.get(f"{base_url}/api/agent/results/{job_id}", timeout=10).json()
-    assert excluded not in {source["source_id"] for source in results["sources"]}
+    assert results["evidence"] and excluded not in {item["source_id"] for item in results["evidence"]}
 
     # nothing waits any more: 409, one line, exit status 1
     code, out, err = _run(base_url, "checkpoint", "approve", job_id)
