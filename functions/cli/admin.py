@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 import httpx
 
+from functions.cli.replies import send
 from functions.teams.models import TIERS
 
 
@@ -66,37 +67,13 @@ def add_commands(
     secret.add_argument("team_id")
 
 
-def _error(response: httpx.Response) -> str:
-    """`401 unauthorized: <message>` from the §8.4 body, or the status and the start of the text."""
-    try:
-        body = response.json()
-        error = body.get("error") if isinstance(body, dict) else None
-        if isinstance(error, dict):
-            return f"{response.status_code} {error.get('code')}: {error.get('message')}"
-        detail = body.get("detail") if isinstance(body, dict) else None
-        if detail is not None:
-            return f"{response.status_code} {detail}"
-    except ValueError:
-        pass
-    return f"{response.status_code} {response.text[:200]}"
-
-
 def _send(
     args: argparse.Namespace, http: httpx.Client, err: TextIO, method: str, path: str, **kwargs: Any
 ) -> httpx.Response | None:
     if not args.admin_token:
         err.write("error: an admin token is required (--admin-token or ADMIN_TOKEN)\n")
         return None
-    headers = {"Authorization": f"Bearer {args.admin_token}"}
-    try:
-        response = http.request(method, path, headers=headers, **kwargs)
-    except httpx.HTTPError as exc:
-        err.write(f"error: {type(exc).__name__}: {exc}\n")
-        return None
-    if response.is_error:
-        err.write(f"error: {_error(response)}\n")
-        return None
-    return response
+    return send(http, err, method, path, headers={"Authorization": f"Bearer {args.admin_token}"}, **kwargs)
 
 
 def _print_json(response: httpx.Response, out: TextIO) -> int:

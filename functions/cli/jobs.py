@@ -2,6 +2,7 @@
 
 research-agent research "What are recent advances in transformer architectures?" --depth rapid
 research-agent research "..." --url https://abc.execute-api.eu-west-1.amazonaws.com/prod --api-key KEY
+research-agent research "..." --checkpoint plan --checkpoint screening   (waits for `checkpoint approve`)
 research-agent status JOB_ID
 research-agent results JOB_ID
 """
@@ -33,6 +34,18 @@ def add_commands(
         "--impact", choices=["cutting_edge", "high_impact", "established", "baseline"], default="baseline"
     )
     research.add_argument("--no-diversity", action="store_true", help="do not enforce source diversity")
+    research.add_argument(
+        "--checkpoint",
+        action="append",
+        choices=["plan", "screening", "extraction", "synthesis"],
+        default=[],
+        help="a phase after which the job waits for `research-agent checkpoint approve` (repeatable)",
+    )
+    research.add_argument(
+        "--on-timeout",
+        choices=["abort", "continue"],
+        help="what a checkpoint whose window passes does (default: the API's, abort)",
+    )
     research.add_argument("--no-wait", action="store_true", help="print the job id and exit")
     research.add_argument("--timeout", type=float, default=900.0, help="seconds to follow the job")
     research.add_argument("--interval", type=float, default=1.0, help="seconds between status polls")
@@ -79,7 +92,7 @@ def follow(
             out.write(("\r" + line) if interactive else (line + "\n"))
             out.flush()
             last = line
-        if status["status"] in TERMINAL:
+        if status["status"] in TERMINAL or status.get("awaiting_checkpoint"):
             if interactive:
                 out.write("\n")
             return status
@@ -149,6 +162,10 @@ def run_research(args: argparse.Namespace, http: httpx.Client, out: TextIO, err:
             "source_diversity_requirement": not args.no_diversity,
         },
     }
+    if args.checkpoint:
+        body["scope_parameters"]["human_checkpoints"] = args.checkpoint
+    if args.on_timeout:
+        body["scope_parameters"]["on_timeout"] = args.on_timeout
     try:
         response = http.post("/api/agent/execute", json=body, headers={"Idempotency-Key": str(uuid.uuid4())})
         if response.status_code not in (200, 202):
@@ -162,6 +179,13 @@ def run_research(args: argparse.Namespace, http: httpx.Client, out: TextIO, err:
         if args.no_wait:
             return 0
         final = follow(http, job["job_id"], out, timeout=args.timeout, interval=args.interval)
+        if final["status"] not in TERMINAL:
+            phase = (final.get("checkpoint") or {}).get("phase")
+            out.write(
+                f"Job {job['job_id']} waits at its {phase} checkpoint: "
+                f"research-agent checkpoint show {job['job_id']}\n"
+            )
+            return 0
         response = http.get(f"/api/agent/results/{job['job_id']}")
         if response.status_code != 200:
             out.write(_error(response) + "\n")

@@ -1,6 +1,8 @@
-"""`research-agent`: one entry point, one module per command family (`jobs`, `ask`, `admin`).
+"""`research-agent`: one entry point, one module per command family (`jobs`, `checkpoints`, `ask`,
+`admin`).
 
     research-agent research "What are recent advances in transformer architectures?" --depth rapid
+    research-agent checkpoint approve JOB_ID --exclude cand-3 --add doi:10.1000/xyz
     research-agent ask "Does sparse attention lose accuracy on long documents?" --preset fast --trace
     research-agent admin create-team "Platform research" --tier standard
 
@@ -18,7 +20,7 @@ from typing import TextIO
 
 import httpx
 
-from functions.cli import admin, ask, jobs
+from functions.cli import admin, ask, checkpoints, jobs
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 BEARER_HELP = "a team's bearer token, sent as Authorization: Bearer (default: $RESEARCH_API_TOKEN)"
@@ -36,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--token", help=BEARER_HELP)
     commands = parser.add_subparsers(dest="command", required=True)
     jobs.add_commands(commands, common)
+    checkpoints.add_commands(commands, common)
     ask.add_commands(commands, common)
     admin.add_commands(commands, common)
     return parser

@@ -61,6 +61,11 @@ def _announce(
         print("state kept in memory only: LOCAL_STATE_DIR=<dir> keeps it across restarts", flush=True)
     else:
         print(f"state kept in {state_dir}: restored {aws.restored}", flush=True)
+        if aws.resumed_jobs:
+            print(
+                f"{len(aws.resumed_jobs)} job(s) waiting at a checkpoint when the runtime stopped: waiting again",
+                flush=True,
+            )
         if aws.interrupted_jobs:
             print(
                 f"{len(aws.interrupted_jobs)} job(s) were running when the runtime stopped: now FAILED",

@@ -26,7 +26,7 @@ from moto import mock_aws
 from functions.common import resources
 from functions.common.aws import reset_clients
 from functions.common.settings import get_settings, reset_settings_cache
-from functions.local_runtime import durable, dynamodb_atomic, grants, lambda_adapter, s3_atomic
+from functions.local_runtime import durable, dynamodb_atomic, grants, lambda_adapter, recovery, s3_atomic
 from functions.search.turns import reset_process_turns
 
 REGION = "us-east-1"
@@ -36,6 +36,7 @@ _FAKE_CREDENTIALS = {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": REGION,
 }
+RESEARCH_MACHINE = "research"  # the state machine a job waiting at a checkpoint resumes on
 _SUBSTITUTION = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
 
@@ -65,6 +66,7 @@ class EmbeddedAws:
     state_dir: str | Path | None = None
     restored: dict[str, int] = field(default_factory=dict, init=False)  # what the last start loaded
     interrupted_jobs: list[str] = field(default_factory=list, init=False)  # "team/job" failed at start
+    resumed_jobs: list[str] = field(default_factory=list, init=False)  # waiting at a checkpoint again
     restore_seconds: float = field(default=0.0, init=False)  # loading the kept state, in the last start
     state_machine_arns: dict[str, str] = field(default_factory=dict, init=False)
     function_arns: dict[str, str] = field(default_factory=dict, init=False)
@@ -119,8 +121,10 @@ class EmbeddedAws:
         if self._state is not None:
             self.restored = self._state.load()
             self.restore_seconds = self._state.load_seconds
-            # executions do not survive a restart: jobs they were running end FAILED, now, not on a read
-            self.interrupted_jobs = durable.fail_interrupted_jobs()
+            # executions do not survive a restart: a job waiting at a checkpoint waits there again, in a
+            # new execution; the others end FAILED, now, not on a read
+            recovered = recovery.recover_interrupted_jobs(self.state_machine_arns.get(RESEARCH_MACHINE))
+            self.resumed_jobs, self.interrupted_jobs = recovered.resumed, recovered.failed
 
     def stop(self) -> None:
         durable.deactivate()  # nothing a lingering execution thread writes now reaches the journal

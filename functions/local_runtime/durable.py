@@ -2,8 +2,9 @@
 
 What is kept: every DynamoDB item, every S3 object (its latest version, body and metadata) and every
 EventBridge Scheduler schedule of moto. Step Functions executions, Lambda functions, IAM roles and state
-machines are not: `EmbeddedAws` creates those afresh at every start, and jobs that were running when the
-runtime stopped are marked FAILED at start-up (`fail_interrupted_jobs`).
+machines are not: `EmbeddedAws` creates those afresh at every start. What becomes of the jobs whose
+executions died with the old process is `recovery.py`'s: one waiting at a human checkpoint waits there
+again (a new execution from the state its record kept); any other ends FAILED at start-up.
 
 How: a journal of resulting state. After every mutating request that moto answered (PutItem, UpdateItem,
 DeleteItem, BatchWriteItem, TransactWriteItems; PutObject, CopyObject, DeleteObject(s), multipart
@@ -69,10 +70,6 @@ BLOBS = "blobs"
 LOCK_FILE = "runtime.lock"
 FILE_MODE = 0o600
 DIRECTORY_MODE = 0o700
-INTERRUPTED_REASON = (
-    "the local runtime stopped while the job was running (its workflow execution did not survive the "
-    "restart); start the job again"
-)
 _COMPACT_MIN_BYTES = 64 * 1024 * 1024
 _DYNAMO_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 
@@ -496,45 +493,3 @@ def uninstall() -> None:
     deactivate()
     for patch in reversed(_PATCHES):
         patch.uninstall()
-
-
-def fail_interrupted_jobs(reason: str = INTERRUPTED_REASON) -> list[str]:
-    """Jobs left non-terminal by a stopped runtime end FAILED with `reason`; their ids ("team/job").
-
-    Their Step Functions executions died with the old process (the new in-process Step Functions does not
-    know their ARNs, so `describe_execution` answers ExecutionDoesNotExist), and nothing else would ever
-    move them: reconcile-on-read would, but only once they are `stale_job_seconds` old and only when read.
-    """
-    from functions.common.aws import dynamodb_resource
-    from functions.common.settings import get_settings
-    from functions.orchestrate.models import JobStatus, audit_event, utc_now
-    from functions.orchestrate.store import JOB_SK, DynamoDbJobStore
-
-    table = dynamodb_resource().Table(get_settings().jobs_table)
-    store = DynamoDbJobStore(table)
-    failed: list[str] = []
-    options: dict[str, Any] = {}
-    while True:
-        page = table.scan(**options)
-        for item in page.get("Items", []):
-            if item.get("sk") != JOB_SK or "team_id" not in item or "job_id" not in item:
-                continue
-            try:
-                terminal = JobStatus(str(item.get("status"))).terminal
-            except ValueError:
-                continue
-            if terminal:
-                continue
-            team_id, job_id = str(item["team_id"]), str(item["job_id"])
-            now = utc_now()
-            if store.update(
-                team_id,
-                job_id,
-                status=JobStatus.FAILED,
-                set_fields={"failure_reason": reason, "finished_at": now, "updated_at": now},
-                append={"audit": [audit_event("FAILED", "RUNTIME_RESTARTED", reason)]},
-            ):
-                failed.append(f"{team_id}/{job_id}")
-        if "LastEvaluatedKey" not in page:
-            return failed
-        options["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -9,11 +9,6 @@ serving loopback HTTP is killed with SIGKILL while a job is searching, and start
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,17 +19,19 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from functions.common.resources import REPO_ROOT, StateMachineSpec
+from functions.common.resources import StateMachineSpec
 from functions.common.settings import get_settings
 from functions.common.storage import S3BlobStore
 from functions.common.traces import DynamoDbTraceStore
 from functions.local_runtime import durable
 from functions.local_runtime.aws import EmbeddedAws
-from functions.local_runtime.durable import INTERRUPTED_REASON, JOURNAL
+from functions.local_runtime.durable import JOURNAL
 from functions.local_runtime.gateway import Gateway, load_function_apps
+from functions.local_runtime.recovery import INTERRUPTED_REASON
 from functions.orchestrate.models import JobStatus
 from functions.orchestrate.store import DynamoDbJobStore
 from tests.support.pdfgen import sample_paper_pdf
+from tests.support.runtime_process import LocalRuntime
 from tests.support.scholarly_web import ScholarlyWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -205,12 +202,6 @@ def test_the_journal_is_compacted_while_running(tmp_path: Path, monkeypatch: pyt
 # --- the real process, killed -------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def scholarly_web() -> Iterator[ScholarlyWeb]:
     with ScholarlyWeb() as web:
@@ -219,44 +210,11 @@ def scholarly_web() -> Iterator[ScholarlyWeb]:
         yield web
 
 
-class LocalRuntime:
-    def __init__(self, state_dir: Path, env: dict[str, str]) -> None:
-        self.port = _free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        environment = {**os.environ, **env, **ENV, "LOCAL_STATE_DIR": str(state_dir), "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "functions.local_runtime", "--port", str(self.port)],
-            cwd=REPO_ROOT,
-            env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the runtime exited: {self.process.stdout.read().decode()[-3000:]}")  # type: ignore[union-attr]
-            try:
-                httpx.get(f"{self.base}/api/schedules", timeout=2)  # any answer (401 here): serving
-                return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.kill()
-        raise AssertionError("the runtime did not answer within 90 s")
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-        assert self.process.stdout is not None
-        self.process.stdout.close()
-
-
 def test_a_hard_killed_runtime_keeps_its_data_and_fails_the_job_it_was_running(
     tmp_path: Path, scholarly_web: ScholarlyWeb
 ) -> None:
     state_dir = tmp_path / "state"
-    first = LocalRuntime(state_dir, scholarly_web.env())
+    first = LocalRuntime(state_dir, {**scholarly_web.env(), **ENV})
     try:
         with httpx.Client(base_url=first.base, timeout=30) as client:
             team = client.post("/admin/teams", json={"name": "Killed lab", "tier": "standard"}, headers=ADMIN)
@@ -298,7 +256,7 @@ def test_a_hard_killed_runtime_keeps_its_data_and_fails_the_job_it_was_running(
     finally:
         first.kill()  # SIGKILL: no shutdown hook runs
 
-    second = LocalRuntime(state_dir, scholarly_web.env())
+    second = LocalRuntime(state_dir, {**scholarly_web.env(), **ENV})
     try:
         with httpx.Client(base_url=second.base, timeout=30) as client:
             document = client.get(f"/v1/documents/{document_id}", headers=auth)
