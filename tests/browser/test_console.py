@@ -90,7 +90,7 @@ def test_a_claim_opens_its_quote_and_page_in_the_citations_panel(page: Page, ser
     expect(panel).to_be_focused()
     quote = panel.locator("blockquote.quote").first.inner_text()
     assert any(normalise(quote) in text for text in texts), quote  # verbatim from a served paper
-    expect(panel.locator(".where").first).to_have_text(re.compile(r"^Page \d+, characters \d+\u2013\d+$"))
+    expect(panel.locator(".where").first).to_have_text(re.compile(r"^p\. \d+, characters \d+\u2013\d+$"))
     expect(
         panel.locator(".context mark, .context-note").first
     ).to_be_visible()  # the job test checks the context
@@ -140,7 +140,7 @@ def test_a_rapid_job_runs_to_completion_with_its_progress_bar_moving(page: Page)
     page.locator("#job-report .claim").first.click()
     panel = page.locator("#citations")
     quote = panel.locator("blockquote.quote").first.inner_text()
-    expect(panel.locator(".where").first).to_have_text(re.compile(r"^Page \d+"))
+    expect(panel.locator(".where").first).to_have_text(re.compile(r"^p\. \d+"))
     expect(panel.locator(".context mark").first).to_have_text(quote)  # highlighted among its page's quotes
     assert len(panel.locator(".context").first.inner_text()) > len(quote) + 20
 
