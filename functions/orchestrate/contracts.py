@@ -22,6 +22,7 @@ from pydantic import (
 
 from functions.common.tenancy import DEFAULT_TEAM, checked_team
 from functions.research.plan import JobSettings, ResearchPlan
+from functions.research.request import CheckpointPhase, checkpoint_phases
 
 # The pause between two Search iterations (a Wait state): short, the providers' queues pace the job.
 ITERATION_WAIT_SECONDS = 1
@@ -90,13 +91,26 @@ class SearchState(_Payload):
     wait_seconds: int = ITERATION_WAIT_SECONDS
 
 
+class CheckpointPhases(BaseModel):
+    """Which checkpoints the job waits at: the ASL's After* Choice states read `$.checkpoints.<phase>`."""
+
+    plan: bool = False
+    screening: bool = False
+    extraction: bool = False
+    synthesis: bool = False
+
+    @classmethod
+    def requested(cls, human_checkpoints: object) -> CheckpointPhases:
+        return cls.model_validate(dict.fromkeys(checkpoint_phases(human_checkpoints), True))
+
+
 class PlanOutput(BaseModel):
     job_id: str
     team_id: str
     search: SearchState
     focus_areas: list[str]
     max_concurrency: int
-    checkpoint: bool
+    checkpoints: CheckpointPhases
 
 
 # --- Search ----------------------------------------------------------------------------------------
@@ -125,12 +139,23 @@ class ScreenOutput(BaseModel):
     selected: list[SelectedSource] = Field(default_factory=list)
 
 
-# --- HumanCheckpoint -------------------------------------------------------------------------------
+# --- Checkpoint<Phase> ------------------------------------------------------------------------------
+
+# Keys of the state that belong to one pass through a checkpoint, not to the job's work.
+TRANSIENT_STATE_KEYS = ("checkpoint_timeout", "resume_checkpoint", "error")
 
 
 class CheckpointInput(_JobPayload):
+    """The checkpoint Task's payload: the phase that waits and the whole state (`"state.$": "$"`), which
+    the job record keeps as `checkpoint_state` to resume from and to apply the reviewer's edits to."""
+
     task_token: str
-    selected_count: int = 0
+    phase: CheckpointPhase
+    state: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def resumable_state(self) -> dict[str, Any]:
+        return {key: value for key, value in self.state.items() if key not in TRANSIENT_STATE_KEYS}
 
 
 class CheckpointOutput(BaseModel):
@@ -293,6 +318,12 @@ class JobRecord(BaseModel):
     budget_reason: str | None = None
     checkpoint_started_at: str | None = None
     checkpoint_reason: str | None = None
+    checkpoint_phase: str | None = None
+    checkpoint_state: dict[str, Any] | None = None
+    checkpoint_token: str | None = None
+    awaiting_checkpoint: bool = False
+    # evidence ids a reviewer struck (extraction or synthesis checkpoint): no synthesis cites them
+    struck_evidence: list[str] = Field(default_factory=list)
     decisions: list[dict[str, Any]] = Field(default_factory=list)
 
     @cached_property

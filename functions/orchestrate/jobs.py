@@ -24,11 +24,10 @@ from functions.orchestrate.models import (
     PHASE_DESCRIPTIONS,
     JobStatus,
     audit_event,
-    decision,
     utc_now,
 )
 from functions.orchestrate.records import JobRecords
-from functions.orchestrate.store import JobStore, TaskTokens, WorkflowStarter
+from functions.orchestrate.store import JobStore, WorkflowStarter
 from functions.research.planning import (
     CONNECTORS,
     Renderer,
@@ -92,7 +91,6 @@ class JobService:
     jobs: JobStore
     starter: WorkflowStarter
     artifacts: BlobStore
-    tokens: TaskTokens | None = None
     settings: WorkflowSettings = field(default_factory=get_workflow_settings)
     render: Renderer = connector_syntax
     # Called only when a plan is built, so that reading a job never resolves the search configuration.
@@ -230,6 +228,9 @@ class JobService:
 
     # --- status -----------------------------------------------------------------------------------
 
+    def job(self, team_id: str, job_id: str) -> dict[str, Any]:
+        return self._job(team_id, job_id)
+
     def _job(self, team_id: str, job_id: str) -> dict[str, Any]:
         """The team's job; another team's job id is not found, exactly like an unknown one."""
         try:
@@ -315,41 +316,6 @@ class JobService:
             raise JobNotFinished(f"artifact {name} of job {job_id} is not written yet", job["status"])
         return data, ARTIFACT_NAMES[name]
 
-    # --- human checkpoint -------------------------------------------------------------------------
-
-    def decide_checkpoint(
-        self, team_id: str, job_id: str, approve: bool, reason: str | None = None
-    ) -> dict[str, Any]:
-        job = self._job(team_id, job_id)
-        token = job.get("checkpoint_token")
-        if not job.get("awaiting_checkpoint") or not token:
-            raise Conflict(f"job {job_id} is not waiting at a checkpoint")
-        if self.tokens is None:
-            raise UpstreamError("checkpoint decisions are not configured")
-        verdict = "approved" if approve else "aborted"
-        # Recorded before the task resumes: an abort fails the job at once, and a terminal job takes
-        # no more writes.
-        self.jobs.update(
-            team_id,
-            job_id,
-            set_fields={"checkpoint_reason": reason or f"{verdict} by the reviewer"},
-            append={
-                "decisions": [
-                    decision(
-                        "HUMAN_CHECKPOINT",
-                        reason or f"Reviewer {verdict} the selected sources",
-                        verdict.upper(),
-                    )
-                ]
-            },
-        )
-        if approve:
-            self.tokens.succeed(token, {"approved": True, "reason": reason})
-        else:
-            self.tokens.fail(token, "CheckpointAborted", reason or "aborted by the reviewer")
-        self.jobs.update(team_id, job_id, set_fields={"awaiting_checkpoint": False, "checkpoint_token": None})
-        return {"job_id": job_id, "decision": verdict}
-
 
 def _phase_description(status: JobStatus, job: dict[str, Any]) -> str:
     """The phase's description; a PARTIAL job's says what was lost, in words."""
@@ -401,6 +367,10 @@ def status_body(job: dict[str, Any]) -> dict[str, Any]:
         body["failure_reason"] = job["failure_reason"]
     if job.get("awaiting_checkpoint") and not status.terminal:
         body["awaiting_checkpoint"] = True
+        body["checkpoint"] = {
+            "phase": job.get("checkpoint_phase") or "screening",
+            "waiting_since": job.get("checkpoint_started_at"),
+        }
     return body
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Body, Depends, Header, Request, Response
 from fastapi.responses import JSONResponse
 
 from functions.common.api import TeamId, client_identity
+from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.models import CheckpointDecision
-from functions.orchestrate.wiring import job_service
+from functions.orchestrate.wiring import checkpoint_service, job_service
 from functions.research.request import ExecuteRequest
 
 router = APIRouter(prefix="/api/agent", tags=["agent jobs"])
@@ -58,15 +59,42 @@ def artifact(job_id: str, name: str, service: Service, team: TeamId) -> Response
     return Response(content=data, media_type=content_type)
 
 
-@router.post("/checkpoint/{job_id}/approve", summary="Approve the sources selected at a human checkpoint")
+def get_checkpoint_service() -> CheckpointService:
+    return checkpoint_service()
+
+
+Checkpoints = Annotated[CheckpointService, Depends(get_checkpoint_service)]
+EDITS_DESCRIPTION = (
+    "Optional edits for the phase that waits (unknown fields or ids: 400 naming them), plus `reason`. "
+    'plan: `{"connectors": [...], "queries": {"<connector>": [...]}, "publication_window_years": N}`; '
+    'screening: `{"exclude": [candidate ids], "add": ["doi:…", "arxiv:…", "library:doc-…"], "max_sources": N}`; '
+    'extraction: `{"strike": [evidence ids], "not_relevant": [source ids]}`; '
+    'synthesis: `{"strike": [claim ids], "resynthesize": true}`.'
+)
+
+
+@router.get("/checkpoint/{job_id}", summary="The checkpoint a job waits at, with what a reviewer may edit")
+def checkpoint(job_id: str, service: Checkpoints, team: TeamId) -> dict[str, Any]:
+    return service.show(team, job_id)
+
+
+@router.post("/checkpoint/{job_id}/approve", summary="Approve the waiting checkpoint, with optional edits")
 def approve(
-    job_id: str, service: Service, team: TeamId, body: CheckpointDecision | None = None
+    job_id: str,
+    request: Request,
+    service: Checkpoints,
+    team: TeamId,
+    body: Annotated[dict[str, Any] | None, Body(description=EDITS_DESCRIPTION)] = None,
 ) -> dict[str, Any]:
-    return service.decide_checkpoint(team, job_id, True, body.reason if body else None)
+    return service.approve(team, job_id, body, client_identity(request))
 
 
 @router.post("/checkpoint/{job_id}/abort", summary="Abort a job waiting at a human checkpoint")
 def abort(
-    job_id: str, service: Service, team: TeamId, body: CheckpointDecision | None = None
+    job_id: str,
+    request: Request,
+    service: Checkpoints,
+    team: TeamId,
+    body: CheckpointDecision | None = None,
 ) -> dict[str, Any]:
-    return service.decide_checkpoint(team, job_id, False, body.reason if body else None)
+    return service.abort(team, job_id, body.reason if body else None, client_identity(request))

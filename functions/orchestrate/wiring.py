@@ -24,6 +24,7 @@ from functions.research.request import ExecuteRequest
 from functions.search.config import SearchSettings
 
 if TYPE_CHECKING:
+    from functions.orchestrate.checkpoints.service import CheckpointService
     from functions.search.service import SearchService
 
 # The search connectors and service (and through them the HTTP client: httpcore, h11, h2) are imported
@@ -114,7 +115,6 @@ def job_service() -> JobService:
         jobs=DynamoDbJobStore(),
         starter=StepFunctionsStarter(),
         artifacts=S3BlobStore(settings.artifacts_bucket),
-        tokens=StepFunctionsTaskTokens(),
         settings=workflow_settings,
         render=upstream_query,
         connectors=configured_connectors,
@@ -123,6 +123,20 @@ def job_service() -> JobService:
             settings.artifacts_bucket, key, workflow_settings.artifact_link_seconds
         ),
         costs=metering_budgets(),  # cost quotes and the monthly budget (functions/metering)
+    )
+
+
+def checkpoint_service() -> CheckpointService:
+    """The checkpoint API's service; its views read the synthesis code, imported when a checkpoint is read."""
+    from functions.orchestrate.checkpoints.service import CheckpointService
+
+    return CheckpointService(
+        jobs=DynamoDbJobStore(),
+        find_job=job_service().job,
+        data=S3BlobStore(get_settings().data_bucket),
+        tokens=StepFunctionsTaskTokens(),
+        render=upstream_query,
+        connectors=configured_connectors,
     )
 
 

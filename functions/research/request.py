@@ -13,6 +13,9 @@ from functions.common.settings import get_settings
 
 DiscoveryDepth = Literal["rapid", "focused", "comprehensive", "exhaustive"]
 ImpactLevel = Literal["cutting_edge", "high_impact", "established", "baseline"]
+CheckpointPhase = Literal["plan", "screening", "extraction", "synthesis"]
+CHECKPOINT_PHASES: tuple[CheckpointPhase, ...] = ("plan", "screening", "extraction", "synthesis")
+CheckpointTimeout = Literal["abort", "continue"]
 
 SOURCES_BY_DEPTH: dict[str, int] = {"rapid": 10, "focused": 15, "comprehensive": 30, "exhaustive": 50}
 DEFAULT_WINDOW_YEARS = 3
@@ -39,8 +42,11 @@ class ScopeParameters(_Strict):
     quality_threshold: QualityThreshold = Field(default_factory=QualityThreshold)
     discovery_depth: DiscoveryDepth = "focused"
     source_diversity_requirement: bool = True
-    # Extension: pause for a human approve/abort after screening (waitForTaskToken).
-    human_checkpoints: bool = False
+    # Extension: the phases after which the job waits for a person (waitForTaskToken, docs/checkpoints.md);
+    # `true` is the screening checkpoint alone.
+    human_checkpoints: bool | list[CheckpointPhase] = False
+    # Extension: what a checkpoint's window passing does: end the job (abort) or go on unchanged.
+    on_timeout: CheckpointTimeout = "abort"
     # Extension: relevant sources with verified evidence the synthesis needs (else REFUSED); unset, the
     # deployment's default (one source, with confidence capped and a single-source caveat).
     min_sources: int | None = Field(default=None, ge=1, le=50)
@@ -48,6 +54,10 @@ class ScopeParameters(_Strict):
     # finishes PARTIAL with a BUDGET_REACHED decision naming what it skipped.
     # bounded so that DynamoDB can store it (beyond 1e125 or below 1e-130 its numbers overflow: a 500)
     max_cost_usd: float | None = Field(default=None, ge=MIN_COST_USD, le=MAX_COST_USD, allow_inf_nan=False)
+
+    @property
+    def checkpoint_phases(self) -> list[CheckpointPhase]:
+        return checkpoint_phases(self.human_checkpoints)
 
     @property
     def target_sources(self) -> int:
@@ -79,3 +89,11 @@ class ExecuteRequest(_Strict):
         if sum(not char.isspace() for char in stripped) < 10:
             raise ValueError("research_goal must have at least 10 non-blank characters")
         return stripped
+
+
+def checkpoint_phases(human_checkpoints: object) -> list[CheckpointPhase]:
+    """The phases a job waits after, in workflow order: `true` is screening, a list names them."""
+    if human_checkpoints is True:
+        return ["screening"]
+    named = set(human_checkpoints) if isinstance(human_checkpoints, list) else set()
+    return [phase for phase in CHECKPOINT_PHASES if phase in named]

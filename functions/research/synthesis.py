@@ -666,6 +666,7 @@ async def synthesize(
     min_sources: int | None = None,
     llm_budget_seconds: float = DEFAULT_LLM_BUDGET_SECONDS,
     trace: TraceRecorder | None = None,
+    struck_evidence: frozenset[str] = frozenset(),
 ) -> SynthesisResult:
     """A cited synthesis of the screened (relevant) sources' evidence, or a refusal: refused when no
     verified claim rests on a source that addresses the goal as a whole (sources that match one concept
@@ -674,14 +675,16 @@ async def synthesize(
     confidence at or below SINGLE_SOURCE_CONFIDENCE_CAP and says so. Model calls share
     `llm_budget_seconds`: a writer that overruns its share gives way to the extractive writer, and a
     judge that overruns the rest to lexical verification, so a slow model never times the step out.
-    `trace` hears the Writer, Verifier and Red-Team events (None: they are not kept)."""
+    `trace` hears the Writer, Verifier and Red-Team events (None: they are not kept). A reviewer's
+    `struck_evidence` (ids as screen_evidence makes them) is never read."""
     deadline = asyncio.get_running_loop().time() + llm_budget_seconds
     screened = screen_evidence(sources)
+    evidence = [item for item in screened.evidence if item.evidence_id not in struck_evidence]
     context = JobContext(
         plan=plan,
         sources=sources,
-        evidence=screened.evidence,
-        chunks={item.evidence_id: item.as_chunk() for item in screened.evidence},
+        evidence=evidence,
+        chunks={item.evidence_id: item.as_chunk() for item in evidence},
         quarantined=screened.quarantined,
         hostile_sources=screened.hostile_sources,
         provider=provider,

@@ -12,7 +12,7 @@ from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import JobBudget
 from functions.metering.wiring import budgets
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
-from functions.orchestrate.contracts import JobRecord, PlanInput, PlanOutput, SearchState
+from functions.orchestrate.contracts import CheckpointPhases, JobRecord, PlanInput, PlanOutput, SearchState
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.records import NewJobRecord
 from functions.orchestrate.steps.adapter import step_handler
@@ -48,7 +48,7 @@ class Plan(JobStep):
             search=SearchState(pending=[query.to_dict() for query in plan.settings.queries]),
             focus_areas=plan.settings.focus_areas,
             max_concurrency=max(1, self.settings.extract_max_concurrency),
-            checkpoint=bool(job.scope_parameters.get("human_checkpoints", False)),
+            checkpoints=CheckpointPhases.requested(job.scope_parameters.get("human_checkpoints")),
         )
 
     def _record_scheduled(self, request: PlanInput, progress: JobProgress) -> None:

@@ -53,6 +53,7 @@ class Synthesize(JobStep):
                     provider=self.llm(),
                     llm_budget_seconds=self.settings.synthesis_llm_budget_seconds,
                     trace=progress.trace_recorder,
+                    struck_evidence=frozenset(job.struck_evidence),
                 )
             )
         else:  # skipped: an empty synthesis that says why

@@ -7,9 +7,10 @@ from fastapi.testclient import TestClient
 
 from functions.common.storage import InMemoryBlobStore
 from functions.orchestrate.app import app
+from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.routes import get_job_service
+from functions.orchestrate.routes import get_checkpoint_service, get_job_service
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 
 GOAL = "What are recent advances in transformer architectures?"
@@ -24,6 +25,10 @@ def client() -> Iterator[TestClient]:
         settings=WorkflowSettings(),
     )
     app.dependency_overrides[get_job_service] = lambda: service
+    checkpoints = CheckpointService(
+        jobs=service.jobs, find_job=service.job, data=InMemoryBlobStore(), tokens=None
+    )
+    app.dependency_overrides[get_checkpoint_service] = lambda: checkpoints
     with TestClient(app) as test_client:
         yield test_client
     app.dependency_overrides.clear()

@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from functions.common.resources import STATE_MACHINES, STEP_FUNCTIONS
 from functions.local_runtime.aws import substitute
 
@@ -21,7 +23,7 @@ def _states(states: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def test_every_task_times_out_at_45_s_and_retries_transient_errors_with_full_jitter() -> None:
     tasks = [(name, state) for name, state in _states(DEFINITION["States"]) if state["Type"] == "Task"]
-    assert len(tasks) == 8
+    assert len(tasks) == 11
     for name, task in tasks:
         assert task["TimeoutSeconds"] == 45, name
         retry = task["Retry"][0]
@@ -60,10 +62,63 @@ def test_failures_inside_maps_are_recorded_and_others_mark_the_job_failed() -> N
         assert catch_target["Parameters"]["caught"] is True
         assert states[map_name]["Catch"][0]["Next"] == "MarkFailed"
     assert states["Extract"]["MaxConcurrencyPath"] == "$.max_concurrency"
-    for name in ("Plan", "Search", "Screen", "Synthesize", "Finalize", "HumanCheckpoint"):
+    for name in ("Plan", "Search", "Screen", "Synthesize", "Finalize", *CHECKPOINTS.values()):
         assert any(c["Next"] == "MarkFailed" for c in states[name]["Catch"]), name
-    assert states["HumanCheckpoint"]["Resource"].endswith(".waitForTaskToken")
     assert states["JobFailed"]["Type"] == "Fail"
+
+
+CHECKPOINTS = {
+    "plan": "CheckpointPlan",
+    "screening": "CheckpointScreening",
+    "extraction": "CheckpointExtraction",
+    "synthesis": "CheckpointSynthesis",
+}
+
+
+@pytest.mark.parametrize(
+    ("phase", "after", "then", "continues_to"),
+    [
+        ("plan", "AfterPlan", "Search", "Search"),
+        ("screening", "AfterScreen", "Extract", "Extract"),
+        ("extraction", "AfterExtract", "Synthesize", "Synthesize"),
+        ("synthesis", "AfterSynthesize", "AfterSynthesisReview", "Finalize"),
+    ],
+)
+def test_each_checkpoint_is_a_rearmed_task_token_wait_the_caller_opts_into(
+    phase: str, after: str, then: str, continues_to: str
+) -> None:
+    states = DEFINITION["States"]
+    name = CHECKPOINTS[phase]
+    task = states[name]
+    assert task["Resource"].endswith(".waitForTaskToken") and task["TimeoutSeconds"] == 45
+    payload = task["Parameters"]["Payload"]
+    assert (
+        payload["phase"] == phase and payload["state.$"] == "$" and payload["task_token.$"] == "$$.Task.Token"
+    )
+    # the approval's output (the state with the reviewer's edits) replaces the state
+    assert task["ResultPath"] == "$" and task["Next"] == then
+    catches = {tuple(c["ErrorEquals"]): c["Next"] for c in task["Catch"]}
+    assert catches[("States.Timeout",)] == name  # re-armed
+    assert catches[("CheckpointWindowPassed",)] == continues_to  # on_timeout: continue
+    assert {"Variable": f"$.checkpoints.{phase}", "BooleanEquals": True, "Next": name} in states[after][
+        "Choices"
+    ]
+
+
+def test_an_execution_starts_with_plan_or_resumes_at_the_checkpoint_its_input_names() -> None:
+    resume = DEFINITION["States"][DEFINITION["StartAt"]]
+    assert resume["Type"] == "Choice" and resume["Default"] == "Plan"
+    targets = {
+        choice["And"][1]["StringEquals"]: choice["Next"]
+        for choice in resume["Choices"]
+        if choice["And"][0] == {"Variable": "$.resume_checkpoint", "IsPresent": True}
+    }
+    assert targets == CHECKPOINTS
+
+
+def test_a_reviewer_may_send_the_synthesis_back() -> None:
+    review = DEFINITION["States"]["AfterSynthesisReview"]
+    assert review["Choices"][0]["Next"] == "Synthesize" and review["Default"] == "Finalize"
 
 
 def test_every_substitution_is_a_registered_step_function() -> None:

@@ -126,47 +126,6 @@ def test_progress_is_bounded_when_counts_overshoot() -> None:
     assert progress_percentage(job) == 85
 
 
-class RecordingTokens:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, Any]] = []
-
-    def succeed(self, token: str, output: dict[str, Any]) -> None:
-        self.calls.append(("succeed", token, output))
-
-    def fail(self, token: str, error: str, cause: str) -> None:
-        self.calls.append(("fail", token, (error, cause)))
-
-
-@pytest.mark.parametrize("approve", [True, False])
-def test_checkpoint_decisions_resume_the_waiting_task(approve: bool) -> None:
-    store, tokens = InMemoryJobStore(), RecordingTokens()
-    service = JobService(
-        jobs=store,
-        starter=RecordingStarter(),
-        artifacts=InMemoryBlobStore(),
-        tokens=tokens,
-        settings=WorkflowSettings(),
-    )
-    job_id = service.submit("team-default", REQUEST)[0]["job_id"]
-    with pytest.raises(Conflict):
-        service.decide_checkpoint("team-default", job_id, approve)
-    store.update(
-        "team-default", job_id, set_fields={"checkpoint_token": "token-1", "awaiting_checkpoint": True}
-    )
-    assert service.status("team-default", job_id)["awaiting_checkpoint"] is True
-    answer = service.decide_checkpoint(
-        "team-default", job_id, approve, "looks right" if approve else "wrong scope"
-    )
-    assert answer["decision"] == ("approved" if approve else "aborted")
-    kind, token, _ = tokens.calls[0]
-    assert (kind, token) == ("succeed" if approve else "fail", "token-1")
-    status = service.status("team-default", job_id)
-    assert "awaiting_checkpoint" not in status
-    assert status["autonomous_decisions"][-1]["decision_type"] == "HUMAN_CHECKPOINT"
-    with pytest.raises(Conflict):  # a second decision finds nothing waiting
-        service.decide_checkpoint("team-default", job_id, approve)
-
-
 def test_a_job_whose_execution_ended_without_a_final_state_is_failed_when_read(store: JobStore) -> None:
     service, starter = _service(store)
     job_id = service.submit("team-default", REQUEST)[0]["job_id"]
