@@ -62,7 +62,7 @@ function planEditor(payload) {
     add.addEventListener("click", () => queryRow(list, connector, "").focus());
     return el("fieldset", { className: "connector", "data-connector": connector }, el("legend", { text: connector }), box.node, list, add);
   });
-  const window = numberField("Publication window (years)", first(payload, "publication_window_years"), 1, 50);
+  const window = numberField("Publication window (years)", first(payload, "publication_window_years"), 1, 10);
   const node = el("div", { className: "stack" }, ...groups, window.node);
   const collect = () => {
     const edits = { connectors: names.filter((name) => checks.get(name).checked) };
@@ -85,10 +85,15 @@ function scoreCell(candidate, name) {
 }
 
 function explanation(candidate) {
-  const explained = first(candidate, "score_explanations", "explanations", "explanation");
+  const explained = first(candidate, "explanations", "score_explanations", "explanation");
   if (!explained) return null;
-  const text = typeof explained === "string" ? explained : SCORES.filter((name) => explained[name]).map((name) => `${name}: ${explained[name]}`).join("\n");
-  return el("details", {}, el("summary", { text: "Why" }), el("p", { className: "explanation", text }));
+  const text = typeof explained === "string" ? explained : Object.entries(explained).map(([name, why]) => `${name.replace("_", " ")}: ${why}`).join("\n");
+  return el("details", {}, el("summary", { text: "Why these scores" }), el("p", { className: "explanation", text }));
+}
+
+function standing(candidate) {
+  if (candidate.rejection) return `rejected: ${String(candidate.rejection).replaceAll("_", " ")}`;
+  return candidate.selected === false ? "not selected" : "selected";
 }
 
 function screeningEditor(payload) {
@@ -103,10 +108,11 @@ function screeningEditor(payload) {
       { "data-candidate-id": id },
       el("td", {}, box.node),
       el("td", { id: `checkpoint-candidate-${index}` }, el("span", { text: first(candidate, "title") || id }), explanation(candidate)),
+      el("td", { className: "standing", text: standing(candidate) }),
       ...SCORES.map((name) => scoreCell(candidate, name)),
     );
   });
-  const heads = ["", "Candidate", ...SCORES.map((name) => name.replace("_", " "))];
+  const heads = ["", "Candidate", "Standing", ...SCORES.map((name) => name.replace("_", " "))];
   const table = el(
     "div",
     { className: "table-wrap" },
@@ -121,7 +127,7 @@ function screeningEditor(payload) {
   const addId = fieldId("add");
   const add = el("textarea", { id: addId, rows: 2, spellcheck: "false", placeholder: "doi:10.1000/xyz\narxiv:2301.00001\nlibrary:doc-…" });
   const original = first(payload, "max_sources");
-  const count = numberField("Sources to extract", original, 1, 100);
+  const count = numberField("Sources to extract", original, 1, 50);
   const node = el(
     "div",
     { className: "stack" },
@@ -181,8 +187,7 @@ function extractionEditor(payload) {
 
 function synthesisEditor(payload) {
   const report = el("div", { className: "markdown draft" });
-  const synthesis = first(payload, "synthesis") || payload;
-  renderStructure(report, first(payload, "report", "draft") || [first(synthesis, "executive_summary"), first(synthesis, "synthesis_text")].filter(Boolean).join("\n\n"));
+  renderStructure(report, [first(payload, "executive_summary"), first(payload, "report", "synthesis_text")].filter(Boolean).join("\n\n"));
   const struck = [];
   const claims = (first(payload, "claims") || []).map((claim) => {
     const id = String(first(claim, "id", "claim_id"));

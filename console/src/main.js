@@ -322,6 +322,8 @@ async function startJob(event) {
       temporal_boundary: { publication_window_years: Number($("job-window").value) },
     },
   };
+  const checkpoints = [...document.querySelectorAll("#job-checkpoints input:checked")].map((box) => box.value);
+  if (checkpoints.length) body.scope_parameters.human_checkpoints = checkpoints;
   try {
     const started = await getJson("/api/agent/execute", { method: "POST", json: body });
     navigate(`#job/${encodeURIComponent(started.job_id)}`);
@@ -380,7 +382,7 @@ async function followJob(jobId) {
       if (followedJob !== jobId) return;
       if (status.current_phase) setProgress(status.current_phase);
       if (TERMINAL.has(status.status)) break;
-      if (status.awaiting_checkpoint || status.checkpoint_phase) await showCheckpoint(jobId);
+      if (status.awaiting_checkpoint) await showCheckpoint(jobId);
       else $("job-checkpoint").hidden = true;
       await sleep(500);
     }
