@@ -27,7 +27,7 @@ def _start(page: Page, *phases: str) -> str:
         page.locator(f"#job-checkpoint-{phase}").check()
     page.get_by_role("button", name="Start research", exact=True).click()
     expect(page).to_have_url(re.compile(r"#job/[\w-]+$"))
-    return page.evaluate("location.hash").split("/", 1)[1]
+    return str(page.evaluate("location.hash")).split("/", 1)[1]
 
 
 def _waiting_at(page: Page, phase: str) -> None:
