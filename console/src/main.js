@@ -62,8 +62,14 @@ function route({ focus = true } = {}) {
   const { view, id } = parseHash();
   lastHash[view] = location.hash || `#${view}`;
   showView(view, { focus });
-  if (view === "job" && id && id !== followedJob) followJob(id);
-  if (view === "trace" && id && id !== shownTrace) loadTrace(id);
+  if (view === "job" && id !== (followedJob || "")) {
+    if (id) followJob(id);
+    else stopFollowing(); // #job alone is the empty form, as a reload of it shows
+  }
+  if (view === "trace" && id !== (shownTrace || "")) {
+    if (id) loadTrace(id);
+    else clearTrace();
+  }
 }
 
 function followMarker(target) {
@@ -368,6 +374,13 @@ async function showCheckpoint(jobId) {
   $("checkpoint-heading").focus();
 }
 
+function stopFollowing() {
+  followedJob = null;
+  resetJob();
+  $("job-progress-box").hidden = true;
+  say("job-status", "");
+}
+
 // Polls the job until it ends (or another job is followed), showing each checkpoint it waits at.
 async function followJob(jobId) {
   followedJob = jobId;
@@ -453,12 +466,19 @@ function openTrace(traceId) {
   navigate(`#trace/${encodeURIComponent(traceId)}`);
 }
 
+function clearTrace() {
+  shownTrace = null;
+  $("trace-id").value = "";
+  say("trace-status", "");
+  $("trace-events").replaceChildren();
+  $("trace-query").textContent = "";
+}
+
 async function loadTrace(traceId) {
+  clearTrace();
   shownTrace = traceId;
   $("trace-id").value = traceId;
   say("trace-status", "Loading…");
-  $("trace-events").replaceChildren();
-  $("trace-query").textContent = "";
   try {
     const trace = await getJson(`/v1/traces/${encodeURIComponent(traceId)}`);
     $("trace-query").textContent = `Query: ${trace.query}`;

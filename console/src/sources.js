@@ -59,7 +59,7 @@ export function answerSources(final) {
         title: c.title,
         url: c.url,
         authors: meta.authors,
-        year: meta.year ?? yearOf(c.published_at),
+        year: yearOf(meta.published_at ?? c.published_at),
         venue: meta.venue,
         quoted: [],
       };

@@ -243,15 +243,15 @@ class QueryCitation(BaseModel):
 
 
 class QuerySource(BaseModel):
-    """A cited source as a reader cites it (the console's source list)."""
+    """A cited source as a reader cites it (the console's source list); dated as the citations are."""
 
     source_id: str
     title: str
+    url: str
+    published_at: str | None
     authors: list[str]
-    year: int | None
     venue: str | None
     doi: str | None
-    url: str
 
 
 class QueryResponse(BaseModel):

@@ -349,7 +349,7 @@ def cited_sources(result: AnswerResult) -> list[dict[str, Any]]:
     """The sources the answer cites, in the order first cited, with what a reader cites them by."""
     by_id = {source.source_id: source for source in result.sources}
     cited = dict.fromkeys(c.source_id for c in result.citations if c.source_id in by_id)
-    fields = ("source_id", "title", "authors", "year", "venue", "doi", "url")
+    fields = ("source_id", "title", "url", "published_at", "authors", "venue", "doi")
     return [{name: getattr(by_id[source_id], name) for name in fields} for source_id in cited]
 
 

@@ -5,15 +5,14 @@ on load."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Locator, Page, Route, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.browser.conftest import Served, console_page, screenshot, serious_violations
+from tests.browser.conftest import Served, console_page, rewrite_final, screenshot, serious_violations
 from tests.e2e.scholarly_topic import GOAL
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(150)]
@@ -99,28 +98,19 @@ def test_an_answers_markers_lead_to_its_sources_with_authors_year_venue_and_page
 LITERAL = " *not emphasis* and [not a link](https://example.org/x) <b>not bold</b> `not code`"
 
 
-def _literal_stream(route: Route) -> None:
-    """The real stream, with Markdown put into the retrieved text of the final answer: a claim's
-    sentence (as the answer shows it), its quote and its source's title."""
-    response = route.fetch()
-    blocks = []
-    for block in response.text().split("\n\n"):
-        if block.startswith("event: final"):
-            head, _, data = block.partition("\ndata: ")
-            final = json.loads(data)
-            claim = final["claim_verifications"][0]
-            final["answer"] = final["answer"].replace(claim["claim_text"], claim["claim_text"] + LITERAL, 1)
-            claim["claim_text"] += LITERAL
-            for citation in final["citations"]:
-                citation["snippet"] += LITERAL
-                citation["title"] += " *starred*"
-            block = f"{head}\ndata: {json.dumps(final)}"
-        blocks.append(block)
-    route.fulfill(response=response, body="\n\n".join(blocks))
+def _literal(final: dict[str, Any]) -> None:
+    """Markdown put into the retrieved text of the final answer: a claim's sentence (as the answer shows
+    it), its quote and its source's title."""
+    claim = final["claim_verifications"][0]
+    final["answer"] = final["answer"].replace(claim["claim_text"], claim["claim_text"] + LITERAL, 1)
+    claim["claim_text"] += LITERAL
+    for citation in final["citations"]:
+        citation["snippet"] += LITERAL
+        citation["title"] += " *starred*"
 
 
 def test_markdown_in_retrieved_text_shows_literally_and_only_our_structure_renders(page: Page) -> None:
-    page.route("**/v1/query/stream", _literal_stream)
+    page.route("**/v1/query/stream", lambda route: rewrite_final(route, _literal))
     _ask(page, QUESTION, "comprehensive")
 
     answer = page.locator("#ask-answer")
