@@ -352,6 +352,7 @@ async function decide(jobId, verdict, edits) {
     await getJson(path, { method: "POST", json: edits && Object.keys(edits).length ? edits : undefined });
     decidedCheckpoint = shownCheckpoint;
     $("job-checkpoint").hidden = true;
+    $("job-heading").focus(); // the form that held the focus is gone
     say("job-status", verdict === "approve" ? `Job ${jobId}: approved, continuing` : `Job ${jobId}: aborted`);
   } catch (error) {
     say("job-status", `Could not ${verdict}: ${error.message}`, true); // a 400 names the unknown ids

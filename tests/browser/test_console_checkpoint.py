@@ -100,9 +100,16 @@ def test_a_reviewer_edits_each_phase_and_the_approvals_carry_the_edits(page: Pag
     assert struck not in {item["evidence_id"] for item in results["evidence"]}
 
 
-def test_a_reviewer_aborts_a_job_at_its_checkpoint(page: Page, served: Served) -> None:
+def test_a_refused_edit_is_named_and_a_reviewer_aborts_the_job(page: Page, served: Served) -> None:
     job_id = _start(page, "screening")
     _waiting_at(page, "screening")
+    added = page.get_by_label(re.compile(r"^Add papers"))
+    added.fill("isbn:9780262035613")
+    page.locator("#job-checkpoint button[type=submit]").click()
+    refused = re.compile(r"^Could not approve: 400: .*isbn:9780262035613")  # the API names what it refused
+    expect(page.locator("#job-status")).to_have_text(refused)
+    expect(page.locator("#job-checkpoint")).to_be_visible()  # still waiting, the edits kept
+    expect(added).to_have_value("isbn:9780262035613")
     with page.expect_request(re.compile(r".*/api/agent/checkpoint/[\w-]+/abort$")):
         page.get_by_role("button", name="Abort the job", exact=True).click()
     expect(page.locator("#job-status")).to_have_text(re.compile(r"^Job .+: FAILED"), timeout=60_000)
