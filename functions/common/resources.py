@@ -132,8 +132,10 @@ _SEARCHING = Uses(
     read=("teams_table", "documents_table"),
     decrypts=("upstream-key",),
 )
-# Completion: the event bus, the webhook's delivery log (jobs table) and the team's signing secret.
-_ANNOUNCING = Uses(events=True, read=("teams_table",), decrypts=("webhook-secret",))
+# A webhook: its delivery log (jobs table) and the team's signing secret.
+_NOTIFYING = Uses(read=("teams_table",), decrypts=("webhook-secret",))
+# Completion: the event bus and the webhook.
+_ANNOUNCING = Uses(events=True, read=_NOTIFYING.read, decrypts=_NOTIFYING.decrypts)
 
 
 def _step_uses(*parts: Uses, read_write: tuple[str, ...] = (), read: tuple[str, ...] = ()) -> Uses:
@@ -172,8 +174,8 @@ STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
     # Screening embeds up to 250 candidates with MiniLM: 2 GB buys about 1.2 vCPU for it. Reads the hits,
     # writes the screening.
     _step("screen", 2048, read_write=("traces_table", "data_bucket"), read=("teams_table",)),
-    # Only keeps the task token on the job record.
-    _step("checkpoint", 256),
+    # Keeps the task token and the state on the job record; sends `job.checkpoint_waiting`.
+    _step("checkpoint", 256, _NOTIFYING),
     # Fetches and parses one source (cached in the data bucket; `library://` sources are uploaded
     # documents), through the providers' turns and the teams' own keys.
     _step("extract", 2048, _SEARCHING, read_write=("traces_table", "data_bucket")),

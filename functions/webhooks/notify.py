@@ -1,10 +1,11 @@
 """What a finished job sends to its callback URL, and the delivery log entries it leaves.
 
 Called by the workflow after a job's final status is recorded (Finalize, or the failure step), so a
-delivery never changes the job's outcome; every failure here is logged and swallowed. One delivery per
-job: `job.completed` (COMPLETED, PARTIAL or REFUSED), `job.failed`, or for a scheduled run that reached
-Finalize `digest.ready`, whose body carries the completion summary and the run's
-`changes_since_last_run`. A team without a webhook secret gets no delivery: the attempt is logged as
+delivery never changes the job's outcome; every failure here is logged and swallowed. One completion
+delivery per job: `job.completed` (COMPLETED, PARTIAL or REFUSED), `job.failed`, or for a scheduled run that
+reached Finalize `digest.ready`, whose body carries the completion summary and the run's
+`changes_since_last_run`. Before it, `job.checkpoint_waiting` as each human checkpoint starts waiting (its
+phase and where to review it). A team without a webhook secret gets no delivery: the attempt is logged as
 `skipped` with the reason (and the function log says so too).
 """
 
@@ -30,6 +31,7 @@ logger = get_logger("webhooks")
 JOB_COMPLETED = "job.completed"
 JOB_FAILED = "job.failed"
 DIGEST_READY = "digest.ready"
+CHECKPOINT_WAITING = "job.checkpoint_waiting"
 NOT_SENT_WITHOUT_KEY = (
     "not sent: the team has no webhook secret (an admin creates one with "
     "POST /admin/teams/{team_id}/webhook-secret)"
@@ -107,14 +109,45 @@ class WebhookNotifier:
     ) -> Outcome | None:
         """Deliver the job's completion (and a scheduled run's digest) to its callback URL; None when the
         job has none. Call it after the job's final status is recorded."""
-        team_id, job = finished.team_id, finished.job
+        summary = completion_summary(finished, finished_at=utc_iso(self.clock()))
+        extra = {"changes_since_last_run": dict(digest)} if digest is not None else {}
+        event = event_name(finished.status, digest is not None)
+        return self._deliver(finished.team_id, finished.job, event, {"job": summary, **extra})
+
+    def checkpoint_waiting(
+        self, team_id: str, job: Mapping[str, Any], phase: str, waiting_since: str
+    ) -> Outcome | None:
+        """`job.checkpoint_waiting`: the job waits for a person at `phase`; None when it has no callback."""
+        job_id = str(job["job_id"])
+        checkpoint = {
+            "phase": phase,
+            "waiting_since": waiting_since,
+            "checkpoint_path": f"/api/agent/checkpoint/{job_id}",
+        }
+        summary = {
+            "job_id": job_id,
+            "team_id": team_id,
+            "status": job.get("status"),
+            "research_goal": job.get("research_goal"),
+            "status_path": f"/api/agent/status/{job_id}",
+        }
+        return self._deliver(team_id, job, CHECKPOINT_WAITING, {"job": summary, "checkpoint": checkpoint})
+
+    def _deliver(
+        self, team_id: str, job: Mapping[str, Any], event: str, content: Mapping[str, Any]
+    ) -> Outcome | None:
         url = job.get("callback_url")
         if not url:
             return None
-        summary = completion_summary(finished, finished_at=utc_iso(self.clock()))
-        event = event_name(finished.status, digest is not None)
         delivery_id = f"dlv-{uuid.uuid4().hex}"
-        body = self._body(team_id, summary, event, delivery_id, digest)
+        payload: dict[str, Any] = {
+            "event": event,
+            "delivery_id": delivery_id,
+            "created_at": utc_iso(self.clock()),
+            "team_id": team_id,
+            **content,
+        }
+        body = json.dumps(payload, separators=(",", ":"), default=str).encode("utf-8")
         context: dict[str, Any] = {
             "team_id": team_id,
             "job_id": str(job["job_id"]),
@@ -137,25 +170,6 @@ class WebhookNotifier:
             )
         )
         return outcome
-
-    def _body(
-        self,
-        team_id: str,
-        summary: dict[str, Any],
-        event: str,
-        delivery_id: str,
-        digest: Mapping[str, Any] | None,
-    ) -> bytes:
-        payload: dict[str, Any] = {
-            "event": event,
-            "delivery_id": delivery_id,
-            "created_at": utc_iso(self.clock()),
-            "team_id": team_id,
-            "job": summary,
-        }
-        if digest is not None:
-            payload["changes_since_last_run"] = dict(digest)
-        return json.dumps(payload, separators=(",", ":"), default=str).encode("utf-8")
 
     def _secret(self, team_id: str, context: Mapping[str, Any]) -> str | None:
         """The team's webhook secret; None (the attempt logged as skipped) when there is none to use."""

@@ -220,9 +220,12 @@ def test_grants_follow_what_each_function_declares(deployed: Synthesized) -> Non
     assert "s3:GetObject" in rag_policies and "s3:PutObject" not in rag_policies  # reads the index only
 
 
-def test_the_checkpoint_step_reaches_only_the_job_record_and_its_ledger(deployed: Synthesized) -> None:
+def test_the_checkpoint_step_reaches_only_the_job_record_its_ledger_and_the_webhook(
+    deployed: Synthesized,
+) -> None:
     """Each step is granted what its state's work uses, not what its bundle carries: the Checkpoint step
-    keeps the task token on the job record and is metered, nothing more."""
+    keeps the task token and state on the job record, is metered and sends `job.checkpoint_waiting` (the
+    team's secret, read and decrypted for signing), nothing more."""
     step = deployed.stack.functions.steps["ResearchCheckpointStep"]
     role = step.function.role
     assert role is not None
@@ -233,9 +236,12 @@ def test_the_checkpoint_step_reaches_only_the_job_record_and_its_ledger(deployed
         for setting, resource in [*data.tables.items(), *data.buckets.items()]
         if _actions_on(deployed, role_id, deployed.logical_id(resource))
     }
-    assert granted == {"jobs_table", "usage_table"}
+    assert granted == {"jobs_table", "usage_table", "teams_table"}
+    assert not {"dynamodb:PutItem", "dynamodb:UpdateItem"} & _actions_on(
+        deployed, role_id, deployed.logical_id(data.tables["teams_table"])
+    )
     policies = _policy_text(deployed, role_id)
-    assert "events:PutEvents" not in policies and "kms:" not in policies
+    assert "events:PutEvents" not in policies and '"kms:Encrypt"' not in policies
 
 
 def _actions_on(synthesized: Synthesized, role_id: str, resource_id: str) -> set[str]:

@@ -5,15 +5,22 @@ with a new token until the checkpoint window has passed; then the job aborts, or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from functions.common.errors import DomainError
+from functions.common.observability import get_logger
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import CheckpointInput, CheckpointOutput
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
+from functions.teams.wiring import team_service
+from functions.webhooks.notify import WebhookNotifier
+from functions.webhooks.wiring import notifier
+
+logger = get_logger("orchestrate")
 
 
 class CheckpointExpired(DomainError):
@@ -29,6 +36,7 @@ class CheckpointWindowPassed(DomainError):
 @dataclass(kw_only=True)
 class Checkpoint(JobStep):
     settings: WorkflowSettings
+    webhooks: Callable[[], WebhookNotifier | None] = field(default=lambda: None)
 
     def __call__(self, request: CheckpointInput) -> CheckpointOutput:
         progress = self.progress(request.team, request.job_id)
@@ -44,11 +52,26 @@ class Checkpoint(JobStep):
         progress.awaiting_checkpoint(
             request.phase, request.task_token, request.resumable_state, None if started else now
         )
+        if not started and job.callback_url:
+            self._announce(progress.team_id, progress.job().as_dict(), request.phase, now.isoformat())
         return CheckpointOutput(job_id=request.job_id)
+
+    def _announce(self, team_id: str, job: dict[str, object], phase: str, since: str) -> None:
+        """`job.checkpoint_waiting` to the job's callback; a failed delivery never fails the checkpoint."""
+        try:
+            hooks = self.webhooks()
+            if hooks is not None:
+                hooks.checkpoint_waiting(team_id, job, phase, since)
+        except Exception:
+            logger.warning("checkpoint webhook not delivered", job_id=job.get("job_id"), exc_info=True)
 
 
 def build() -> Checkpoint:
-    return Checkpoint(jobs=DynamoDbJobStore(), settings=get_workflow_settings())
+    return Checkpoint(
+        jobs=DynamoDbJobStore(),
+        settings=get_workflow_settings(),
+        webhooks=lambda: notifier(secret_of=team_service().webhook_secret),
+    )
 
 
 handler = step_handler("checkpoint", CheckpointInput, build)

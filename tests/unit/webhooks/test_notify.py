@@ -125,5 +125,23 @@ def test_a_job_without_a_callback_sends_nothing() -> None:
     assert sender.calls == [] and log.items == []
 
 
+def test_a_job_waiting_at_a_checkpoint_posts_checkpoint_waiting_with_the_phase() -> None:
+    log = InMemoryDeliveryLog()
+    sender = ScriptedSender([AttemptResult(1, "delivered", 200, None, 2.0)])
+    job = {**JOB, "status": "VALIDATING"}
+    outcome = _notifier(sender, log).checkpoint_waiting(TEAM, job, "screening", "2030-01-01T11:59:00+00:00")
+    assert outcome == "delivered"
+    body = json.loads(sender.calls[0]["body"])
+    assert body["event"] == sender.calls[0]["event"] == "job.checkpoint_waiting"
+    assert body["checkpoint"] == {
+        "phase": "screening",
+        "waiting_since": "2030-01-01T11:59:00+00:00",
+        "checkpoint_path": "/api/agent/checkpoint/job-1",
+    }
+    assert body["job"]["status"] == "VALIDATING" and body["job"]["job_id"] == "job-1"
+    (delivery,) = grouped(log.attempts(TEAM, "job-1"))
+    assert delivery["event"] == "job.checkpoint_waiting"
+
+
 def test_loggable_url_drops_query_and_fragment() -> None:
     assert loggable_url("https://h.example/p/q?x=1#f") == "https://h.example/p/q"
