@@ -295,7 +295,7 @@ function showResults(jobId, results) {
     traceButton(jobId),
   );
   if (results.refusal) showRefusal($("job-refusal"), results.refusal_reason, null);
-  causesNotice($("job-partial"), "Partial: this report was written without", results.status === "PARTIAL" ? partialCauses(results) : []);
+  causesNotice($("job-partial"), "Partial: this report lost coverage because", results.status === "PARTIAL" ? partialCauses(results) : []);
   const synthesis = results.synthesis || {};
   const report = $("job-report");
   renderStructure(report, [synthesis.executive_summary, synthesis.synthesis_text].filter(Boolean).join("\n\n"));
