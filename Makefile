@@ -148,8 +148,8 @@ $(NPM_STAMP): package.json package-lock.json
 
 node-tools: $(NPM_STAMP)
 
-# The research console: console/src -> console/dist (index.html, one JS bundle, one CSS file; esbuild, marked
-# and dompurify pinned in package-lock.json), served at /console/ by `make run`.
+# The research console: console/src -> console/dist (index.html, one JS bundle, one CSS file; esbuild
+# pinned in package-lock.json), served at /console/ by `make run`.
 console: console/dist/index.html
 
 console/dist/index.html: $(NPM_STAMP) console/build.mjs $(wildcard console/src/*)

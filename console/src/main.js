@@ -1,7 +1,19 @@
 // The research console: ask (streamed), research jobs, the team library, traces.
 
 import { getJson, getToken, loadConfig, request, setToken, stream } from "./api.js";
-import { claimsTable, contradictionsList, el, markClaims, renderMarkdown, showCitations } from "./render.js";
+import { renderCheckpoint } from "./checkpoint.js";
+import {
+  causesNotice,
+  claimsTable,
+  contradictionsList,
+  el,
+  linkMarkers,
+  markClaims,
+  renderStructure,
+  showCitations,
+  sourceList,
+} from "./render.js";
+import { answerQuotes, answerSources, jobQuotes, jobSources } from "./sources.js";
 
 const $ = (id) => document.getElementById(id);
 const TERMINAL = new Set(["COMPLETED", "PARTIAL", "FAILED", "REFUSED"]);
@@ -17,7 +29,11 @@ function say(id, text, isError = false) {
   node.classList.toggle("error", isError);
 }
 
-// ---- views ---------------------------------------------------------------------------------------
+// ---- views and the URL hash ---------------------------------------------------------------------
+// The hash names the view and what it shows: #ask, #job, #job/<job id>, #library, #trace/<trace id>.
+
+const VIEWS = ["ask", "job", "library", "trace"];
+const lastHash = {}; // per view, the hash it was last shown with: its tab returns there
 
 function showView(name, { focus = true } = {}) {
   for (const tab of document.querySelectorAll(".tab")) {
@@ -28,8 +44,39 @@ function showView(name, { focus = true } = {}) {
   }
   closeCitations();
   if (focus) $(`${name}-heading`).focus();
-  if (location.hash !== `#${name}`) history.replaceState(null, "", `#${name}`);
   if (name === "library") refreshLibrary();
+}
+
+function parseHash() {
+  const [view, ...rest] = location.hash.slice(1).split("/");
+  if (!VIEWS.includes(view)) return { view: "ask", id: "" };
+  return { view, id: rest.length ? decodeURIComponent(rest.join("/")) : "" };
+}
+
+function navigate(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash; // a history entry: back and forward return to it
+}
+
+function route({ focus = true } = {}) {
+  const { view, id } = parseHash();
+  lastHash[view] = location.hash || `#${view}`;
+  showView(view, { focus });
+  if (view === "job" && id !== (followedJob || "")) {
+    if (id) followJob(id);
+    else stopFollowing(); // #job alone is the empty form, as a reload of it shows
+  }
+  if (view === "trace" && id !== (shownTrace || "")) {
+    if (id) loadTrace(id);
+    else clearTrace();
+  }
+}
+
+function followMarker(target) {
+  const entry = $(target);
+  if (!entry) return;
+  entry.scrollIntoView({ block: "nearest" });
+  entry.focus();
 }
 
 // ---- token ---------------------------------------------------------------------------------------
@@ -68,47 +115,6 @@ function closeCitations() {
   returnFocus = null;
 }
 
-// An answer's citations as quotes: grouped by source and origin (the abstract, or one PDF page).
-function answerQuotes(citations) {
-  const seen = new Map();
-  for (const c of citations) {
-    if (seen.has(c.chunk_id)) continue;
-    const where =
-      c.page !== null && c.page !== undefined
-        ? `Page ${c.page}, characters ${c.chunk_start}–${c.chunk_end}`
-        : `${c.origin === "abstract" ? "Abstract" : c.origin}, characters ${c.chunk_start}–${c.chunk_end}`;
-    seen.set(c.chunk_id, {
-      id: c.chunk_id,
-      title: c.title,
-      url: c.url,
-      text: c.snippet,
-      where,
-      start: c.chunk_start,
-      end: c.chunk_end,
-      group: `${c.source_id}|${c.origin}|${c.page ?? ""}`,
-    });
-  }
-  return [...seen.values()];
-}
-
-// A job's evidence as quotes: grouped by source and page.
-function jobQuotes(results) {
-  const sources = new Map((results.sources || []).map((s) => [s.source_id, s]));
-  return (results.evidence || []).map((e) => {
-    const source = sources.get(e.source_id) || {};
-    return {
-      id: e.evidence_id,
-      title: source.title,
-      url: source.url,
-      text: e.quote,
-      where: [e.page ? `Page ${e.page}` : null, e.section ? `section ${e.section}` : null].filter(Boolean).join(", "),
-      start: e.char_start ?? 0,
-      end: e.char_end ?? 0,
-      group: `${e.source_id}|${e.page ?? ""}`,
-    };
-  });
-}
-
 function claimOpener(quotes, idsOf) {
   const byId = new Map(quotes.map((q) => [q.id, q]));
   return (claim, opener) => {
@@ -139,8 +145,10 @@ function resetAsk() {
   $("ask-stream").hidden = true;
   $("ask-refusal").hidden = true;
   $("ask-refusal").replaceChildren();
+  causesNotice($("ask-partial"), "", []);
   $("ask-answer").replaceChildren();
   $("ask-meta").replaceChildren();
+  $("ask-sources").replaceChildren();
   $("ask-claims").replaceChildren();
   $("ask-contradictions").replaceChildren();
   closeCitations();
@@ -160,15 +168,22 @@ function showRefusal(container, reason, code) {
   container.hidden = false;
 }
 
+const connectorCauses = (failed) => Object.entries(failed || {}).map(([name, reason]) => `${name} could not be searched: ${reason}`);
+
+// The answer as our structure with its sentences as text, claims marked, [n] linked to the source list.
 function showAnswer(final, contradictions) {
   $("ask-stream").hidden = true;
+  causesNotice($("ask-partial"), "Partial: the answer was written without some sources", connectorCauses(final.failed_connectors));
+  const { sources, resolve } = answerSources(final);
   if (final.refusal) {
     showRefusal($("ask-refusal"), final.refusal_reason, final.refusal_code);
   } else {
     const answer = $("ask-answer");
-    renderMarkdown(answer, final.answer);
+    renderStructure(answer, final.answer);
     const open = claimOpener(answerQuotes(final.citations || []), (claim) => claim.evidence_chunk_ids || []);
     markClaims(answer, final.claim_verifications || [], open);
+    linkMarkers(answer, resolve, followMarker);
+    sourceList($("ask-sources"), sources);
     claimsTable($("ask-claims"), final.claim_verifications || [], open);
   }
   const quotes = new Map(answerQuotes(final.citations || []).map((q) => [q.id, q]));
@@ -254,6 +269,20 @@ async function download(jobId, name) {
   }
 }
 
+// What a PARTIAL job lost, in the API's words, and the sources that could not be read.
+function partialCauses(results) {
+  const summary = results.execution_summary || {};
+  const causes = [...(summary.partial_reasons || [])];
+  for (const name of summary.failed_connectors || []) {
+    if (!causes.some((cause) => cause.startsWith(`${name} `))) causes.push(`${name} could not be searched`);
+  }
+  causes.push(...Object.values(summary.queries_not_run || {}));
+  for (const source of results.sources || []) {
+    if (source.failure_reason) causes.push(`${source.title || source.source_id}: ${source.failure_reason}`);
+  }
+  return causes;
+}
+
 function showResults(jobId, results) {
   $("job-result").hidden = false;
   const available = results.artifacts || {};
@@ -266,25 +295,31 @@ function showResults(jobId, results) {
     traceButton(jobId),
   );
   if (results.refusal) showRefusal($("job-refusal"), results.refusal_reason, null);
+  causesNotice($("job-partial"), "Partial: this report lost coverage because", results.status === "PARTIAL" ? partialCauses(results) : []);
   const synthesis = results.synthesis || {};
   const report = $("job-report");
-  renderMarkdown(report, [synthesis.executive_summary, synthesis.synthesis_text].filter(Boolean).join("\n\n"));
+  renderStructure(report, [synthesis.executive_summary, synthesis.synthesis_text].filter(Boolean).join("\n\n"));
   const claims = (results.claims || []).filter((c) => c.kept !== false);
   const open = claimOpener(jobQuotes(results), (claim) => claim.evidence_ids || []);
+  const { sources, resolve } = jobSources(results);
   markClaims(report, claims, open);
+  linkMarkers(report, resolve, followMarker);
+  sourceList($("job-sources"), sources);
   claimsTable($("job-claims"), claims, open);
   $("job-meta").textContent = `Confidence ${Number(results.confidence_score || 0).toFixed(2)}${
     results.confidence_rationale ? ` · ${results.confidence_rationale}` : ""
   }`;
 }
 
+function resetJob() {
+  closeCitations();
+  for (const id of ["job-result", "job-refusal", "job-partial", "job-checkpoint"]) $(id).hidden = true;
+  for (const id of ["job-report", "job-sources", "job-claims", "job-checkpoint"]) $(id).replaceChildren();
+  $("job-progress").setAttribute("value", "0");
+}
+
 async function startJob(event) {
   event.preventDefault();
-  closeCitations();
-  $("job-result").hidden = true;
-  $("job-refusal").hidden = true;
-  $("job-report").replaceChildren();
-  $("job-claims").replaceChildren();
   $("job-submit").disabled = true;
   const body = {
     research_goal: $("job-goal").value.trim(),
@@ -293,25 +328,84 @@ async function startJob(event) {
       temporal_boundary: { publication_window_years: Number($("job-window").value) },
     },
   };
+  const checkpoints = [...document.querySelectorAll("#job-checkpoints input:checked")].map((box) => box.value);
+  if (checkpoints.length) body.scope_parameters.human_checkpoints = checkpoints;
   try {
     const started = await getJson("/api/agent/execute", { method: "POST", json: body });
-    const jobId = started.job_id;
-    $("job-progress-box").hidden = false;
-    $("job-progress").setAttribute("value", "0");
-    say("job-status", `Job ${jobId} started`);
-    let status = started;
-    for (;;) {
-      status = await getJson(`/api/agent/status/${encodeURIComponent(jobId)}`);
-      if (status.current_phase) setProgress(status.current_phase);
-      if (TERMINAL.has(status.status)) break;
-      await sleep(500);
-    }
-    say("job-status", `Job ${jobId}: ${status.status}`, status.status === "FAILED");
-    if (status.status !== "FAILED") showResults(jobId, await getJson(`/api/agent/results/${encodeURIComponent(jobId)}`));
+    navigate(`#job/${encodeURIComponent(started.job_id)}`);
   } catch (error) {
     say("job-status", `Error: ${error.message}`, true);
   } finally {
     $("job-submit").disabled = false;
+  }
+}
+
+// ---- a job followed to its end, through its checkpoints ---------------------------------------------
+
+let followedJob = null;
+let shownCheckpoint = null; // "<phase>|<waiting_since>" of the checkpoint on screen
+let decidedCheckpoint = null; // …and of the last one decided, which a status polled meanwhile may still show
+
+async function decide(jobId, verdict, edits) {
+  const path = `/api/agent/checkpoint/${encodeURIComponent(jobId)}/${verdict}`;
+  try {
+    await getJson(path, { method: "POST", json: edits && Object.keys(edits).length ? edits : undefined });
+    decidedCheckpoint = shownCheckpoint;
+    $("job-checkpoint").hidden = true;
+    $("job-heading").focus(); // the form that held the focus is gone
+    say("job-status", verdict === "approve" ? `Job ${jobId}: approved, continuing` : `Job ${jobId}: aborted`);
+  } catch (error) {
+    say("job-status", `Could not ${verdict}: ${error.message}`, true); // a 400 names the unknown ids
+  }
+}
+
+async function showCheckpoint(jobId) {
+  let checkpoint;
+  try {
+    checkpoint = await getJson(`/api/agent/checkpoint/${encodeURIComponent(jobId)}`);
+  } catch (error) {
+    if (error.status === 409) return; // decided meanwhile: nothing waits
+    throw error;
+  }
+  const key = `${checkpoint.phase}|${checkpoint.waiting_since}`;
+  if (key === decidedCheckpoint || (key === shownCheckpoint && !$("job-checkpoint").hidden)) return; // keeps the edits
+  shownCheckpoint = key;
+  renderCheckpoint($("job-checkpoint"), checkpoint, (verdict, edits) => decide(jobId, verdict, edits));
+  say("job-status", `Job ${jobId} waits for your review of its ${checkpoint.phase}`);
+  $("checkpoint-heading").focus();
+}
+
+function stopFollowing() {
+  followedJob = null;
+  resetJob();
+  $("job-progress-box").hidden = true;
+  say("job-status", "");
+}
+
+// Polls the job until it ends (or another job is followed), showing each checkpoint it waits at.
+async function followJob(jobId) {
+  followedJob = jobId;
+  shownCheckpoint = null;
+  resetJob();
+  $("job-progress-box").hidden = false;
+  say("job-status", `Job ${jobId} started`);
+  try {
+    let status;
+    for (;;) {
+      status = await getJson(`/api/agent/status/${encodeURIComponent(jobId)}`);
+      if (followedJob !== jobId) return;
+      if (status.current_phase) setProgress(status.current_phase);
+      if (TERMINAL.has(status.status)) break;
+      if (status.awaiting_checkpoint) await showCheckpoint(jobId);
+      else $("job-checkpoint").hidden = true;
+      await sleep(500);
+    }
+    $("job-checkpoint").hidden = true;
+    const failure = status.status === "FAILED" && status.failure_reason ? ` · ${status.failure_reason}` : "";
+    say("job-status", `Job ${jobId}: ${status.status}${failure}`, status.status === "FAILED");
+    if (status.status !== "FAILED") showResults(jobId, await getJson(`/api/agent/results/${encodeURIComponent(jobId)}`));
+  } catch (error) {
+    if (followedJob === jobId) say("job-status", `Error: ${error.message}`, true);
   }
 }
 
@@ -367,19 +461,25 @@ async function upload(event) {
 
 // ---- traces --------------------------------------------------------------------------------------
 
+let shownTrace = null;
+
 function openTrace(traceId) {
-  $("trace-id").value = traceId;
-  showView("trace");
-  loadTrace();
+  navigate(`#trace/${encodeURIComponent(traceId)}`);
 }
 
-async function loadTrace(event) {
-  if (event) event.preventDefault();
-  const traceId = $("trace-id").value.trim();
-  if (!traceId) return;
-  say("trace-status", "Loading…");
+function clearTrace() {
+  shownTrace = null;
+  $("trace-id").value = "";
+  say("trace-status", "");
   $("trace-events").replaceChildren();
   $("trace-query").textContent = "";
+}
+
+async function loadTrace(traceId) {
+  clearTrace();
+  shownTrace = traceId;
+  $("trace-id").value = traceId;
+  say("trace-status", "Loading…");
   try {
     const trace = await getJson(`/v1/traces/${encodeURIComponent(traceId)}`);
     $("trace-query").textContent = `Query: ${trace.query}`;
@@ -415,20 +515,27 @@ async function loadTrace(event) {
 async function start() {
   await loadConfig();
   initToken();
-  for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => showView(tab.dataset.view));
+  for (const tab of document.querySelectorAll(".tab")) {
+    tab.addEventListener("click", () => navigate(lastHash[tab.dataset.view] || `#${tab.dataset.view}`));
+  }
   for (const heading of document.querySelectorAll(".view > h2")) heading.setAttribute("tabindex", "-1");
   $("ask-form").addEventListener("submit", ask);
   $("ask-cancel").addEventListener("click", () => asking && asking.abort());
   $("job-form").addEventListener("submit", startJob);
   $("library-form").addEventListener("submit", upload);
   $("library-refresh").addEventListener("click", refreshLibrary);
-  $("trace-form").addEventListener("submit", loadTrace);
+  $("trace-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const traceId = $("trace-id").value.trim();
+    if (traceId) shownTrace = null; // the form loads it again even when the hash names it already
+    if (traceId) openTrace(traceId);
+  });
   $("citations-close").addEventListener("click", closeCitations);
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape") closeCitations();
   });
-  const initial = location.hash.slice(1);
-  showView(["ask", "job", "library", "trace"].includes(initial) ? initial : "ask", { focus: false });
+  window.addEventListener("hashchange", () => route());
+  route({ focus: false });
   document.body.dataset.ready = "true";
 }
 

@@ -1,20 +1,5 @@
-// Rendering of untrusted text: Markdown through marked then DOMPurify; everything else as textContent.
-
-import DOMPurify from "dompurify";
-import { marked } from "marked";
-
-DOMPurify.addHook("afterSanitizeAttributes", (node) => {
-  if (node.tagName === "A") {
-    node.setAttribute("rel", "noopener noreferrer");
-    node.setAttribute("target", "_blank");
-  }
-});
-
-const PURIFY = {
-  RETURN_DOM_FRAGMENT: true,
-  FORBID_TAGS: ["style", "img", "form", "input", "button", "textarea", "select", "iframe", "svg", "math"],
-  FORBID_ATTR: ["style", "id", "class"],
-};
+// Rendering: our own structure (headings, paragraphs, lists) from the report's Markdown, and every piece of
+// retrieved text (quotes, titles, snippets, the sentences of an answer) as textContent, never as markup.
 
 export function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
@@ -30,17 +15,130 @@ export function el(tag, attributes = {}, ...children) {
   return node;
 }
 
-export function renderMarkdown(container, markdown) {
-  container.replaceChildren(DOMPurify.sanitize(marked.parse(markdown || "", { async: false }), PURIFY));
-  // a report's headings sit under the view's h2 and the card's h3: its top level becomes h4
-  const headings = [...container.querySelectorAll("h1, h2, h3, h4, h5, h6")];
-  const shift = 4 - Math.min(4, ...headings.map((h) => Number(h.tagName[1])));
-  for (const heading of shift > 0 ? headings : []) {
-    const level = Math.min(6, Number(heading.tagName[1]) + shift);
-    const replacement = el(`h${level}`);
-    replacement.append(...heading.childNodes);
-    heading.replaceWith(replacement);
+const HEADING = /^(#{1,6})\s+(.*?)\s*#*\s*$/;
+const BULLET = /^\s{0,3}[-*+]\s+(.*)$/;
+const NUMBERED = /^\s{0,3}\d{1,3}[.)]\s+(.*)$/;
+
+// The block structure of `markdown` (ATX headings, paragraphs, bulleted and numbered lists), each block's
+// text set as textContent: emphasis, links, images and HTML inside it show literally. A report's headings
+// sit under the view's h2 and the card's h3: its top level becomes h4.
+export function renderStructure(container, markdown) {
+  const blocks = [];
+  let paragraph = [];
+  let list = null;
+  const flush = () => {
+    if (paragraph.length) blocks.push(el("p", { text: paragraph.join(" ") }));
+    paragraph = [];
+  };
+  for (const line of String(markdown || "").split(/\r?\n/)) {
+    const heading = HEADING.exec(line);
+    const item = BULLET.exec(line) || NUMBERED.exec(line);
+    if (heading || item || !line.trim()) flush();
+    if (!item) list = null;
+    if (heading) {
+      blocks.push({ level: heading[1].length, text: heading[2] });
+    } else if (item) {
+      const tag = BULLET.test(line) ? "ul" : "ol";
+      if (!list || list.tagName.toLowerCase() !== tag) blocks.push((list = el(tag)));
+      list.append(el("li", { text: item[1] }));
+    } else if (line.trim()) {
+      paragraph.push(line.trim());
+    }
   }
+  flush();
+  const levels = blocks.filter((block) => !(block instanceof Node)).map((block) => block.level);
+  const shift = 4 - Math.min(4, ...levels);
+  container.replaceChildren(
+    ...blocks.map((block) =>
+      block instanceof Node ? block : el(`h${Math.min(6, block.level + Math.max(0, shift))}`, { text: block.text }),
+    ),
+  );
+}
+
+// A reference marker: [3] (an answer's citation number) or [ev-…] (a job's evidence id).
+const MARKER = /\[([A-Za-z0-9][\w.:-]{0,63})\]/g;
+
+function markerLink(found, onFollow) {
+  const link = el("a", { href: `#${found.target}`, className: "cite-marker", title: found.title, text: `[${found.label}]` });
+  link.addEventListener("click", (event) => {
+    event.preventDefault(); // the hash names the view: following a marker moves the focus, not the route
+    onFollow(found.target);
+  });
+  return link;
+}
+
+// Links each marker outside a claim that `resolve(token)` knows ({label, target, title}) to its entry in the
+// source list; markers inside a claim are the paper's own and stay text.
+export function linkMarkers(container, resolve, onFollow) {
+  const walker = document.createTreeWalker(container, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.parentElement.closest(".claim, .cite-marker")) nodes.push(node);
+  }
+  for (const node of nodes) {
+    const parts = [];
+    let last = 0;
+    for (const match of node.data.matchAll(MARKER)) {
+      const found = resolve(match[1]);
+      if (!found) continue;
+      parts.push(node.data.slice(last, match.index), markerLink(found, onFollow));
+      last = match.index + match[0].length;
+    }
+    if (!parts.length) continue;
+    parts.push(node.data.slice(last));
+    node.replaceWith(...parts.filter((part) => part !== ""));
+  }
+}
+
+// Where a quote is: "p. 4" for a PDF page, else its origin ("abstract").
+export function whereLabel(page, origin) {
+  if (page !== null && page !== undefined && page !== "") return `p. ${page}`;
+  return origin || "";
+}
+
+function authorsLine(authors) {
+  const names = (authors || []).filter(Boolean);
+  return names.length > 3 ? `${names.slice(0, 3).join(", ")} et al.` : names.join(", ");
+}
+
+function safeHref(url) {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : null;
+  } catch {
+    return null;
+  }
+}
+
+function sourceItem(source) {
+  const href = safeHref(source.url);
+  const facts = [authorsLine(source.authors), source.year, source.venue].filter(Boolean).join(" · ");
+  return el(
+    "li",
+    { id: source.anchor, tabindex: -1, className: "source", "data-source-id": source.id },
+    el(
+      "p",
+      { className: "source-title" },
+      href ? el("a", { href, rel: "noopener noreferrer", target: "_blank", text: source.title || href }) : el("span", { text: source.title || "Untitled source" }),
+    ),
+    facts ? el("p", { className: "meta source-facts", text: facts }) : null,
+    source.quoted.length ? el("p", { className: "meta source-quotes", text: `Quoted: ${source.quoted.join("; ")}` }) : null,
+  );
+}
+
+// sources: [{id, anchor, title, authors, year, venue, url, quoted: ["[1] p. 4", …]}], numbered in order.
+export function sourceList(container, sources) {
+  container.replaceChildren();
+  if (!sources.length) return;
+  container.append(el("h4", { text: `Sources (${sources.length})` }), el("ol", { className: "sources" }, ...sources.map(sourceItem)));
+}
+
+// Causes in words: a heading ("Partial result" …) and one line per cause.
+export function causesNotice(container, heading, causes) {
+  container.replaceChildren();
+  container.hidden = !causes.length;
+  if (!causes.length) return;
+  container.append(el("p", {}, el("strong", { text: heading })), el("ul", {}, ...causes.map((cause) => el("li", { text: cause }))));
 }
 
 export function verdictOf(raw) {
@@ -154,15 +252,6 @@ function contextParagraph(quote, neighbours) {
     previousEnd = item.end;
   }
   return paragraph;
-}
-
-function safeHref(url) {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : null;
-  } catch {
-    return null;
-  }
 }
 
 // items: [{title, url, text, page, where, start, end, group}] — the claim's quotes; all: every quote known.

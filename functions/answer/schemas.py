@@ -242,6 +242,18 @@ class QueryCitation(BaseModel):
     )
 
 
+class QuerySource(BaseModel):
+    """A cited source as a reader cites it (the console's source list); dated as the citations are."""
+
+    source_id: str
+    title: str
+    url: str
+    published_at: str | None
+    authors: list[str]
+    venue: str | None
+    doi: str | None
+
+
 class QueryResponse(BaseModel):
     answer_id: str
     query: str
@@ -254,6 +266,12 @@ class QueryResponse(BaseModel):
     # extensions
     refusal_reason: str | None = Field(default=None, description="Extension: why the engine declined")
     refusal_code: str | None = Field(default=None, description="Extension: machine-readable reason")
+    sources: list[QuerySource] = Field(
+        default_factory=list, description="Extension: the cited sources, in the order first cited"
+    )
+    failed_connectors: dict[str, str] = Field(
+        default_factory=dict, description="Extension: connector -> why it could not be searched"
+    )
 
 
 # ---- trust face: /v1/search, /v1/traces, /v1/health ------------------------------------------------

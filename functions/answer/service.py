@@ -345,6 +345,14 @@ def query_citation(citation: dict[str, Any]) -> dict[str, Any]:
     return {name: citation[name] for name in QUERY_CITATION_FIELDS}
 
 
+def cited_sources(result: AnswerResult) -> list[dict[str, Any]]:
+    """The sources the answer cites, in the order first cited, with what a reader cites them by."""
+    by_id = {source.source_id: source for source in result.sources}
+    cited = dict.fromkeys(c.source_id for c in result.citations if c.source_id in by_id)
+    fields = ("source_id", "title", "url", "published_at", "authors", "venue", "doi")
+    return [{name: getattr(by_id[source_id], name) for name in fields} for source_id in cited]
+
+
 def to_query_response(answer_id: str, result: AnswerResult) -> dict[str, Any]:
     """The trust body (`/v1/query`, the `final` event of `/v1/query/stream`)."""
     return {
@@ -358,4 +366,6 @@ def to_query_response(answer_id: str, result: AnswerResult) -> dict[str, Any]:
         "trace_id": result.trace_id,
         "refusal_reason": result.decision.reason if result.decision.refusal else None,
         "refusal_code": result.decision.reason_code if result.decision.refusal else None,
+        "sources": cited_sources(result),
+        "failed_connectors": result.failed_connectors,
     }

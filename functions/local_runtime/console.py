@@ -3,7 +3,8 @@
 `/console` redirects to `/console/`; `/console/` is `index.html`; every file is served with the same
 Content-Security-Policy the CloudFront distribution applies, so a console that needed an inline script
 or style would break here first. When the console is not built, `/console/...` answers 503 saying how
-to build it (not a traceback).
+to build it (not a traceback). `config.json`, which the deployed stack writes beside the build, is
+answered here as the API on this origin (no 404 on every load).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+# The console's configuration where the build has none: the API on this origin.
+LOCAL_CONFIG = {"apiBaseUrl": ""}
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -54,6 +57,8 @@ class ConsoleFiles:
             return JSONResponse({"detail": message}, 503, headers={"Retry-After": "60"})
         relative = path[len(CONSOLE_PREFIX) + 1 :] or "index.html"
         candidate = (root / relative).resolve()
+        if relative == "config.json" and not candidate.is_file():
+            return JSONResponse(LOCAL_CONFIG, headers=SECURITY_HEADERS)
         if not candidate.is_relative_to(root) or not candidate.is_file():
             return JSONResponse({"detail": "Not Found"}, 404)
         return FileResponse(candidate, headers=SECURITY_HEADERS)

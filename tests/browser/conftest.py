@@ -4,11 +4,12 @@ web, no LLM) served by uvicorn on a free loopback port, the console built into c
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 import uvicorn
-from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, Route, sync_playwright
 
 from functions.local_runtime.console import DEFAULT_CONSOLE_DIR
 from tests.contract.runtime import ContractRuntime, contract_runtime
@@ -153,3 +154,18 @@ def serious_violations(page: Page) -> list[dict[str, Any]]:
 def screenshot(page: Page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / name), full_page=True)
+
+
+def rewrite_final(route: Route, change: Callable[[dict[str, Any]], None]) -> None:
+    """Answers a routed `/v1/query/stream` with the real stream's events, its `final` answer changed
+    in place by `change`."""
+    response = route.fetch()
+    blocks = []
+    for block in response.text().split("\n\n"):
+        if block.startswith("event: final"):
+            head, _, data = block.partition("\ndata: ")
+            final = json.loads(data)
+            change(final)
+            block = f"{head}\ndata: {json.dumps(final)}"
+        blocks.append(block)
+    route.fulfill(response=response, body="\n\n".join(blocks))

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, Route, expect
+from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import Served, console_page, screenshot, serious_violations
+from tests.browser.conftest import Served, console_page, rewrite_final, screenshot, serious_violations
 from tests.e2e.scholarly_topic import GOAL, normalise
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
@@ -90,7 +91,7 @@ def test_a_claim_opens_its_quote_and_page_in_the_citations_panel(page: Page, ser
     expect(panel).to_be_focused()
     quote = panel.locator("blockquote.quote").first.inner_text()
     assert any(normalise(quote) in text for text in texts), quote  # verbatim from a served paper
-    expect(panel.locator(".where").first).to_have_text(re.compile(r"^Page \d+, characters \d+\u2013\d+$"))
+    expect(panel.locator(".where").first).to_have_text(re.compile(r"^p\. \d+, characters \d+\u2013\d+$"))
     expect(
         panel.locator(".context mark, .context-note").first
     ).to_be_visible()  # the job test checks the context
@@ -140,7 +141,7 @@ def test_a_rapid_job_runs_to_completion_with_its_progress_bar_moving(page: Page)
     page.locator("#job-report .claim").first.click()
     panel = page.locator("#citations")
     quote = panel.locator("blockquote.quote").first.inner_text()
-    expect(panel.locator(".where").first).to_have_text(re.compile(r"^Page \d+"))
+    expect(panel.locator(".where").first).to_have_text(re.compile(r"^p\. \d+"))
     expect(panel.locator(".context mark").first).to_have_text(quote)  # highlighted among its page's quotes
     assert len(panel.locator(".context").first.inner_text()) > len(quote) + 20
 
@@ -203,28 +204,18 @@ HOSTILE_QUOTE = 'Quoted <img src=x onerror="window.__pwned=3"> text <script>wind
 HOSTILE_MARKDOWN = '\n\n<img src=x onerror="window.__pwned=5"><script>window.__pwned=6</script>[link](javascript:window.__pwned=7)'
 
 
-def _hostile_stream(route: Route) -> None:
-    """The real stream's events, with markup put back into what the server cleans: the client must
-    be safe on its own."""
-    response = route.fetch()
-    blocks = []
-    for block in response.text().split("\n\n"):
-        if block.startswith("event: final"):
-            head, _, data = block.partition("\ndata: ")
-            final = json.loads(data)
-            for citation in final["citations"]:
-                citation["title"] = HOSTILE_TITLE
-                citation["snippet"] = HOSTILE_QUOTE
-            final["answer"] += HOSTILE_MARKDOWN
-            block = f"{head}\ndata: {json.dumps(final)}"
-        blocks.append(block)
-    route.fulfill(response=response, body="\n\n".join(blocks))
+def _hostile(final: dict[str, Any]) -> None:
+    """Markup put back into what the server cleans: the client must be safe on its own."""
+    for citation in final["citations"]:
+        citation["title"] = HOSTILE_TITLE
+        citation["snippet"] = HOSTILE_QUOTE
+    final["answer"] += HOSTILE_MARKDOWN
 
 
 def test_markup_in_retrieved_text_is_rendered_inert(browser: Browser, served: Served) -> None:
     # without the Content-Security-Policy, so that only the console's own handling keeps it inert
     with console_page(browser, served, bypass_csp=True) as page:
-        page.route("**/v1/query/stream", _hostile_stream)
+        page.route("**/v1/query/stream", lambda route: rewrite_final(route, _hostile))
         _ask(page, QUESTION, "fast")
         _assert_inert(page)
 

@@ -186,3 +186,16 @@ def test_search_returns_seed_results_and_asks_for_fresh_years() -> None:
     query = search.queries[-1]
     assert (query.year_start, query.year_end, query.connectors) == (2025, 2026, ["arxiv"])
     assert query.max_results == query.per_connector == 3
+
+
+def test_the_trust_face_lists_the_cited_sources_as_a_reader_cites_them() -> None:
+    result = asyncio.run(harness().service().answer(AnswerRequest(question=QUESTION), trace_id="trace-1"))
+    body = to_query_response("ans-1", result)
+    QueryResponse.model_validate(body)
+    first_cited = list(dict.fromkeys(citation["source_id"] for citation in body["citations"]))
+    assert [source["source_id"] for source in body["sources"]] == first_cited
+    titles = {p.title: p for p in RAG}
+    for source in body["sources"]:
+        assert source["published_at"].startswith(str(titles[source["title"]].year))
+        assert source["venue"] == "Journal of Tests" and isinstance(source["authors"], list)
+    assert body["failed_connectors"] == {}

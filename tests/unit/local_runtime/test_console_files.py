@@ -59,12 +59,22 @@ def test_console_without_a_slash_redirects_to_console_slash(tmp_path: Path) -> N
 
 def test_unknown_files_and_paths_outside_the_build_are_not_found(tmp_path: Path) -> None:
     client = TestClient(Gateway(_api(), auth_required=False, console_dir=_built(tmp_path)))
-    assert client.get("/console/config.json").status_code == 404  # optional: the page falls back
     for path in ("/console/../secret.txt", "/console/%2e%2e/secret.txt", "/console/..%2fsecret.txt"):
         answer = client.get(path)
         assert answer.status_code == 404, path
         assert "outside the build" not in answer.text
     assert client.post("/console/").status_code == 405
+
+
+def test_config_json_names_this_origin_unless_the_build_carries_one(tmp_path: Path) -> None:
+    dist = _built(tmp_path)
+    client = TestClient(Gateway(_api(), auth_required=False, console_dir=dist))
+    local = client.get("/console/config.json")
+    assert local.status_code == 200  # not the 404 every load logged
+    assert local.json() == {"apiBaseUrl": ""}  # the API on this origin
+    assert local.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    (dist / "config.json").write_text('{"apiBaseUrl": "https://api.example.org"}', encoding="utf-8")
+    assert client.get("/console/config.json").json() == {"apiBaseUrl": "https://api.example.org"}
 
 
 def test_a_missing_build_answers_503_naming_the_make_target(tmp_path: Path) -> None:
