@@ -30,9 +30,9 @@ from functions.orchestrate.checkpoints.views import (
     screening_view,
     synthesis_view,
 )
+from functions.orchestrate.checkpoints.waiting import CHECKPOINT_CLEARED
 from functions.orchestrate.contracts import JobRecord
 from functions.orchestrate.models import JobStatus, audit_event, decision
-from functions.orchestrate.progress import CHECKPOINT_CLEARED
 from functions.orchestrate.store import JobStore, TaskTokens
 from functions.research.planning import CONNECTORS, Renderer, connector_syntax
 from functions.research.request import CheckpointPhase

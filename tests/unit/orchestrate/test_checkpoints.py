@@ -129,6 +129,7 @@ def test_the_screening_checkpoint_shows_ranked_candidates_and_applies_exclusions
     assert [s["source_id"] for s in selected][1:] == ["src-2", "src-3"]  # excluded out, next best in
     stored = get_json(h.data, screening_key(TEAM, h.job_id)) or {}
     assert selected[0]["source_id"] in {c["source_id"] for c in stored["candidates"]}  # citable later
+    assert stored["selected"] == [s["source_id"] for s in selected]  # what Finalize reports
     job = h.job()
     assert job["awaiting_checkpoint"] is False and job["checkpoint_token"] is None
     entry = job["audit"][-1]
@@ -150,6 +151,8 @@ def test_the_plan_checkpoint_drops_connectors_rewrites_queries_and_the_window() 
     with pytest.raises(InvalidInput, match="nosuchdb"):
         h.service.approve(TEAM, h.job_id, {"connectors": ["nosuchdb"]}, CALLER)
     kept, rewritten = planned[0], planned[1]
+    with pytest.raises(InvalidInput, match=planned[2]):  # queries for a connector the edit drops
+        h.service.approve(TEAM, h.job_id, {"connectors": [kept], "queries": {planned[2]: ["x y"]}}, CALLER)
     edits = {
         "connectors": [kept, rewritten],
         "queries": {rewritten: ["sleep loss working memory"]},
@@ -198,6 +201,7 @@ def test_the_extraction_checkpoint_strikes_quotes_and_drops_sources_not_relevant
         h.service.approve(TEAM, h.job_id, {"strike": ["ev-nope"]}, CALLER)
     h.service.approve(TEAM, h.job_id, {"strike": [struck], "not_relevant": ["src-2"]}, CALLER)
     assert [e["source_id"] for e in h.output()["extractions"]] == ["src-1"]
+    assert (get_json(h.data, screening_key(TEAM, h.job_id)) or {})["selected"] == ["src-1"]
     assert h.job()["struck_evidence"] == [struck]
 
 
