@@ -99,7 +99,7 @@ def _new_query(
 ) -> dict[str, Any]:
     """A query the reviewer wrote: sent as they wrote it (no concept groups of ours)."""
     return PlannedQuery(
-        query_id=f"r{rank + 1}-{connector}",
+        query_id=f"h{rank + 1}-{connector}",  # h: a human's (r: refinement's, q: the plan's)
         connector=connector,
         query=text,
         upstream_query=render(connector, QueryWording(text, [], years[0], years[1], limit)),
