@@ -62,7 +62,9 @@ class CheckpointService:
         edits = parse_edits(context.phase, body)
         review = self._review(context, edits)
         detail = "; ".join(review.changes) or "approved unchanged"
-        token = self._record(context, "APPROVED", caller, edits.reason or detail, review.record)
+        if edits.reason:
+            detail += f" ({edits.reason})"
+        token = self._record(context, "APPROVED", caller, detail, review.record)
         tokens.succeed(token, review.state)  # the state the job goes on with (ResultPath "$")
         self._cleared(context)
         return {"job_id": job_id, "phase": context.phase, "decision": "approved", "changes": review.changes}
