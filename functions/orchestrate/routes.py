@@ -13,7 +13,7 @@ from functions.common.errors import InvalidInput
 from functions.orchestrate.checkpoints.edits import EDITS_BY_PHASE
 from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import CheckpointDecision
+from functions.orchestrate.models import CheckpointDecision, CheckpointView
 from functions.orchestrate.wiring import checkpoint_service, job_service
 from functions.research.request import ExecuteRequest
 
@@ -105,8 +105,8 @@ EDITS_REQUEST_BODY = {
 
 
 @router.get("/checkpoint/{job_id}", summary="The checkpoint a job waits at, with what a reviewer may edit")
-def checkpoint(job_id: str, service: Checkpoints, team: TeamId) -> dict[str, Any]:
-    return service.show(team, job_id)
+def checkpoint(job_id: str, service: Checkpoints, team: TeamId) -> CheckpointView:
+    return CheckpointView.model_validate(service.show(team, job_id))
 
 
 @router.post(

@@ -52,6 +52,7 @@ class Harness:
         self.service = CheckpointService(
             jobs=self.store, find_job=jobs.job, data=self.data, tokens=self.tokens
         )
+        self.jobs = jobs
 
     def wait(self, phase: str, state: dict[str, Any], **fields: Any) -> None:
         waiting = {"checkpoint_token": "token-1", "awaiting_checkpoint": True, "checkpoint_phase": phase}
@@ -99,6 +100,9 @@ def test_nothing_waiting_is_a_conflict_and_another_teams_job_is_unknown() -> Non
     with pytest.raises(Conflict):
         h.service.approve(TEAM, h.job_id, None, CALLER)
     h.wait("screening", {"job_id": h.job_id})
+    status = h.jobs.status(TEAM, h.job_id)
+    assert status["awaiting_checkpoint"] is True and status["checkpoint"]["phase"] == "screening"
+    assert "screening checkpoint" in status["current_phase"]["phase_description"]
     with pytest.raises(NotFound):
         h.service.show("team-other", h.job_id)
     with pytest.raises(NotFound):
