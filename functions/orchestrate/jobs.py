@@ -366,11 +366,12 @@ def status_body(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("failure_reason"):
         body["failure_reason"] = job["failure_reason"]
     if job.get("awaiting_checkpoint") and not status.terminal:
+        phase = job.get("checkpoint_phase") or "screening"
         body["awaiting_checkpoint"] = True
-        body["checkpoint"] = {
-            "phase": job.get("checkpoint_phase") or "screening",
-            "waiting_since": job.get("checkpoint_started_at"),
-        }
+        body["checkpoint"] = {"phase": phase, "waiting_since": job.get("checkpoint_started_at")}
+        body["current_phase"]["phase_description"] = (
+            f"Waiting for a person at the {phase} checkpoint (GET /api/agent/checkpoint/{job_id})"
+        )
     return body
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,6 +65,17 @@ PHASE_DESCRIPTIONS: dict[JobStatus, str] = {
     JobStatus.FAILED: "Research failed",
     JobStatus.REFUSED: "Evidence too thin: synthesis refused",
 }
+
+
+class CheckpointView(BaseModel):
+    """GET /api/agent/checkpoint/{job_id}: the phase that waits and what a person may edit there
+    (docs/checkpoints.md has each phase's payload)."""
+
+    job_id: str
+    phase: Literal["plan", "screening", "extraction", "synthesis"]
+    payload: dict[str, Any]
+    waiting_since: str | None
+    on_timeout: Literal["abort", "continue"]
 
 
 class CheckpointDecision(BaseModel):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from functions.common.errors import NotFound
@@ -28,13 +27,6 @@ if TYPE_CHECKING:
     from functions.research.synthesis import SynthesisResult
 
 logger = get_logger("orchestrate")
-
-# A checkpoint no longer waits: the next one starts a window of its own.
-CHECKPOINT_CLEARED: dict[str, Any] = {
-    "awaiting_checkpoint": False,
-    "checkpoint_token": None,
-    "checkpoint_started_at": None,
-}
 
 # What a unit the budget refused counts on the job record (as done, for progress), and its phase.
 _BUDGET_SKIPS: dict[str, tuple[dict[str, int], str]] = {
@@ -268,37 +260,6 @@ class JobProgress:
         selected_ids = [c.source_id for c in result.selected]
         self._trace(RETRIEVER, "rank", "sources_ranked", discovered=unique, passed=result.passed,
                     selected=selected_ids, rejected=result.rejection_counts, method=method)  # fmt: skip
-
-    # --- Checkpoint<Phase> -------------------------------------------------------------------------
-
-    def awaiting_checkpoint(
-        self, phase: str, task_token: str, state: dict[str, Any], started_at: datetime | None
-    ) -> None:
-        """Each re-armed checkpoint task brings a new token; the first also starts the window and stores
-        the state the job resumes from (and the reviewer's edits apply to)."""
-        fields: dict[str, Any] = {
-            "checkpoint_token": task_token,
-            "awaiting_checkpoint": True,
-            "checkpoint_phase": phase,
-        }
-        appended: dict[str, list[Any]] = {}
-        if started_at is not None:
-            fields["checkpoint_started_at"] = started_at.isoformat()
-            fields["checkpoint_state"] = state
-            appended["actions"] = [f"Awaiting human review of the {phase} checkpoint"]
-            appended["audit"] = [audit_event(self.job().status, "CHECKPOINT_WAITING", phase)]
-        self._update(set_fields=fields, append=appended)
-
-    def checkpoint_window_passed(self, phase: str, window_seconds: int) -> None:
-        """on_timeout `continue`: the job goes on unchanged, and the next checkpoint has a window of its own."""
-        detail = f"{phase}: no decision within {window_seconds} s; continuing unchanged"
-        self._update(
-            set_fields=CHECKPOINT_CLEARED,
-            append={
-                "audit": [audit_event(self.job().status, "CHECKPOINT_TIMED_OUT", detail)],
-                "decisions": [decision("HUMAN_CHECKPOINT", detail, "CONTINUED")],
-            },
-        )
 
     # --- Extract -----------------------------------------------------------------------------------
 

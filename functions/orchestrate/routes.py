@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import JSONResponse
 
 from functions.common.api import TeamId, client_identity
+from functions.common.errors import InvalidInput
+from functions.orchestrate.checkpoints.edits import EDITS_BY_PHASE
 from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import CheckpointDecision
+from functions.orchestrate.models import CheckpointDecision, CheckpointView
 from functions.orchestrate.wiring import checkpoint_service, job_service
 from functions.research.request import ExecuteRequest
 
@@ -73,18 +76,50 @@ EDITS_DESCRIPTION = (
 )
 
 
+async def edits_body(request: Request) -> dict[str, Any] | None:
+    """The approve body, read here (not by FastAPI): which model validates it depends on the phase."""
+    raw = await request.body()
+    if not raw.strip():
+        return None
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        raise InvalidInput("the body is not JSON") from None
+    if parsed is not None and not isinstance(parsed, dict):
+        raise InvalidInput("the body must be a JSON object of edits")
+    return parsed
+
+
+# The body's schema is the waiting phase's: one of these, which the service picks by the phase.
+EDITS_REQUEST_BODY = {
+    "requestBody": {
+        "required": False,
+        "description": EDITS_DESCRIPTION,
+        "content": {
+            "application/json": {
+                "schema": {"anyOf": [model.model_json_schema() for model in EDITS_BY_PHASE.values()]}
+            }
+        },
+    }
+}
+
+
 @router.get("/checkpoint/{job_id}", summary="The checkpoint a job waits at, with what a reviewer may edit")
-def checkpoint(job_id: str, service: Checkpoints, team: TeamId) -> dict[str, Any]:
-    return service.show(team, job_id)
+def checkpoint(job_id: str, service: Checkpoints, team: TeamId) -> CheckpointView:
+    return CheckpointView.model_validate(service.show(team, job_id))
 
 
-@router.post("/checkpoint/{job_id}/approve", summary="Approve the waiting checkpoint, with optional edits")
+@router.post(
+    "/checkpoint/{job_id}/approve",
+    summary="Approve the waiting checkpoint, with optional edits",
+    openapi_extra=EDITS_REQUEST_BODY,
+)
 def approve(
     job_id: str,
     request: Request,
     service: Checkpoints,
     team: TeamId,
-    body: Annotated[dict[str, Any] | None, Body(description=EDITS_DESCRIPTION)] = None,
+    body: Annotated[dict[str, Any] | None, Depends(edits_body)],
 ) -> dict[str, Any]:
     return service.approve(team, job_id, body, client_identity(request))
 

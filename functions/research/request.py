@@ -56,10 +56,6 @@ class ScopeParameters(_Strict):
     max_cost_usd: float | None = Field(default=None, ge=MIN_COST_USD, le=MAX_COST_USD, allow_inf_nan=False)
 
     @property
-    def checkpoint_phases(self) -> list[CheckpointPhase]:
-        return checkpoint_phases(self.human_checkpoints)
-
-    @property
     def target_sources(self) -> int:
         return SOURCES_BY_DEPTH[self.discovery_depth]
 

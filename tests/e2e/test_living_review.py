@@ -292,7 +292,7 @@ def test_api_jobs_call_back_on_completion_and_failure(client: TestClient) -> Non
             )
             assert decided.status_code == 200, decided.text
             assert _terminal(client, aborted, team)["status"] == "FAILED"
-            (failure,) = receiver.wait_for(1)
+            waiting, failure = receiver.wait_for(2)
             blocked_log = client.get(
                 "/api/webhooks/deliveries", params={"job_id": blocked}, headers=team
             ).json()
@@ -300,15 +300,20 @@ def test_api_jobs_call_back_on_completion_and_failure(client: TestClient) -> Non
                 "/api/webhooks/deliveries", params={"job_id": aborted}, headers=team
             ).json()
 
+    assert waiting.verified and waiting.headers[EVENT_HEADER.lower()] == "job.checkpoint_waiting"
+    assert waiting.json()["checkpoint"]["phase"] == "screening"
     assert failure.verified and failure.path == "/jobs"
     assert failure.headers[EVENT_HEADER.lower()] == "job.failed"
     body = failure.json()
     assert body["job"]["job_id"] == aborted and body["job"]["status"] == "FAILED"
     assert "off scope" in body["job"]["failure_reason"] and "changes_since_last_run" not in body
-    assert [a["outcome"] for a in aborted_log["deliveries"][0]["attempts"]] == ["delivered"]
+    assert {d["event"]: [a["outcome"] for a in d["attempts"]] for d in aborted_log["deliveries"]} == {
+        "job.checkpoint_waiting": ["delivered"],
+        "job.failed": ["delivered"],
+    }
 
     (delivery,) = blocked_log["deliveries"]
     assert delivery["outcome"] == "blocked" and delivery["event"] == "job.completed"
     (attempt,) = delivery["attempts"]
     assert attempt["status_code"] is None and "private or reserved address" in attempt["error"]
-    assert len(receiver.received) == 1  # only the failure: the blocked callback was never sent
+    assert len(receiver.received) == 2  # the aborted job's: the blocked callback was never sent

@@ -43,6 +43,9 @@ def review_plan(
     pending = [dict(query) for query in search.get("pending") or []]
     planned = list(dict.fromkeys(str(query["connector"]) for query in pending))
     connectors = list(dict.fromkeys(edits.connectors or planned + list(edits.queries or {})))
+    unknown_ids(
+        "connectors in queries (not among the connectors)", list(edits.queries or {}), set(connectors)
+    )
     review = Review(state)
     plan = context.job.plan
     years = _years(context, edits, review)
@@ -96,7 +99,7 @@ def _new_query(
 ) -> dict[str, Any]:
     """A query the reviewer wrote: sent as they wrote it (no concept groups of ours)."""
     return PlannedQuery(
-        query_id=f"r{rank + 1}-{connector}",
+        query_id=f"h{rank + 1}-{connector}",  # h: a human's (r: refinement's, q: the plan's)
         connector=connector,
         query=text,
         upstream_query=render(connector, QueryWording(text, [], years[0], years[1], limit)),
@@ -156,15 +159,26 @@ def review_screening(context: CheckpointContext, edits: ScreeningEdits) -> Revie
     ]
     state["screen"] = screen
     review = Review(state, record={"extract_total": len(selection)})
+    _store_selection(context, screening, selection, added)
     if added:
-        screening = {**screening, "candidates": [*screening["candidates"], *(c.to_dict() for c in added)]}
-        put_json(context.data, str(context.job.screening_key), screening)
         review.changes.append(f"added {', '.join(edits.add)}")
     if excluded:
         review.changes.append(f"excluded {', '.join(edits.exclude)}")
     if edits.max_sources is not None:
         review.changes.append(f"extracting {len(selection)} sources")
     return review
+
+
+def _store_selection(
+    context: CheckpointContext, screening: dict[str, Any], selection: list[str], added: list[Candidate]
+) -> None:
+    """The screening as Synthesize and Finalize read it: the reviewer's selection, added papers included."""
+    candidates = [*screening["candidates"], *(c.to_dict() for c in added)]
+    put_json(
+        context.data,
+        str(context.job.screening_key),
+        {**screening, "candidates": candidates, "selected": selection},
+    )
 
 
 # --- extraction and synthesis ----------------------------------------------------------------------------
@@ -179,6 +193,10 @@ def review_extraction(context: CheckpointContext, edits: ExtractionEdits) -> Rev
         item for item in state.get("extractions") or [] if item.get("source_id") not in dropped
     ]
     review = Review(state)
+    if dropped:
+        screening, _ = context.candidates()
+        selection = [source_id for source_id in screening.get("selected", []) if source_id not in dropped]
+        _store_selection(context, screening, selection, [])
     _strike(context, review, edits.strike)
     if dropped:
         review.changes.append(f"not relevant: {', '.join(edits.not_relevant)}")

@@ -30,9 +30,9 @@ from functions.orchestrate.checkpoints.views import (
     screening_view,
     synthesis_view,
 )
+from functions.orchestrate.checkpoints.waiting import CHECKPOINT_CLEARED
 from functions.orchestrate.contracts import JobRecord
 from functions.orchestrate.models import JobStatus, audit_event, decision
-from functions.orchestrate.progress import CHECKPOINT_CLEARED
 from functions.orchestrate.store import JobStore, TaskTokens
 from functions.research.planning import CONNECTORS, Renderer, connector_syntax
 from functions.research.request import CheckpointPhase
@@ -62,7 +62,9 @@ class CheckpointService:
         edits = parse_edits(context.phase, body)
         review = self._review(context, edits)
         detail = "; ".join(review.changes) or "approved unchanged"
-        token = self._record(context, "APPROVED", caller, edits.reason or detail, review.record)
+        if edits.reason:
+            detail += f" ({edits.reason})"
+        token = self._record(context, "APPROVED", caller, detail, review.record)
         tokens.succeed(token, review.state)  # the state the job goes on with (ResultPath "$")
         self._cleared(context)
         return {"job_id": job_id, "phase": context.phase, "decision": "approved", "changes": review.changes}

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from functions.common.errors import DomainError
 from functions.common.observability import get_logger
+from functions.orchestrate.checkpoints.waiting import CheckpointWait
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import CheckpointInput, CheckpointOutput
 from functions.orchestrate.steps.adapter import step_handler
@@ -41,17 +42,16 @@ class Checkpoint(JobStep):
     def __call__(self, request: CheckpointInput) -> CheckpointOutput:
         progress = self.progress(request.team, request.job_id)
         job = progress.job()
+        wait = CheckpointWait(self.jobs, job)
         started = job.checkpoint_started_at
         now = datetime.now(UTC)
         window = self.settings.checkpoint_window_seconds
         if started and (now - datetime.fromisoformat(started)).total_seconds() > window:
             if job.scope_parameters.get("on_timeout") == "continue":
-                progress.checkpoint_window_passed(request.phase, window)
+                wait.window_passed(request.phase, window)
                 raise CheckpointWindowPassed(f"no approve/abort within {window} s; continuing unchanged")
             raise CheckpointExpired(f"no approve/abort within {window} s")
-        progress.awaiting_checkpoint(
-            request.phase, request.task_token, request.resumable_state, None if started else now
-        )
+        wait.armed(request.phase, request.task_token, request.resumable_state, None if started else now)
         if not started and job.callback_url:
             self._announce(progress.team_id, progress.job().as_dict(), request.phase, now.isoformat())
         return CheckpointOutput(job_id=request.job_id)

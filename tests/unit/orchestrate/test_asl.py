@@ -98,7 +98,7 @@ def test_each_checkpoint_is_a_rearmed_task_token_wait_the_caller_opts_into(
     # the approval's output (the state with the reviewer's edits) replaces the state
     assert task["ResultPath"] == "$" and task["Next"] == then
     catches = {tuple(c["ErrorEquals"]): c["Next"] for c in task["Catch"]}
-    assert catches[("States.Timeout",)] == name  # re-armed
+    assert catches[("States.Timeout",)] == after  # re-armed: the Choice leads back to the checkpoint
     assert catches[("CheckpointWindowPassed",)] == continues_to  # on_timeout: continue
     assert {"Variable": f"$.checkpoints.{phase}", "BooleanEquals": True, "Next": name} in states[after][
         "Choices"
@@ -106,14 +106,14 @@ def test_each_checkpoint_is_a_rearmed_task_token_wait_the_caller_opts_into(
 
 
 def test_an_execution_starts_with_plan_or_resumes_at_the_checkpoint_its_input_names() -> None:
-    resume = DEFINITION["States"][DEFINITION["StartAt"]]
+    states = DEFINITION["States"]
+    resume = states[DEFINITION["StartAt"]]
     assert resume["Type"] == "Choice" and resume["Default"] == "Plan"
-    targets = {
-        choice["And"][1]["StringEquals"]: choice["Next"]
-        for choice in resume["Choices"]
-        if choice["And"][0] == {"Variable": "$.resume_checkpoint", "IsPresent": True}
-    }
-    assert targets == CHECKPOINTS
+    assert resume["Choices"] == [{"Variable": "$.resume_checkpoint", "IsPresent": True, "Next": "ResumeAt"}]
+    resume_at = states["ResumeAt"]
+    assert resume_at["Default"] == "Plan"
+    assert {c["StringEquals"]: c["Next"] for c in resume_at["Choices"]} == CHECKPOINTS
+    assert {c["Variable"] for c in resume_at["Choices"]} == {"$.resume_checkpoint"}
 
 
 def test_a_reviewer_may_send_the_synthesis_back() -> None:

@@ -6,14 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from functions.common.errors import Conflict, InvalidInput, NotFound
 from functions.common.models import EvidenceQuote, ExtractedPaper, Paper
 from functions.common.storage import InMemoryBlobStore, get_json, put_json
 from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.config import WorkflowSettings
+from functions.orchestrate.contracts import CheckpointInput, CheckpointPhases
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.payloads import extracted_key, screening_key, synthesis_key
+from functions.orchestrate.steps.checkpoint import Checkpoint, CheckpointExpired, CheckpointWindowPassed
 from functions.research.request import ExecuteRequest
 from functions.research.screening import Candidate
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
@@ -49,6 +52,7 @@ class Harness:
         self.service = CheckpointService(
             jobs=self.store, find_job=jobs.job, data=self.data, tokens=self.tokens
         )
+        self.jobs = jobs
 
     def wait(self, phase: str, state: dict[str, Any], **fields: Any) -> None:
         waiting = {"checkpoint_token": "token-1", "awaiting_checkpoint": True, "checkpoint_phase": phase}
@@ -96,6 +100,9 @@ def test_nothing_waiting_is_a_conflict_and_another_teams_job_is_unknown() -> Non
     with pytest.raises(Conflict):
         h.service.approve(TEAM, h.job_id, None, CALLER)
     h.wait("screening", {"job_id": h.job_id})
+    status = h.jobs.status(TEAM, h.job_id)
+    assert status["awaiting_checkpoint"] is True and status["checkpoint"]["phase"] == "screening"
+    assert "screening checkpoint" in status["current_phase"]["phase_description"]
     with pytest.raises(NotFound):
         h.service.show("team-other", h.job_id)
     with pytest.raises(NotFound):
@@ -129,6 +136,7 @@ def test_the_screening_checkpoint_shows_ranked_candidates_and_applies_exclusions
     assert [s["source_id"] for s in selected][1:] == ["src-2", "src-3"]  # excluded out, next best in
     stored = get_json(h.data, screening_key(TEAM, h.job_id)) or {}
     assert selected[0]["source_id"] in {c["source_id"] for c in stored["candidates"]}  # citable later
+    assert stored["selected"] == [s["source_id"] for s in selected]  # what Finalize reports
     job = h.job()
     assert job["awaiting_checkpoint"] is False and job["checkpoint_token"] is None
     entry = job["audit"][-1]
@@ -150,6 +158,8 @@ def test_the_plan_checkpoint_drops_connectors_rewrites_queries_and_the_window() 
     with pytest.raises(InvalidInput, match="nosuchdb"):
         h.service.approve(TEAM, h.job_id, {"connectors": ["nosuchdb"]}, CALLER)
     kept, rewritten = planned[0], planned[1]
+    with pytest.raises(InvalidInput, match=planned[2]):  # queries for a connector the edit drops
+        h.service.approve(TEAM, h.job_id, {"connectors": [kept], "queries": {planned[2]: ["x y"]}}, CALLER)
     edits = {
         "connectors": [kept, rewritten],
         "queries": {rewritten: ["sleep loss working memory"]},
@@ -198,6 +208,7 @@ def test_the_extraction_checkpoint_strikes_quotes_and_drops_sources_not_relevant
         h.service.approve(TEAM, h.job_id, {"strike": ["ev-nope"]}, CALLER)
     h.service.approve(TEAM, h.job_id, {"strike": [struck], "not_relevant": ["src-2"]}, CALLER)
     assert [e["source_id"] for e in h.output()["extractions"]] == ["src-1"]
+    assert (get_json(h.data, screening_key(TEAM, h.job_id)) or {})["selected"] == ["src-1"]
     assert h.job()["struck_evidence"] == [struck]
 
 
@@ -232,3 +243,40 @@ def test_approving_a_synthesis_unchanged_delivers_it_and_an_abort_fails_the_task
     assert h.service.abort(TEAM, h.job_id, "wrong scope", CALLER)["decision"] == "aborted"
     assert h.tokens.calls[-1] == ("fail", "token-1", ("CheckpointAborted", "wrong scope"))
     assert h.job()["decisions"][-1]["by"]["caller"] == CALLER
+
+
+def test_human_checkpoints_take_true_or_a_list_of_phases() -> None:
+    assert CheckpointPhases.requested(True) == CheckpointPhases(screening=True)
+    assert CheckpointPhases.requested(False) == CheckpointPhases()
+    assert CheckpointPhases.requested(["synthesis", "plan"]) == CheckpointPhases(plan=True, synthesis=True)
+    with pytest.raises(ValidationError, match="human_checkpoints"):
+        ExecuteRequest.model_validate(
+            {
+                "research_goal": "How does sleep affect memory?",
+                "scope_parameters": {"human_checkpoints": ["review"]},
+            }
+        )
+    with pytest.raises(ValidationError, match="on_timeout"):
+        ExecuteRequest.model_validate(
+            {"research_goal": "How does sleep affect memory?", "scope_parameters": {"on_timeout": "later"}}
+        )
+
+
+@pytest.mark.parametrize("on_timeout", ["abort", "continue"])
+def test_a_checkpoint_rearmed_after_its_window_aborts_or_continues(on_timeout: str) -> None:
+    h = Harness()
+    h.store.update(TEAM, h.job_id, set_fields={"scope_parameters": {"on_timeout": on_timeout}})
+    step = Checkpoint(jobs=h.store, settings=WorkflowSettings(checkpoint_window_seconds=60))
+    request = CheckpointInput(job_id=h.job_id, team_id=TEAM, task_token="t-1", phase="plan", state={"a": 1})
+    step(request)
+    job = h.job()
+    assert job["checkpoint_state"] == {"a": 1} and job["checkpoint_phase"] == "plan"
+    step(request.model_copy(update={"task_token": "t-2"}))  # re-armed within the window: still waiting
+    assert h.job()["checkpoint_token"] == "t-2"
+    h.store.update(TEAM, h.job_id, set_fields={"checkpoint_started_at": "2020-01-01T00:00:00+00:00"})
+    expected = CheckpointWindowPassed if on_timeout == "continue" else CheckpointExpired
+    with pytest.raises(expected):
+        step(request.model_copy(update={"task_token": "t-3"}))
+    if on_timeout == "continue":
+        assert h.job()["awaiting_checkpoint"] is False
+        assert h.job()["decisions"][-1]["action_taken"] == "CONTINUED"
