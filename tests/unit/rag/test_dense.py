@@ -10,7 +10,7 @@ import pytest
 from functions.common.minilm import MiniLmEmbedder, WordPieceTokenizer, read_safetensors
 from functions.common.storage import InMemoryBlobStore, get_json, put_json
 from functions.rag.embedding import fuse_scores
-from functions.rag.index import QueryEncoding, build_index, load_knowledge_base, write_index
+from functions.rag.index import QUERY_MAX_TOKENS, QueryEncoding, build_index, load_knowledge_base, write_index
 from functions.rag.query_encoder import StaticQueryEncoder
 from tests.unit.rag.serving import serving
 from tests.unit.rag.tiny_bert import VOCAB, reference_embedding, write_tiny_bert
@@ -114,6 +114,22 @@ def test_a_query_encoder_the_index_lacks_falls_back_to_the_other(
 
     knowledge_base = load_knowledge_base(store, query_encoder=requested)
     assert isinstance(knowledge_base.embedder, served) and knowledge_base.retrieval == "hybrid"
+
+
+def test_the_minilm_query_pass_reads_a_bounded_number_of_tokens(embedder: MiniLmEmbedder) -> None:
+    store = InMemoryBlobStore()
+    built = build_index(tiny_book(), embedder=embedder)
+    write_index(store, built)
+    config_key = f"kb/{built.book_id}/{built.version}/embedder/config.json"
+    config = get_json(store, config_key)
+    assert config is not None
+    put_json(store, config_key, {**config, "max_length": 512})  # a model that reads long texts
+
+    knowledge_base = load_knowledge_base(store)
+    assert isinstance(knowledge_base.embedder, MiniLmEmbedder)
+    assert knowledge_base.embedder.max_length == QUERY_MAX_TOKENS
+    long_query = "belief state update for the inventory control policy " * 40  # ~320 tokens
+    assert knowledge_base.search(long_query, 5).results
 
 
 def test_the_forward_pass_matches_a_plain_bert_layer_by_layer(embedder: MiniLmEmbedder) -> None:
