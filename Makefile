@@ -9,7 +9,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test lint typecheck node-tools console chromium synth deploy deploy-local bench bench-load bench-answer bench-workflow bench-search bench-rag bench-quality bench-concurrency bench-cold-start bench-answer-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid embedding-model llm-model clean
+.PHONY: install run test lint typecheck node-tools console chromium synth deploy deploy-local bench bench-load bench-answer bench-workflow bench-search bench-rag bench-quality bench-concurrency bench-cold-start bench-answer-quality calibrate-relevance ingest-textbook ingest-textbook-hybrid ingest-textbook-lexical embedding-model llm-model clean
 
 RAG_INDEX ?= .rag-index
 # `make run` keeps its data (documents, jobs, schedules, teams, traces...) here across restarts;
@@ -58,23 +58,28 @@ $(SMOLLM2_GGUF): | $(UV)
 
 llm-model: $(SMOLLM2_GGUF)
 
-run: install console $(RAG_INDEX)/kb/LATEST
-	PORT=$(PORT) LOCAL_STATE_DIR=$(LOCAL_STATE_DIR) $(PY) -m functions.local_runtime --port $(PORT)
+# One BLAS thread: the knowledge base's MiniLM query pass is many small products, which extra BLAS
+# threads only make contend for the cores (docs/rag.md).
+OPENBLAS_NUM_THREADS ?= 1
 
-# The knowledge base serves the textbook in $(TEXTBOOK) when it is there (first `make run` ingests it,
-# about 5 s); without it the knowledge-base routes answer 503 until `make ingest-textbook TEXTBOOK=...`.
+run: install console $(RAG_INDEX)/kb/LATEST
+	PORT=$(PORT) LOCAL_STATE_DIR=$(LOCAL_STATE_DIR) OPENBLAS_NUM_THREADS=$(OPENBLAS_NUM_THREADS) $(PY) -m functions.local_runtime --port $(PORT)
+
+# The knowledge base serves the textbook in $(TEXTBOOK) when it is there (first `make run` ingests it
+# with its MiniLM embeddings, 1.5-3 min on 2 cores); without it the knowledge-base routes answer 503 until `make ingest-textbook TEXTBOOK=...`.
 $(RAG_INDEX)/kb/LATEST:
 	@if ls $(TEXTBOOK)/*.pdf >/dev/null 2>&1; then $(MAKE) --no-print-directory ingest-textbook; \
 	else echo "no textbook PDFs in $(TEXTBOOK): knowledge base left empty"; fi
 
-ingest-textbook: install
+# Hybrid: the book embedded with MiniLM (which `make install` fetches), whose weights the index keeps
+# to embed each query; `make ingest-textbook-lexical` for BM25 only.
+ingest-textbook ingest-textbook-hybrid: install
+	OPENBLAS_NUM_THREADS=$(OPENBLAS_NUM_THREADS) $(PY) -m functions.rag.ingest --index-dir $(RAG_INDEX) --embedding-model $(MINILM_DIR) $(TEXTBOOK)/*.pdf
+
+ingest-textbook-lexical: install
 	$(PY) -m functions.rag.ingest --index-dir $(RAG_INDEX) $(TEXTBOOK)/*.pdf
 
 embedding-model: $(MINILM_DIR)/model.safetensors
-
-# Optional dense retrieval for the knowledge base (lexical is the measured default).
-ingest-textbook-hybrid: install
-	$(PY) -m functions.rag.ingest --index-dir $(RAG_INDEX) --embedding-model $(MINILM_DIR) $(TEXTBOOK)/*.pdf
 
 # lint-imports: the layering's contracts in pyproject.toml ([tool.importlinter]); reads sources only, no network.
 lint: install

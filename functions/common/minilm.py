@@ -162,21 +162,88 @@ class WordPieceTokenizer:
 # --- model ---------------------------------------------------------------------------------------------
 
 
-def _erf(x: Array) -> Array:
-    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf and scipy is not a dependency.
-    sign = np.sign(x)
+def _gelu_in_place(x: Array) -> Array:
+    """x·Φ(x) with erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf and scipy is
+    not a dependency. Written in place, a few temporaries per call: it runs on every layer of a query."""
     a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    result: Array = (sign * (1.0 - poly * np.exp(-a * a))).astype(np.float32)
-    return result
+    a *= np.float32(1 / np.sqrt(2.0))
+    t = a * np.float32(0.3275911)
+    t += 1.0
+    np.reciprocal(t, out=t)
+    tail = t * np.float32(1.061405429)  # 1 - erf(|x|/√2) = poly(t)·exp(-x²/2)
+    for coefficient in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        tail += np.float32(coefficient)
+        tail *= t
+    np.square(a, out=a)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    tail *= a
+    tail *= 0.5  # Φ(-|x|)
+    # Φ(x) = 1 - Φ(-|x|) for x ≥ 0, Φ(-|x|) for x < 0
+    phi = np.where(x >= 0, np.float32(1.0) - tail, tail)
+    x *= phi
+    return x
 
 
-def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
-    mean = x.mean(axis=-1, keepdims=True)
-    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    result: Array = ((x - mean) / np.sqrt(variance + eps) * weight + bias).astype(np.float32)
-    return result
+def _layer_norm_in_place(x: Array, weight: Array, bias: Array, eps: float) -> Array:
+    x -= x.mean(axis=-1, keepdims=True)
+    variance = np.einsum("ij,ij->i", x, x)[:, None]
+    variance /= x.shape[-1]
+    variance += eps
+    x /= np.sqrt(variance)
+    x *= weight
+    x += bias
+    return x
+
+
+@dataclass(frozen=True)
+class _EncoderLayer:
+    """One encoder layer's weights as the forward pass uses them: linear kernels contiguous in their stored
+    (out, in) layout, multiplied as `x @ kernel.T` (BLAS reads them transposed: on a query's few rows
+    that is ~1.8x faster than a contiguous (in, out) copy), query, key and value fused into one kernel
+    (the query's rows pre-divided by √head_size)."""
+
+    qkv: Array
+    qkv_bias: Array
+    attention_out: Array
+    attention_out_bias: Array
+    attention_norm: tuple[Array, Array]
+    intermediate: Array
+    intermediate_bias: Array
+    output: Array
+    output_bias: Array
+    output_norm: tuple[Array, Array]
+
+    @classmethod
+    def from_weights(cls, weights: dict[str, Array], prefix: str, head_size: int) -> _EncoderLayer:
+        def kernel(name: str) -> Array:
+            return np.ascontiguousarray(weights[f"{prefix}{name}.weight"], dtype=np.float32)
+
+        def bias(name: str) -> Array:
+            return np.asarray(weights[f"{prefix}{name}.bias"], dtype=np.float32)
+
+        def norm(name: str) -> tuple[Array, Array]:
+            return np.asarray(weights[f"{prefix}{name}.weight"], dtype=np.float32), bias(name)
+
+        scale = np.float32(1 / np.sqrt(head_size))
+        projections = ("attention.self.query", "attention.self.key", "attention.self.value")
+        qkv = np.concatenate([kernel(name) for name in projections])
+        qkv_bias = np.concatenate([bias(name) for name in projections])
+        hidden = qkv.shape[1]
+        qkv[:hidden] *= scale
+        qkv_bias[:hidden] *= scale
+        return cls(
+            qkv=np.ascontiguousarray(qkv),
+            qkv_bias=qkv_bias,
+            attention_out=kernel("attention.output.dense"),
+            attention_out_bias=bias("attention.output.dense"),
+            attention_norm=norm("attention.output.LayerNorm"),
+            intermediate=kernel("intermediate.dense"),
+            intermediate_bias=bias("intermediate.dense"),
+            output=kernel("output.dense"),
+            output_bias=bias("output.dense"),
+            output_norm=norm("output.LayerNorm"),
+        )
 
 
 @dataclass(frozen=True)
@@ -209,12 +276,11 @@ class MiniLmEmbedder:
     ) -> None:
         self.config = config
         self.weights = {key.removeprefix("bert."): value for key, value in tensors.items()}
-        # Linear layers as contiguous (in, out) matrices: a 2-D BLAS product per layer, no strided views.
-        self._kernels = {
-            key.removesuffix(".weight"): np.ascontiguousarray(value.T)
-            for key, value in self.weights.items()
-            if key.startswith("encoder.") and key.endswith(".weight") and value.ndim == 2
-        }
+        head_size = config.hidden_size // config.num_attention_heads
+        self._layers = [
+            _EncoderLayer.from_weights(self.weights, f"encoder.layer.{layer}.", head_size)
+            for layer in range(config.num_hidden_layers)
+        ]
         self.tokenizer = WordPieceTokenizer(vocabulary)
         self.name = name
         self.max_length = max_length
@@ -277,59 +343,57 @@ class MiniLmEmbedder:
             out[chosen] = self._forward([encoded[index] for index in chosen])
         return out
 
-    def _linear(self, x: Array, name: str) -> Array:
-        flat = x.reshape(-1, x.shape[-1]) @ self._kernels[name] + self.weights[name + ".bias"]
-        return flat.reshape(*x.shape[:-1], -1).astype(np.float32)
-
     def _forward(self, batch: list[list[int]]) -> Array:
         w = self.weights
-        cfg = self.config
         length = max(len(ids) for ids in batch)
         ids = np.full((len(batch), length), self.tokenizer.pad, dtype=np.int64)
         mask = np.zeros((len(batch), length), dtype=np.float32)
         for row, sequence in enumerate(batch):
             ids[row, : len(sequence)] = sequence
             mask[row, : len(sequence)] = 1.0
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:length]
-            + w["embeddings.token_type_embeddings.weight"][0]
+        x = w["embeddings.word_embeddings.weight"][ids]
+        x += w["embeddings.position_embeddings.weight"][:length]
+        x += w["embeddings.token_type_embeddings.weight"][0]
+        # Token rows flattened to one matrix: every linear layer is a single 2-D BLAS product.
+        x = _layer_norm_in_place(
+            x.reshape(-1, self.config.hidden_size),
+            w["embeddings.LayerNorm.weight"],
+            w["embeddings.LayerNorm.bias"],
+            self.config.layer_norm_eps,
         )
-        x = _layer_norm(
-            x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], cfg.layer_norm_eps
-        )
-        heads = cfg.num_attention_heads
-        head_size = cfg.hidden_size // heads
-        attention_bias = ((1.0 - mask) * -1e9)[:, None, None, :]
-        for layer in range(cfg.num_hidden_layers):
-            prefix = f"encoder.layer.{layer}."
-
-            def split(t: Array) -> Array:
-                return t.reshape(len(batch), length, heads, head_size).transpose(0, 2, 1, 3)
-
-            q = split(self._linear(x, prefix + "attention.self.query"))
-            k = split(self._linear(x, prefix + "attention.self.key"))
-            v = split(self._linear(x, prefix + "attention.self.value"))
-            scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(head_size)) + attention_bias
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            probs = scores / scores.sum(axis=-1, keepdims=True)
-            context = (probs @ v).transpose(0, 2, 1, 3).reshape(len(batch), length, cfg.hidden_size)
-            attended = self._linear(context, prefix + "attention.output.dense")
-            x = _layer_norm(
-                x + attended,
-                w[prefix + "attention.output.LayerNorm.weight"],
-                w[prefix + "attention.output.LayerNorm.bias"],
-                cfg.layer_norm_eps,
-            )
-            hidden = self._linear(x, prefix + "intermediate.dense")
-            hidden = (0.5 * hidden * (1.0 + _erf(hidden / np.float32(np.sqrt(2.0))))).astype(np.float32)
-            x = _layer_norm(
-                x + self._linear(hidden, prefix + "output.dense"),
-                w[prefix + "output.LayerNorm.weight"],
-                w[prefix + "output.LayerNorm.bias"],
-                cfg.layer_norm_eps,
-            )
-        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        embeddings: Array = (pooled / norms).astype(np.float32)
+        # Keys that are padding get no attention; a batch without padding (one query) skips the mask.
+        padding = None if mask.all() else ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
+        for layer in self._layers:
+            x = self._encoder_layer(layer, x, len(batch), padding)
+        pooled = (x.reshape(len(batch), length, -1) * mask[:, :, None]).sum(axis=1)
+        pooled /= np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        embeddings: Array = pooled.astype(np.float32, copy=False)
         return embeddings
+
+    def _encoder_layer(self, layer: _EncoderLayer, x: Array, rows: int, padding: Array | None) -> Array:
+        """Post-LN self-attention and GELU feed-forward over (rows·length, hidden) token vectors."""
+        eps = self.config.layer_norm_eps
+        heads = self.config.num_attention_heads
+        hidden_size = self.config.hidden_size
+        length = x.shape[0] // rows
+        qkv = x @ layer.qkv.T
+        qkv += layer.qkv_bias
+        query, key, value = qkv.reshape(rows, length, 3, heads, -1).transpose(2, 0, 3, 1, 4)
+        scores = query @ key.transpose(0, 1, 3, 2)
+        if padding is not None:
+            scores += padding
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        context = (scores @ value).transpose(0, 2, 1, 3).reshape(-1, hidden_size)
+        attended = context @ layer.attention_out.T
+        attended += layer.attention_out_bias
+        attended += x
+        x = _layer_norm_in_place(attended, *layer.attention_norm, eps)
+        intermediate = x @ layer.intermediate.T
+        intermediate += layer.intermediate_bias
+        out = _gelu_in_place(intermediate) @ layer.output.T
+        out += layer.output_bias
+        out += x
+        return _layer_norm_in_place(out, *layer.output_norm, eps)

@@ -20,9 +20,10 @@ class RagSettings(BaseSettings):
     source_prefix: str = "kb-source/"
     # Serve an index built with embeddings as hybrid (BM25 + dense); false serves it lexical-only.
     dense: bool = True
-    # How a hybrid index embeds the queries: "static" (the index's static query encoder, under a
-    # millisecond) or "minilm" (the full MiniLM pass stored with the index, ~10-25 ms per query).
-    query_encoder: Literal["static", "minilm"] = "static"
+    # How a hybrid index embeds the queries: "minilm" (the full MiniLM pass stored with the index, a
+    # few ms per query; the static encoder when the index has no model) or "static" (the index's static
+    # query encoder, under a millisecond; MiniLM when the index has no static encoder).
+    query_encoder: Literal["static", "minilm"] = "minilm"
     # A sentence-transformers model directory (model.safetensors, config.json, vocab.txt) that the
     # ingest uses to embed the book; unset ingests lexical-only.
     embedding_model_dir: str | None = None

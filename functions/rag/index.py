@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 # How a hybrid index embeds queries: the static encoder stored with it, or the full MiniLM pass.
 QueryEncoding = Literal["static", "minilm"]
+# The MiniLM pass reads a query's first 64 tokens (questions run 10-35; BM25 still reads all of it): a
+# 1,000-character query would otherwise cost ~60 ms of CPU, five times a question's.
+QUERY_MAX_TOKENS = 64
 # Bump when parsing or graph rules change: it is part of the version, so a new parser re-indexes.
 PARSER_VERSION = "rag-parser-5"
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -305,11 +308,11 @@ def load_knowledge_base(
     book_id: str | None = None,
     embedder: Embedder | None = None,
     dense: bool = True,
-    query_encoder: QueryEncoding = "static",
+    query_encoder: QueryEncoding = "minilm",
 ) -> KnowledgeBase:
-    """The index the pointer names. With `dense`, an index built with an embedder is served hybrid: its
-    static query encoder embeds the queries when it has one and `query_encoder` is "static"; else the
-    embedder stored with it (or the given one, when its name matches)."""
+    """The index the pointer names. With `dense`, an index built with an embedder is served hybrid,
+    the queries embedded by the `query_encoder` kind when the index has it, else by the other one
+    (MiniLM: the embedder stored with the index, or the given one when its name matches)."""
     pointer = get_json(store, pointer_key(book_id))
     if not pointer:
         raise IndexNotFound(f"no knowledge-base index at {pointer_key(book_id)}")
@@ -353,21 +356,41 @@ def _dense_parts(
     embedder: Embedder | None,
     query_encoder: QueryEncoding,
 ) -> tuple[np.ndarray[Any, np.dtype[np.float32]] | None, Embedder | None]:
-    """The stored vectors and the model that embeds the queries (None, None: no model to serve them)."""
-    query_embedder: Embedder | None = None
-    if query_encoder == "static" and manifest.get("query_encoder_files"):
-        files = _files(store, f"{prefix}/query_encoder", manifest["query_encoder_files"])
-        query_embedder = StaticQueryEncoder.from_artifacts(files)
-    elif embedder is not None and embedder.name == manifest["embedder"]:
-        query_embedder = embedder
-    elif manifest.get("embedder_files"):
-        files = _files(store, f"{prefix}/embedder", manifest["embedder_files"])
-        query_embedder = MiniLmEmbedder.from_artifacts(files)
+    """The stored vectors and the model that embeds the queries (None, None: no model to serve them).
+    "minilm" takes the full model (the given one when its name matches, else the one stored with the
+    index) and falls back to the static encoder when the index has no model; "static" the reverse."""
+    query_embedder = (
+        _minilm_query_embedder(store, prefix, manifest, embedder)
+        or _static_query_encoder(store, prefix, manifest)
+        if query_encoder == "minilm"
+        else _static_query_encoder(store, prefix, manifest)
+        or _minilm_query_embedder(store, prefix, manifest, embedder)
+    )
     # The vectors are of no use without a model to embed the queries with.
     raw = store.get_bytes(f"{prefix}/embeddings.npy") if query_embedder is not None else None
     if raw is None:
         return None, query_embedder
     return np.load(io.BytesIO(raw), allow_pickle=False), query_embedder
+
+
+def _static_query_encoder(store: BlobStore, prefix: str, manifest: dict[str, Any]) -> Embedder | None:
+    if manifest.get("query_encoder_files"):
+        return StaticQueryEncoder.from_artifacts(
+            _files(store, f"{prefix}/query_encoder", manifest["query_encoder_files"])
+        )
+    return None
+
+
+def _minilm_query_embedder(
+    store: BlobStore, prefix: str, manifest: dict[str, Any], embedder: Embedder | None
+) -> Embedder | None:
+    if embedder is not None and embedder.name == manifest["embedder"]:
+        return embedder
+    if manifest.get("embedder_files"):
+        model = MiniLmEmbedder.from_artifacts(_files(store, f"{prefix}/embedder", manifest["embedder_files"]))
+        model.max_length = min(model.max_length, QUERY_MAX_TOKENS)
+        return model
+    return None
 
 
 def _embedder_artifacts(embedder: Embedder | None) -> dict[str, bytes]:

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from functions.common.minilm import MiniLmEmbedder, WordPieceTokenizer, read_safetensors
-from functions.common.storage import InMemoryBlobStore
+from functions.common.storage import InMemoryBlobStore, get_json, put_json
 from functions.rag.embedding import fuse_scores
-from functions.rag.index import build_index, load_knowledge_base, write_index
+from functions.rag.index import QUERY_MAX_TOKENS, QueryEncoding, build_index, load_knowledge_base, write_index
 from functions.rag.query_encoder import StaticQueryEncoder
 from tests.unit.rag.serving import serving
-from tests.unit.rag.tiny_bert import VOCAB, write_tiny_bert
+from tests.unit.rag.tiny_bert import VOCAB, reference_embedding, write_tiny_bert
 from tests.unit.rag.tiny_book import tiny_book
 
 
@@ -77,11 +77,11 @@ def test_an_index_built_with_embeddings_is_served_hybrid(embedder: MiniLmEmbedde
     assert built.version != build_index(tiny_book()).version  # the model is part of the version
 
     assert store.exists(prefix + "query_encoder/query_encoder.npz")
-    # The queries are embedded by the static encoder stored with the index, not by a transformer pass.
+    # By default the queries are embedded by the model stored with the index.
     hybrid = load_knowledge_base(store)
-    assert isinstance(hybrid.embedder, StaticQueryEncoder) and hybrid.embedder.name == "static:tiny-bert"
-    full = load_knowledge_base(store, query_encoder="minilm")  # the model stored with the index
-    assert isinstance(full.embedder, MiniLmEmbedder) and full.embedder.name == "tiny-bert"
+    assert isinstance(hybrid.embedder, MiniLmEmbedder) and hybrid.embedder.name == "tiny-bert"
+    static = load_knowledge_base(store, query_encoder="static")  # no transformer pass per query
+    assert isinstance(static.embedder, StaticQueryEncoder) and static.embedder.name == "static:tiny-bert"
     lexical = load_knowledge_base(store, dense=False)
     assert lexical.embedder is None
 
@@ -91,6 +91,54 @@ def test_an_index_built_with_embeddings_is_served_hybrid(embedder: MiniLmEmbedde
     scores = [result["score"] for result in body["results"]]
     assert body["results"] and scores == sorted(scores, reverse=True)
     assert {result["id"] for result in body["results"]} & {"algo_2_1", "section_2_2", "chunk_2_2_1"}
+
+
+@pytest.mark.parametrize(
+    ("removed", "requested", "served"),
+    [
+        ("embedder_files", "minilm", StaticQueryEncoder),
+        ("query_encoder_files", "static", MiniLmEmbedder),
+    ],
+)
+def test_a_query_encoder_the_index_lacks_falls_back_to_the_other(
+    embedder: MiniLmEmbedder, removed: str, requested: QueryEncoding, served: type
+) -> None:
+    store = InMemoryBlobStore()
+    built = build_index(tiny_book(), embedder=embedder)
+    write_index(store, built)
+    manifest_key = f"kb/{built.book_id}/{built.version}/manifest.json"
+    manifest = get_json(store, manifest_key)
+    assert manifest is not None
+    del manifest[removed]
+    put_json(store, manifest_key, manifest)
+
+    knowledge_base = load_knowledge_base(store, query_encoder=requested)
+    assert isinstance(knowledge_base.embedder, served) and knowledge_base.retrieval == "hybrid"
+
+
+def test_the_minilm_query_pass_reads_a_bounded_number_of_tokens(embedder: MiniLmEmbedder) -> None:
+    store = InMemoryBlobStore()
+    built = build_index(tiny_book(), embedder=embedder)
+    write_index(store, built)
+    config_key = f"kb/{built.book_id}/{built.version}/embedder/config.json"
+    config = get_json(store, config_key)
+    assert config is not None
+    put_json(store, config_key, {**config, "max_length": 512})  # a model that reads long texts
+
+    knowledge_base = load_knowledge_base(store)
+    assert isinstance(knowledge_base.embedder, MiniLmEmbedder)
+    assert knowledge_base.embedder.max_length == QUERY_MAX_TOKENS
+    long_query = "belief state update for the inventory control policy " * 40  # ~320 tokens
+    assert knowledge_base.search(long_query, 5).results
+
+
+def test_the_forward_pass_matches_a_plain_bert_layer_by_layer(embedder: MiniLmEmbedder) -> None:
+    texts = ["belief state update", "the value of a policy under inventory control uncertainty"]
+    expected = np.stack(
+        [reference_embedding(embedder, ids) for ids in (embedder.tokenizer.encode(t, 64) for t in texts)]
+    )
+    assert np.allclose(embedder.embed(texts), expected, atol=1e-5)
+    assert np.allclose(embedder.embed(texts[:1])[0], expected[0], atol=1e-5)
 
 
 def test_a_numbered_items_vector_embeds_its_context(embedder: MiniLmEmbedder) -> None:
