@@ -64,9 +64,23 @@ GAPS_SECTION = "Gaps"
 
 @dataclass(frozen=True)
 class DraftSentence:
+    """One sentence shown to the reader and the evidence ids it cites. `attribution`: phrases of `text`
+    that are the writer's own words, not the evidence's (who states the finding, "Lee et al. (2023)",
+    and how strong the evidence is): the Verifier judges `claim`, the sentence without them, against
+    the quotes it cites."""
+
     text: str
     chunk_ids: list[str]
     section: str | None = None
+    attribution: tuple[str, ...] = ()
+
+    @property
+    def claim(self) -> str:
+        """What the sentence says the evidence states: `text` without the writer's own phrases."""
+        claim = self.text
+        for phrase in self.attribution:
+            claim = claim.replace(phrase, " ")
+        return " ".join(claim.split())
 
 
 @dataclass
