@@ -383,6 +383,7 @@ def analyse(
         + (f"; reason: {decision.reason}" if decision.refusal else "")
     )
     out += [f"note: {note}" for note in result.notes]
+    out += ["answer:", *(f"  {line}" for line in result.answer.splitlines() if line.strip())]
     out.append("timeline: " + ", ".join(_timeline(events)))
     out += [f"OFFSET {failure}" for failure in outcome.offset_failures]
 
