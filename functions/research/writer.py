@@ -286,8 +286,17 @@ def compose(
     style = plan.settings.preset.style
     scores = facet_scores(plan.facets, [chunk.text for chunk in picked])
     met = [sum(1 for row in scores if row[i] > 0) for i in range(len(picked))]
+    # A finding another contradicts is set out with its opposite, never alone as the answer.
+    disputed = {i for c in view.contradictions for i in c.evidence_chunk_ids}
     lead = max(
-        range(len(picked)), key=lambda i: (picked[i].source_id in view.primary, met[i], picked[i].score, -i)
+        range(len(picked)),
+        key=lambda i: (
+            picked[i].chunk_id not in disputed,
+            picked[i].source_id in view.primary,
+            met[i],
+            picked[i].score,
+            -i,
+        ),
     )
     rest = [i for i in range(len(picked)) if i != lead]
     placed: list[tuple[str | None, EvidenceChunk]] = []
@@ -302,7 +311,6 @@ def compose(
             heading = facet_heading(plan.facets[facet_of(i)]) if plan.facets else UNTITLED
             placed.append((heading if style == STYLE_ACADEMIC else UNTITLED, picked[i]))
     else:
-        disputed = {i for c in view.contradictions for i in c.evidence_chunk_ids}
         arranged = arrange(plan, [picked[i] for i in rest], disputed)
         by_id = {chunk.chunk_id: chunk for chunk in picked}
         placed = [(s.section or UNTITLED, by_id[s.chunk_ids[0]]) for s in arranged]
