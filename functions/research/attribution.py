@@ -184,7 +184,7 @@ def attribute(sentence: str, label: str, proper: frozenset[str] = frozenset()) -
         if re.search(r"\b[Ww]e\b", text):
             text = re.sub(r"\b([Ww])e\b", lambda m: "They" if m.group(1) == "W" else "they", text)
         return Attributed(_pronouns(text), (label,))
-    inner_we = re.search(r"(?<=[,;:] )we\s+(.*)$", text, re.DOTALL)
+    inner_we = re.search(r"\bwe\s+(.*)$", text, re.DOTALL)
     if inner_we:
         text = text[: inner_we.start()] + _with_subject(inner_we.group(1), label)
         text = _OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", text)
