@@ -61,7 +61,11 @@ _ADVERBS = frozenset(
 )
 _SUBJECT_SELF = re.compile(rf"^(?:this|the present|the current|our)\s+({_SELF_NOUNS})\b", re.IGNORECASE)
 _PREPOSITION_SELF = re.compile(
-    rf"\b(in|of|from|throughout|by|within)\s+(?:this|the present|the current|our)\s+(?:{_SELF_NOUNS})\b",
+    rf"\b(in|of|from|throughout|by|within)\s+(?:this|the present|the current|our)\s+({_SELF_NOUNS})\b",
+    re.IGNORECASE,
+)
+_SELF_ASIDE = re.compile(
+    rf",?\s*\b(?:in|within|throughout|through)\s+(?:this|the present|the current|our)\s+(?:{_SELF_NOUNS})\b,?",
     re.IGNORECASE,
 )
 _OTHER_SELF = re.compile(rf"\b(?:this|the present|the current|our)\s+({_SELF_NOUNS})\b", re.IGNORECASE)
@@ -172,14 +176,17 @@ def attribute(sentence: str, label: str, proper: frozenset[str] = frozenset()) -
     if framed:
         text = text[framed.end() :]
     lead = re.match(r"^[Ww]e\s+(.*)$", text, re.DOTALL)
-    if lead:
-        return Attributed(_pronouns(_with_subject(lead.group(1), label)), (label,))
+    if lead:  # "we describe in this paper X" -> "Lee et al. (2023) describe X"
+        rest = _OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", _SELF_ASIDE.sub(" ", lead.group(1)))
+        return Attributed(_pronouns(_with_subject(" ".join(rest.split()), label)), (label,))
     subject = _SUBJECT_SELF.match(text)
     if subject:
         opener = f"The {subject.group(1).lower()} by {label}"
-        return Attributed(_pronouns(opener + text[subject.end() :]), (opener,))
+        return Attributed(_pronouns(opener + text[subject.end() :]), (label,))
     if _PREPOSITION_SELF.search(text):
-        text = _PREPOSITION_SELF.sub(lambda m: f"{m.group(1)} {label}", text, count=1)
+        text = _PREPOSITION_SELF.sub(
+            lambda m: f"{m.group(1)} the {m.group(2).lower()} by {label}", text, count=1
+        )
         text = _OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", text)
         if re.search(r"\b[Ww]e\b", text):
             text = re.sub(r"\b([Ww])e\b", lambda m: "They" if m.group(1) == "W" else "they", text)
@@ -193,7 +200,11 @@ def attribute(sentence: str, label: str, proper: frozenset[str] = frozenset()) -
 
 
 def _with_lead(text: str, label: str, proper: frozenset[str]) -> Attributed:
-    """A sentence with no subject of its authors: 'In 38 patients, Chen et al. (2017) report that …'."""
+    """A sentence with no subject of its authors: 'In 38 patients, Chen et al. (2017) report that …';
+    a question is what they ask."""
+    if text.rstrip().endswith("?"):
+        asks = f"{label} {_agree('ask', is_plural(label))}:"
+        return Attributed(f"{asks} {text}", (asks,))
     says = f"{label} {_agree('report', is_plural(label))} that"
     leading = _LEADING_PHRASE.match(text)
     if leading and not re.search(r"\d", leading.group(1)[:2]):

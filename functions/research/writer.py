@@ -70,6 +70,12 @@ UNTITLED = ""
 FACET_STYLES = (STYLE_ANSWER, STYLE_ACADEMIC)  # styles organised by the question's facets
 
 
+def _pronoun_for(name: re.Match[str]) -> str:
+    """What stands for a name in a claim: 'they' as its subject; nothing after a preposition ('the
+    study by Lee et al. (2023)' is 'the study')."""
+    return " " if name.group(1) else "they"
+
+
 @dataclass(frozen=True)
 class DraftSentence:
     """One sentence shown to the reader and the evidence ids it cites. `attribution`: phrases of `text`
@@ -84,11 +90,17 @@ class DraftSentence:
 
     @property
     def claim(self) -> str:
-        """What the sentence says the evidence states: `text` without the writer's own phrases."""
+        """What the sentence says the evidence states: `text` without the writer's own phrases. A phrase
+        that leads into the finding ("Lee et al. (2023) report that", "Both sources…;") goes; a name
+        that is the finding's subject becomes "they" ("They describe…"), and one after a preposition goes."""
         claim = self.text
         for phrase in self.attribution:
-            claim = claim.replace(phrase, " ")
-        return " ".join(claim.split())
+            if phrase.rstrip().endswith(("that", ";", ":")):
+                claim = claim.replace(phrase, " ")
+            else:
+                claim = re.sub(rf"(\b(?:by|of|from|with|to)\s+)?{re.escape(phrase)}", _pronoun_for, claim)
+        claim = " ".join(_EMPTY_BRACKETS.sub(" ", claim).split()).lstrip(":;, ")
+        return claim[:1].upper() + claim[1:] if claim.startswith("they ") else claim
 
 
 @dataclass

@@ -49,7 +49,7 @@ def test_author_labels_name_the_first_author_and_the_year() -> None:
         (
             "The results of this study suggest a link.",
             LEE,
-            "The results of Lee et al. (2023) suggest a link.",
+            "The results of the study by Lee et al. (2023) suggest a link.",
         ),
         ("To address this, we propose a loss.", LEE, "To address this, Lee et al. (2023) propose a loss."),
         (
@@ -176,7 +176,7 @@ def test_the_answer_opens_with_a_direct_answer_then_findings_under_the_facets(pr
     assert opening.section is None
     assert opening.text.startswith("Both sources cited here address the question as a whole")
     assert "Lee et al. (2023) show that statins lowered stroke risk by 21% in older adults." in opening.text
-    assert opening.claim == "show that statins lowered stroke risk by 21% in older adults."
+    assert opening.claim == "They show that statins lowered stroke risk by 21% in older adults."
     headings = {sentence.section for sentence in sentences[1:]}
     if preset == "comprehensive":  # academic style: one heading per facet of the question
         assert headings <= {facet_heading(facet) for facet in plan.facets} and headings
