@@ -1,9 +1,13 @@
 """Writer: answers the question in prose from evidence ids only.
 
 The writer never writes a citation: it refers to evidence chunk ids, and references are rendered from
-the sources' metadata afterwards. `LLM_PROVIDER=none` is the extractive writer, which selects and orders
-evidence sentences (each one verbatim, so every sentence is stated by what it cites); with an LLM the
-model writes prose citing ids, its tokens are streamed as they come, and the Verifier decides what stays.
+the sources' metadata afterwards. `LLM_PROVIDER=none` is the extractive writer: it selects evidence
+sentences, opens with a direct answer (the finding that best answers the whole question and how strong
+the evidence is), orders the rest by the question's facets, and shows each finding attributed to its
+authors (functions/research/phrasing.py), its quote kept verbatim by the citation; with an LLM the model
+writes prose in the same structure citing ids, its tokens are streamed as they come, and the Verifier
+decides what stays. Either way the Verifier judges each sentence's `claim`, its text without the
+writer's own phrases.
 """
 
 from __future__ import annotations
@@ -284,7 +288,7 @@ def evidence_strength(
         facet.phrase for facet, row in zip(plan.facets, scores, strict=True) if not any(v > 0 for v in row)
     ]
     if silent and len(plan.facets) > 1:
-        strength += f"; none speaks to {' or '.join(silent)}"
+        strength += f"; no evidence found names {' or '.join(silent)}"
     return strength + ";"
 
 
