@@ -168,7 +168,9 @@ def proper_words(texts: Sequence[str]) -> frozenset[str]:
     return frozenset(found)
 
 
-def attribute(sentence: str, label: str, proper: frozenset[str] = frozenset()) -> Attributed:
+def attribute(
+    sentence: str, label: str, proper: frozenset[str] = frozenset(), *, again: bool = False
+) -> Attributed:
     """`sentence` (a quote) as a finding of `label`'s authors: first person and self-reference rewritten,
     foreign reference markers removed, and a lead that names the authors when the sentence has none."""
     text = without_markers(sentence)
@@ -196,16 +198,17 @@ def attribute(sentence: str, label: str, proper: frozenset[str] = frozenset()) -
         text = text[: inner_we.start()] + _with_subject(inner_we.group(1), label)
         text = _OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", text)
         return Attributed(_pronouns(text), (label,))
-    return _with_lead(_pronouns(_OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", text)), label, proper)
+    text = _pronouns(_OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", text))
+    return _with_lead(text, label, proper, again)
 
 
-def _with_lead(text: str, label: str, proper: frozenset[str]) -> Attributed:
+def _with_lead(text: str, label: str, proper: frozenset[str], again: bool = False) -> Attributed:
     """A sentence with no subject of its authors: 'In 38 patients, Chen et al. (2017) report that …';
-    a question is what they ask."""
+    a question is what they ask. `again`: the sentence before was theirs too ('They also report that …')."""
     if text.rstrip().endswith("?"):
         asks = f"{label} {_agree('ask', is_plural(label))}:"
         return Attributed(f"{asks} {text}", (asks,))
-    says = f"{label} {_agree('report', is_plural(label))} that"
+    says = "They also report that" if again else f"{label} {_agree('report', is_plural(label))} that"
     leading = _LEADING_PHRASE.match(text)
     if leading and not re.search(r"\d", leading.group(1)[:2]):
         rest = text[leading.end() :]

@@ -331,6 +331,9 @@ def compose(
         by_id = {chunk.chunk_id: chunk for chunk in picked}
         placed = [(s.section or UNTITLED, by_id[s.chunk_ids[0]]) for s in arranged]
     phrasing = view.phrasing()
+    by_source: dict[str, set[str]] = {}
+    for chunk in picked:
+        by_source.setdefault(chunk.source_id, set()).add(chunk.chunk_id)
     first = phrasing.phrase(picked[lead].text, picked[lead].source_id, [picked[lead].chunk_id])
     strength = evidence_strength(plan, picked, view)
     opening = continuing(
@@ -341,7 +344,9 @@ def compose(
         DraftSentence(f"{strength} {opening}", first.chunk_ids, DIRECT_ANSWER, (strength, *first.attribution))
     ]
     for section, chunk in placed:
-        shown = phrasing.phrase(chunk.text, chunk.source_id, [chunk.chunk_id])
+        before = sentences[-1]
+        again = before.section == section and before.chunk_ids[0] in by_source.get(chunk.source_id, set())
+        shown = phrasing.phrase(chunk.text, chunk.source_id, [chunk.chunk_id], again=again)
         sentences.append(DraftSentence(shown.text, shown.chunk_ids, section, shown.attribution))
     return sentences
 

@@ -162,7 +162,7 @@ def _without_markers(text: str) -> str:
 STRENGTH = re.compile(r"[^.;]*\bcited here\b[^;]*;")
 ATTRIBUTION = re.compile(
     r"\(?(?:[A-Z][\w'\-]+(?: et al\.| and [A-Z][\w'\-]+)?|\u201c[^\u201d]*\u201d) \(\d{4}\)\)?:?"
-    r"(?: (?:reports?|asks?) that)?|\b(?:[Tt]hey|by|of|from|with|to)\b"
+    r"(?: (?:reports?|asks?) that)?|\bThey also report that\b|\b(?:[Tt]hey|by|of|from|with|to)\b"
 )
 
 
