@@ -76,6 +76,17 @@ _TITLE_WORDS = 6
 _MODALS = frozenset(["can", "could", "may", "might", "must", "shall", "should", "will", "would"])
 
 
+# The attributions this module writes: 'Lee et al. (2023)', 'Lee and Chen (2023)', '"A title…" (2023)'.
+WRITERS_LABEL = re.compile(
+    r"(?:[A-Z][\w'\u2019\-]+(?: et al\.| and [A-Z][\w'\u2019\-]+)?|\u201c[^\u201d]*\u201d) \((?:19|20)\d{2}\)"
+)
+
+
+def without_labels(text: str) -> str:
+    """A shown sentence without the attributions the writer put in it (their years are no finding's)."""
+    return " ".join(WRITERS_LABEL.sub(" ", text).split())
+
+
 @dataclass(frozen=True)
 class Attributed:
     """The sentence as shown and the phrases the rewrite added (who states it)."""

@@ -10,6 +10,7 @@ does not state, or text addressed to the reader or a model) is never sent.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from functions.research.verifier import ClaimVerification, Verifier
 from functions.research.writer import (
@@ -72,6 +73,7 @@ class VerifiedStream:
         [verification] = await self._verifier.verify(
             [(sentence.claim, sentence.chunk_ids)], self._evidence, first_id=claim_number
         )
+        verification = replace(verification, claim_text=sentence.text)  # the claim as it is shown
         if show and verification.kept and self._on_delta is not None:
             await self._on_delta(self._layout(sentence))
         return verification
