@@ -43,6 +43,12 @@ _OPENING_FRAME = re.compile(
     r"\s*,?\s*(?=we\b)",
     re.IGNORECASE,
 )
+_CONNECTIVE = re.compile(
+    r"^(?:However|Moreover|Furthermore|In addition|Additionally|Finally|Thus|Therefore|Hence|Also|"
+    r"Nevertheless|Nonetheless|Then|Next|Consequently|Accordingly|In particular|Specifically|Similarly|"
+    r"Likewise|Indeed|In contrast|Conversely|By contrast|On the other hand|First|Second|Third|Lastly)"
+    r"\s*,\s+",
+)
 _ADVERBS = frozenset(
     [
         "also",
@@ -185,6 +191,10 @@ def attribute(
     """`sentence` (a quote) as a finding of `label`'s authors: first person and self-reference rewritten,
     foreign reference markers removed, and a lead that names the authors when the sentence has none."""
     text = without_markers(sentence)
+    connective = _CONNECTIVE.match(text)
+    if connective:  # it ties the sentence to the one before it in the paper, which is not shown
+        rest = text[connective.end() :]
+        text = rest[:1].upper() + rest[1:]
     framed = _OPENING_FRAME.match(text)
     if framed:
         text = text[framed.end() :]

@@ -58,6 +58,9 @@ def test_author_labels_name_the_first_author_and_the_year() -> None:
             "In 38 patients, Lee et al. (2023) report that the drug did not reduce mortality.",
         ),
         ("Dense retrieval beats BM25.", KIM, "Kim (2020) reports that dense retrieval beats BM25."),
+        # a connective ties the sentence to one the reader does not see
+        ("However, dense retrieval may fail.", KIM, "Kim (2020) reports that dense retrieval may fail."),
+        ("Finally, we propose a loss.", LEE, "Lee et al. (2023) propose a loss."),
     ],
 )
 def test_first_person_and_self_reference_become_the_authors(quote: str, label: str, shown: str) -> None:
