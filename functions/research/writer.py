@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from functions.common.text import sentence_spans
-from functions.research.attribution import author_label, continuing
+from functions.research.attribution import author_label, continuing, finding
 from functions.research.chunks import Bm25Index
 from functions.research.evidence import EvidenceChunk, SourceDoc
 from functions.research.facets import Facet
@@ -74,12 +74,6 @@ UNTITLED = ""
 FACET_STYLES = (STYLE_ANSWER, STYLE_ACADEMIC)  # styles organised by the question's facets
 
 
-def _pronoun_for(name: re.Match[str]) -> str:
-    """What stands for a name in a claim: 'they' as its subject; nothing after a preposition ('the
-    study by Lee et al. (2023)' is 'the study')."""
-    return " " if name.group(1) else "they"
-
-
 @dataclass(frozen=True)
 class DraftSentence:
     """One sentence shown to the reader and the evidence ids it cites. `attribution`: phrases of `text`
@@ -94,17 +88,9 @@ class DraftSentence:
 
     @property
     def claim(self) -> str:
-        """What the sentence says the evidence states: `text` without the writer's own phrases. A phrase
-        that leads into the finding ("Lee et al. (2023) report that", "Both sources…;") goes; a name
-        that is the finding's subject becomes "they" ("They describe…"), and one after a preposition goes."""
-        claim = self.text
-        for phrase in self.attribution:
-            if phrase.rstrip().endswith(("that", ";", ":")):
-                claim = claim.replace(phrase, " ")
-            else:
-                claim = re.sub(rf"(\b(?:by|of|from|with|to)\s+)?{re.escape(phrase)}", _pronoun_for, claim)
-        claim = " ".join(_EMPTY_BRACKETS.sub(" ", claim).split()).lstrip(":;, ")
-        return claim[:1].upper() + claim[1:] if claim.startswith("they ") else claim
+        """What the sentence says the evidence states: `text` without the writer's own phrases
+        (functions/research/attribution.py, `finding`)."""
+        return finding(self.text, self.attribution)
 
 
 @dataclass

@@ -4,7 +4,6 @@ local scholarly web (four search APIs + generated PDFs) -> grounded synthesis an
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +17,7 @@ from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
-from functions.research.attribution import without_labels
+from functions.research.attribution import finding
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, normalise, serve, topic_papers
 from tests.support.embedded_aws import events_queue
 from tests.support.scholarly_web import Reply, ScholarlyWeb
@@ -91,8 +90,7 @@ def _assert_grounded(results: dict[str, Any], papers: list[TopicPaper]) -> None:
         # A claim is its quote as shown, attributed to its authors (pronouns, abbreviations expanded from
         # the source, the paper's reference markers dropped): its numbers and nearly all its words are the quote's.
         quoted = normalise(" ".join(evidence[i]["quote"] for i in claim["evidence_ids"])).split()
-        finding = re.sub(r"\b(?:They also )?reports? that\b", " ", without_labels(claim["claim_text"]))
-        words = normalise(finding).split()
+        words = normalise(finding(claim["claim_text"])).split()
         assert {w for w in words if w[:1].isdigit()} <= set(quoted), claim["claim_text"]
         assert sum(1 for w in words if w in quoted) >= 0.8 * len(words), claim["claim_text"]
     cited_in_text = set(
