@@ -229,6 +229,10 @@ def count_methodologies(
     return dict(counts.most_common())
 
 
+MAX_THEME_FINDINGS = 10  # a theme cites one finding per source, up to this many
+OTHER_FINDINGS = "Other findings"  # relevant findings that name none of the goal's facets
+
+
 def report_phrasing(sources: list[tuple[Candidate, ExtractedPaper]], evidence: list[Evidence]) -> Phrasing:
     """How the report shows its findings: attributed to each source's authors, abbreviations expanded
     from the source's own evidence."""
@@ -269,7 +273,7 @@ def extractive_draft(
         for item in ranked:  # one sentence per source first
             if all(item.source_id != p.source_id for p in picked):
                 picked.append(item)
-            if len(picked) == 3:
+            if len(picked) == MAX_THEME_FINDINGS:
                 break
         themes.append((name, picked))
     gaps = [e for e in evidence if e.kind in ("limitation", "future_work") or _GAP_SIGNAL.search(e.quote)]
@@ -292,7 +296,6 @@ def extractive_draft(
     )
 
 
-OTHER_FINDINGS = "Other findings"  # relevant findings that name none of the goal's facets
 MAX_LLM_EVIDENCE = 60
 DEFAULT_LLM_BUDGET_SECONDS = 30.0
 WRITER_BUDGET_SHARE = 0.7  # of the model budget; the judge has what the writer leaves
