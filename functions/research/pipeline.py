@@ -59,6 +59,7 @@ from functions.research.writer import (
     DraftSentence,
     ExtractiveWriter,
     LlmWriter,
+    attribution_labels,
     render,
 )
 
@@ -274,7 +275,8 @@ class AnswerPipeline:
         # Only verified sentences are ever streamed: each is verified as the writer finishes it.
         context.verifier = Verifier(self.llm if context.request.enable_verifier else None)
         texts = {chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()}
-        context.shown = VerifiedStream(context.verifier, texts, context.on_delta)
+        labels = attribution_labels({source.source_id: source for source in retrieval.sources})
+        context.shown = VerifiedStream(context.verifier, texts, context.on_delta, list(labels.values()))
 
     async def write(self, context: AnswerContext, trace: TraceRecorder) -> None:
         draft = await self._draft(context)
@@ -296,9 +298,10 @@ class AnswerPipeline:
         extractive = ExtractiveWriter()
         primary = {source.source_id for source in retrieval.sources if source.answers_question}
         contradictions = context.contradictions
+        sources = {source.source_id: source for source in retrieval.sources}
         if self.llm is None or not retrieval.chunks:
             return await extractive.write(
-                plan, retrieval.chunks, contradictions=contradictions, primary=primary
+                plan, retrieval.chunks, contradictions=contradictions, primary=primary, sources=sources
             )
         try:
             return await LlmWriter(self.llm).write(
@@ -307,10 +310,12 @@ class AnswerPipeline:
                 retrieval.chunks,
                 temperature=context.request.temperature,
                 on_model_text=context.streamed().feed_model_text,
+                concepts=plan.key_phrases,
+                authors=attribution_labels(sources),
             )
         except UpstreamError as exc:  # the answer still comes, from the evidence itself
             draft = await extractive.write(
-                plan, retrieval.chunks, contradictions=contradictions, primary=primary
+                plan, retrieval.chunks, contradictions=contradictions, primary=primary, sources=sources
             )
             draft.notes.append(f"LLM writer failed ({exc.message}); the extractive writer answered")
             return draft

@@ -10,14 +10,29 @@ does not state, or text addressed to the reader or a model) is never sent.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from functions.research.verifier import ClaimVerification, Verifier
-from functions.research.writer import NO_ANSWER, CitationNumbers, Delta, DraftSentence, parse_cited
+from functions.research.writer import (
+    NO_ANSWER,
+    CitationNumbers,
+    Delta,
+    DraftSentence,
+    attributed_by,
+    parse_cited,
+)
 
 
 class VerifiedStream:
-    def __init__(self, verifier: Verifier, evidence: dict[str, str], on_delta: Delta | None = None) -> None:
+    def __init__(
+        self,
+        verifier: Verifier,
+        evidence: dict[str, str],
+        on_delta: Delta | None = None,
+        attributions: Sequence[str] = (),
+    ) -> None:
         self._verifier = verifier
+        self._attributions = attributions  # the writer's attributions ("Lee et al. (2023)"): not claims
         self._evidence = evidence
         self._on_delta = on_delta
         self._model_text = ""
@@ -32,7 +47,7 @@ class VerifiedStream:
         self._model_text += delta
         if self._model_text.lstrip().startswith(NO_ANSWER[: len(self._model_text.lstrip())]):
             return  # (the start of) the model's "no answer": nothing to show
-        complete = parse_cited(self._model_text)[:-1]
+        complete = [attributed_by(s, self._attributions) for s in parse_cited(self._model_text)[:-1]]
         for sentence in complete[len(self.verifications) :]:
             self.sentences.append(sentence)
             self.verifications.append(await self._verify(sentence, len(self.verifications) + 1))
@@ -56,8 +71,9 @@ class VerifiedStream:
         self, sentence: DraftSentence, claim_number: int, *, show: bool = True
     ) -> ClaimVerification:
         [verification] = await self._verifier.verify(
-            [(sentence.text, sentence.chunk_ids)], self._evidence, first_id=claim_number
+            [(sentence.claim, sentence.chunk_ids)], self._evidence, first_id=claim_number
         )
+        verification = replace(verification, claim_text=sentence.text)  # the claim as it is shown
         if show and verification.kept and self._on_delta is not None:
             await self._on_delta(self._layout(sentence))
         return verification
