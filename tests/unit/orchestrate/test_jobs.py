@@ -147,3 +147,39 @@ def test_a_job_whose_execution_ended_without_a_final_state_is_failed_when_read(s
     )
     assert service.results("team-default", job_id)["status"] == "FAILED"
     assert starter.status_checks == 2  # terminal now: never checked again
+
+
+def _wait_at(store: JobStore, team: str, job_id: str, phase: str, since: str) -> None:
+    waiting = {"awaiting_checkpoint": True, "checkpoint_phase": phase, "checkpoint_started_at": since}
+    assert store.update(team, job_id, set_fields={**waiting, "checkpoint_token": "token"})
+
+
+def test_a_team_lists_its_jobs_waiting_at_a_checkpoint_and_no_other_teams(store: JobStore) -> None:
+    service, _ = _service(store)
+    waiting, running = (service.submit("team-default", REQUEST)[0]["job_id"] for _ in range(2))
+    other = service.submit("team-other", REQUEST)[0]["job_id"]
+    service.submit("team-default", REQUEST, idempotency_key="key-1")  # an idempotency item has no team key
+    _wait_at(store, "team-default", waiting, "screening", "2026-01-01T00:00:00+00:00")
+    _wait_at(store, "team-other", other, "plan", "2026-01-01T00:00:00+00:00")
+
+    listed = store.waiting_at_checkpoint("team-default")
+
+    assert [job["job_id"] for job in listed] == [waiting] and running != waiting
+    assert (
+        listed[0]["checkpoint_phase"] == "screening" and listed[0]["research_goal"] == REQUEST.research_goal
+    )
+    assert [job["job_id"] for job in store.waiting_at_checkpoint("team-other")] == [other]
+    assert store.waiting_at_checkpoint("team-nobody") == []
+
+
+def test_the_waiting_jobs_are_a_query_of_the_team_index_not_a_scan() -> None:
+    with mock_aws():
+        table = create_table("jobs_table", "jobs")
+        store = DynamoDbJobStore(table)
+        calls: list[tuple[str, str | None]] = []
+        table.meta.client.meta.events.register(
+            "provide-client-params.dynamodb.*",
+            lambda model, params, **_: calls.append((model.name, params.get("IndexName"))),
+        )
+        store.waiting_at_checkpoint("team-default")
+    assert calls == [("Query", "by_team")]
