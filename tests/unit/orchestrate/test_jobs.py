@@ -183,3 +183,36 @@ def test_the_waiting_jobs_are_a_query_of_the_team_index_not_a_scan() -> None:
         )
         store.waiting_at_checkpoint("team-default")
     assert calls == [("Query", "by_team")]
+
+
+@pytest.mark.parametrize(
+    ("phase", "steps", "progress"),
+    [
+        ("plan", [{"status": JobStatus.SEARCHING, "set_fields": {"queries_total": 4}}], 10),
+        ("screening", [{"status": JobStatus.EXTRACTING, "set_fields": {"extract_total": 3}}], 40),
+        (
+            "extraction",
+            [{"status": JobStatus.EXTRACTING, "set_fields": {"extract_total": 3, "extract_done": 3}}],
+            85,
+        ),
+        ("synthesis", [{"status": JobStatus.SYNTHESIZING}], 90),
+    ],
+)
+def test_a_waiting_job_names_its_checkpoint_in_its_phase_and_keeps_its_progress(
+    store: JobStore, phase: str, steps: list[dict[str, Any]], progress: int
+) -> None:
+    """A job waiting at screening once read "EXTRACTING · 40%": the status it resumes in, not where it waits."""
+    service, _ = _service(store)
+    job_id = service.submit("team-default", REQUEST)[0]["job_id"]
+    for step in steps:
+        store.update("team-default", job_id, **step)
+    before = service.status("team-default", job_id)["current_phase"]["progress_percentage"]
+    _wait_at(store, "team-default", job_id, phase, "2026-01-01T00:00:00+00:00")
+
+    waiting = service.status("team-default", job_id)
+
+    assert waiting["checkpoint"]["phase"] == phase and waiting["awaiting_checkpoint"] is True
+    current = waiting["current_phase"]
+    assert current["phase_name"] == f"{phase.upper()}_CHECKPOINT"
+    assert f"the {phase} checkpoint" in current["phase_description"]
+    assert current["progress_percentage"] == before == progress
