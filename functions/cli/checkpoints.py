@@ -1,6 +1,7 @@
 """The checkpoint commands: see what a job waiting at a human checkpoint shows, approve it (with edits for
 the phase that waits) or abort it, over `/api/agent/checkpoint/{job_id}`.
 
+research-agent checkpoint list                        (the team's waiting jobs; --json prints the API's answer)
 research-agent checkpoint show JOB_ID                 (readable; --json prints the API's answer)
 research-agent checkpoint approve JOB_ID --exclude cand-3 --add doi:10.1000/xyz --max-sources 8
 research-agent checkpoint approve JOB_ID --drop-connector crossref --query "openalex=sparse attention"
@@ -40,9 +41,14 @@ def add_commands(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     checkpoint = commands.add_parser(
-        "checkpoint", parents=[common], help="show, approve (with edits) or abort a job's human checkpoint"
+        "checkpoint",
+        parents=[common],
+        help="list, show, approve (with edits) or abort a job's human checkpoint",
     )
     actions = checkpoint.add_subparsers(dest="checkpoint_command", required=True)
+    listing = actions.add_parser("list", parents=[common], help="the team's jobs waiting at a checkpoint")
+    listing.add_argument("--json", action="store_true", help="print the API's answer as JSON")
+    listing.set_defaults(run=run_list)
     show = actions.add_parser("show", parents=[common], help="what the job's waiting checkpoint shows")
     show.add_argument("job_id")
     show.add_argument("--json", action="store_true", help="print the API's answer as JSON")
@@ -87,6 +93,25 @@ def _request(http: httpx.Client, err: TextIO, method: str, path: str, **kwargs: 
     """The API's JSON answer; None, with the error on one line of `err`, when there is none."""
     response = send(http, err, method, path, **kwargs)
     return None if response is None else response.json()
+
+
+# --- list -----------------------------------------------------------------------------------------------
+
+
+def run_list(args: argparse.Namespace, http: httpx.Client, out: TextIO, err: TextIO) -> int:
+    listed = _request(http, err, "GET", "/api/agent/checkpoints")
+    if listed is None:
+        return 1
+    if args.json:
+        out.write(json.dumps(listed, indent=2) + "\n")
+        return 0
+    waiting = listed.get("checkpoints") or []
+    if not waiting:
+        out.write("No job waits at a checkpoint\n")
+    for entry in waiting:
+        out.write(f"{entry['job_id']}  {entry['phase']}  since {entry.get('waiting_since') or '-'}")
+        out.write(f"  {entry['goal']}\n" if entry.get("goal") else "\n")
+    return 0
 
 
 # --- show -----------------------------------------------------------------------------------------------

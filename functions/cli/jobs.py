@@ -65,7 +65,7 @@ def _bar(status: dict[str, Any]) -> str:
         f"sources {metrics.get('sources_accepted', 0)}/{metrics.get('sources_discovered', 0)} "
         f"extracted {metrics.get('extractions_successful', 0)} failed {metrics.get('extractions_failed', 0)}"
     )
-    return f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {percent:3d}% {status['status']:<12} {counts}"
+    return f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {percent:3d}% {phase.get('phase_name') or status['status']:<12} {counts}"
 
 
 def _error(response: httpx.Response) -> str:

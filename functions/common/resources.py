@@ -16,12 +16,30 @@ STATEMACHINE_DIR = REPO_ROOT / "statemachine"
 
 
 @dataclass(frozen=True)
+class IndexSpec:
+    """A global secondary index: its string partition key, and the attributes it projects besides the keys."""
+
+    name: str
+    partition_key: str
+    projected: tuple[str, ...] = ()
+
+    def create_request(self) -> dict[str, object]:
+        """One entry of CreateTable's `GlobalSecondaryIndexes`."""
+        return {
+            "IndexName": self.name,
+            "KeySchema": [{"AttributeName": self.partition_key, "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(self.projected)},
+        }
+
+
+@dataclass(frozen=True)
 class TableSpec:
     setting: str  # Settings attribute (and upper-cased environment variable) holding the table name
     partition_key: str
     sort_key: str | None = None
     ttl_attribute: str | None = None
     purpose: str = ""
+    indexes: tuple[IndexSpec, ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -36,8 +54,21 @@ class TableSpec:
         ]
 
     def attribute_definitions(self) -> list[dict[str, str]]:
-        """`AttributeDefinitions` of DynamoDB's CreateTable: the keys, strings."""
-        return [{"AttributeName": key, "AttributeType": "S"} for key in self.keys]
+        """`AttributeDefinitions` of DynamoDB's CreateTable: the keys and the indexes' keys, strings."""
+        keys = dict.fromkeys((*self.keys, *(index.partition_key for index in self.indexes)))
+        return [{"AttributeName": key, "AttributeType": "S"} for key in keys]
+
+    def create_request(self, name: str) -> dict[str, object]:
+        """DynamoDB's CreateTable request for this table named `name`, on demand."""
+        request: dict[str, object] = {
+            "TableName": name,
+            "KeySchema": self.key_schema(),
+            "AttributeDefinitions": self.attribute_definitions(),
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+        if self.indexes:
+            request["GlobalSecondaryIndexes"] = [index.create_request() for index in self.indexes]
+        return request
 
 
 @dataclass(frozen=True)
@@ -95,9 +126,29 @@ class StateMachineSpec:
         return STATEMACHINE_DIR / self.definition_file
 
 
+# The jobs table's index of each team's jobs (idempotency keys carry no `team_id`, so are not in it): a
+# team's jobs are found without reading another team's. It projects what lists of jobs show.
+JOBS_BY_TEAM = IndexSpec(
+    "by_team",
+    "team_id",
+    projected=(
+        "job_id",
+        "status",
+        "research_goal",
+        "awaiting_checkpoint",
+        "checkpoint_phase",
+        "checkpoint_started_at",
+    ),
+)
+
 TABLES: tuple[TableSpec, ...] = (
     TableSpec(
-        "jobs_table", "pk", "sk", ttl_attribute="expires_at", purpose="research jobs, idempotency keys"
+        "jobs_table",
+        "pk",
+        "sk",
+        ttl_attribute="expires_at",
+        purpose="research jobs, idempotency keys",
+        indexes=(JOBS_BY_TEAM,),
     ),
     TableSpec("cache_table", "cache_key", ttl_attribute="expires_at", purpose="upstream response cache"),
     TableSpec("rate_limit_table", "bucket_key", ttl_attribute="expires_at", purpose="token buckets"),

@@ -159,12 +159,7 @@ class EmbeddedAws:
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         for table in resources.TABLES:
             name = getattr(settings, table.setting)
-            dynamodb.create_table(
-                TableName=name,
-                KeySchema=table.key_schema(),  # type: ignore[arg-type]
-                AttributeDefinitions=table.attribute_definitions(),  # type: ignore[arg-type]
-                BillingMode="PAY_PER_REQUEST",
-            )
+            dynamodb.create_table(**table.create_request(name))  # type: ignore[arg-type]
             if table.ttl_attribute:
                 dynamodb.update_time_to_live(
                     TableName=name,

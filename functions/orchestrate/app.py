@@ -61,6 +61,7 @@ document_errors(
         "GET /api/agent/status/{job_id}": (agent.AgentError, [404, 503]),
         "GET /api/agent/results/{job_id}": (agent.AgentError, [404, 409, 503]),
         "GET /api/agent/results/{job_id}/artifacts/{name}": (agent.AgentError, [404, 409, 503]),
+        "GET /api/agent/checkpoints": (agent.AgentError, [503]),
         "GET /api/agent/checkpoint/{job_id}": (agent.AgentError, [404, 409]),
         "POST /api/agent/checkpoint/{job_id}/approve": (agent.AgentError, [400, 404, 409, 503]),
         "POST /api/agent/checkpoint/{job_id}/abort": (agent.AgentError, [400, 404, 409, 503]),

@@ -369,6 +369,8 @@ def status_body(job: dict[str, Any]) -> dict[str, Any]:
         phase = job.get("checkpoint_phase") or "screening"
         body["awaiting_checkpoint"] = True
         body["checkpoint"] = {"phase": phase, "waiting_since": job.get("checkpoint_started_at")}
+        # named for the checkpoint, not the status the job resumes in; the progress is the work done
+        body["current_phase"]["phase_name"] = f"{str(phase).upper()}_CHECKPOINT"
         body["current_phase"]["phase_description"] = (
             f"Waiting for a person at the {phase} checkpoint (GET /api/agent/checkpoint/{job_id})"
         )

@@ -78,6 +78,21 @@ class CheckpointView(BaseModel):
     on_timeout: Literal["abort", "continue"]
 
 
+class WaitingCheckpoint(BaseModel):
+    """One job of GET /api/agent/checkpoints: the checkpoint it waits at, since when, and its goal."""
+
+    job_id: str
+    phase: Literal["plan", "screening", "extraction", "synthesis"]
+    waiting_since: str | None
+    goal: str | None
+
+
+class WaitingCheckpoints(BaseModel):
+    """GET /api/agent/checkpoints: the calling team's jobs waiting at a checkpoint, longest waiting first."""
+
+    checkpoints: list[WaitingCheckpoint]
+
+
 class CheckpointDecision(BaseModel):
     model_config = ConfigDict(extra="ignore")
     reason: str | None = Field(default=None, max_length=500)

@@ -13,7 +13,7 @@ from functions.common.errors import InvalidInput
 from functions.orchestrate.checkpoints.edits import EDITS_BY_PHASE
 from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import CheckpointDecision, CheckpointView
+from functions.orchestrate.models import CheckpointDecision, CheckpointView, WaitingCheckpoints
 from functions.orchestrate.wiring import checkpoint_service, job_service
 from functions.research.request import ExecuteRequest
 
@@ -102,6 +102,11 @@ EDITS_REQUEST_BODY = {
         },
     }
 }
+
+
+@router.get("/checkpoints", summary="The calling team's jobs waiting at a human checkpoint")
+def waiting_checkpoints(service: Checkpoints, team: TeamId) -> WaitingCheckpoints:
+    return WaitingCheckpoints.model_validate(service.waiting(team))
 
 
 @router.get("/checkpoint/{job_id}", summary="The checkpoint a job waits at, with what a reviewer may edit")

@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 
 from functions.common.aws import dynamodb_resource, events_client, s3_client, sfn_client
 from functions.common.errors import Conflict
+from functions.common.resources import JOBS_BY_TEAM
 from functions.common.settings import get_settings
 from functions.common.storage import from_dynamo
 from functions.orchestrate.models import TERMINAL_RANK, JobStatus
@@ -81,6 +82,11 @@ class JobStore(Protocol):
 
     def release_idempotency_key(self, team_id: str, key: str, job_id: str) -> None:
         """Forget the team's `key` if it still names `job_id` (a job refused before it was recorded)."""
+        ...
+
+    def waiting_at_checkpoint(self, team_id: str) -> list[dict[str, Any]]:
+        """The team's jobs that wait at a human checkpoint (the fields of the `by_team` index), read
+        without reading another team's jobs."""
         ...
 
 
@@ -158,6 +164,25 @@ class DynamoDbJobStore:
                 ExpressionAttributeValues={":job": job_id},
             )
         )
+
+    def waiting_at_checkpoint(self, team_id: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        query: dict[str, Any] = {
+            "IndexName": JOBS_BY_TEAM.name,
+            "KeyConditionExpression": "#team = :team",
+            "FilterExpression": "#waiting = :waiting",
+            "ExpressionAttributeNames": {
+                "#team": JOBS_BY_TEAM.partition_key,
+                "#waiting": "awaiting_checkpoint",
+            },
+            "ExpressionAttributeValues": {":team": team_id, ":waiting": True},
+        }
+        while True:
+            page = self._table.query(**query)
+            found += [from_dynamo(dict(item)) for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                return found
+            query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def _update_expression(changes: JobChanges) -> tuple[str, str, dict[str, str], dict[str, Any]]:

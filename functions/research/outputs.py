@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 from functions.common.text import first_sentence
@@ -165,6 +166,48 @@ def annotated_bibliography(
             lines.append(f"  - p. {item['page']} ({item['kind']}): “{item['quote']}” [{item['evidence_id']}]")
         lines.append("")
     return "\n".join(lines)
+
+
+def without_struck(synthesis: dict[str, Any], struck: Iterable[str]) -> dict[str, Any]:
+    """The synthesis as delivered: quotes a reviewer struck are neither listed nor cited (a synthesis
+    approved for delivery without being written again may still hold them); a claim left with no
+    evidence is no longer kept."""
+    struck = set(struck)
+    if not struck:
+        return synthesis
+    claims = []
+    for claim in synthesis.get("claims") or []:
+        cites = [i for i in claim.get("evidence_ids") or [] if i not in struck]
+        kept = bool(claim.get("kept")) and (bool(cites) or not claim.get("evidence_ids"))
+        claims.append({**claim, "evidence_ids": cites, "kept": kept})
+    evidence = [item for item in synthesis.get("evidence") or [] if item.get("evidence_id") not in struck]
+    texts = {
+        key: _without_struck_citations(str(synthesis[key]), struck)
+        for key in ("executive_summary", "synthesis_text")
+        if synthesis.get(key)
+    }
+    return {**synthesis, **texts, "evidence": evidence, "claims": claims}
+
+
+# A cited statement: the text since the line's start or the previous citation, then its `[ev-…, …]`.
+_CITED_STATEMENT = re.compile(
+    r"(?P<lead>^|(?<=\] ))(?P<text>[^\n\[\]]*?)\s*\[(?P<ids>ev-[^\]\n]+)\]", re.MULTILINE
+)
+_EMPTY_BULLET = re.compile(r"^[ \t]*-[ \t]*$\n?", re.MULTILINE)
+
+
+def _without_struck_citations(text: str, struck: set[str]) -> str:
+    """A statement that cites only struck quotes is left out; one that cites others besides cites those."""
+
+    def cited(match: re.Match[str]) -> str:
+        ids = [i.strip() for i in match["ids"].split(",")]
+        kept = [i for i in ids if i not in struck]
+        if len(kept) == len(ids):
+            return match[0]
+        return f"{match['lead']}{match['text']} [{', '.join(kept)}]" if kept else match["lead"]
+
+    without = _CITED_STATEMENT.sub(cited, text)
+    return _EMPTY_BULLET.sub("", without).rstrip()
 
 
 def quote_library(sources: list[Candidate], evidence: list[dict[str, Any]]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ class Data(Construct):
         }
 
     def _table(self, spec: resources.TableSpec, removal: RemovalPolicy) -> dynamodb.Table:
-        return dynamodb.Table(
+        table = dynamodb.Table(
             self,
             _logical_id(spec.setting),
             partition_key=dynamodb.Attribute(name=spec.partition_key, type=dynamodb.AttributeType.STRING),
@@ -50,6 +50,16 @@ class Data(Construct):
             time_to_live_attribute=spec.ttl_attribute,
             removal_policy=removal,
         )
+        for index in spec.indexes:
+            table.add_global_secondary_index(
+                index_name=index.name,
+                partition_key=dynamodb.Attribute(
+                    name=index.partition_key, type=dynamodb.AttributeType.STRING
+                ),
+                projection_type=dynamodb.ProjectionType.INCLUDE,
+                non_key_attributes=list(index.projected),
+            )
+        return table
 
     def _access_logs_bucket(self, removal: RemovalPolicy) -> s3.Bucket:
         access_logs = s3.Bucket(

@@ -4,6 +4,7 @@ is approved; a checkpoint's window passing ends the job or lets it go on, as the
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -18,7 +19,15 @@ from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
 from functions.webhooks.signing import EVENT_HEADER
-from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, serve, topic_papers
+from tests.e2e.scholarly_topic import (
+    ARXIV_PDF_PREFIX,
+    GOAL,
+    TopicPaper,
+    environment,
+    normalise,
+    serve,
+    topic_papers,
+)
 from tests.support.scholarly_web import ScholarlyWeb
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -212,6 +221,12 @@ def test_each_checkpoint_edit_changes_what_the_next_phase_does(client: TestClien
             final = job.finished()
             delivered = receiver.wait_for(6)
             results = client.get(f"/api/agent/results/{job.job_id}", headers=job.headers).json()
+            delivered_artifacts = {
+                name: client.get(
+                    f"/api/agent/results/{job.job_id}/artifacts/{name}", headers=job.headers
+                ).text
+                for name in results["artifacts"]
+            }
             nothing_waits = client.get(f"/api/agent/checkpoint/{job.job_id}", headers=job.headers)
             other_team = client.get(
                 f"/api/agent/checkpoint/{job.job_id}", headers={"x-team-id": "team-other0001"}
@@ -226,6 +241,13 @@ def test_each_checkpoint_edit_changes_what_the_next_phase_does(client: TestClien
     evidence_ids = {item["evidence_id"] for item in results["evidence"]}
     assert reviewed.added_id in {item["source_id"] for item in results["evidence"]}  # extracted and cited
     assert reviewed.struck_quote not in evidence_ids and not set(reviewed.struck_evidence) & evidence_ids
+    quote_library = json.loads(delivered_artifacts["quote_library.json"])
+    listed = {quote["evidence_id"] for quote in quote_library["quotes"]}
+    assert listed and listed <= evidence_ids, listed - evidence_ids
+    struck = [reviewed.struck_quote, *reviewed.struck_evidence]
+    quoting = {name: text for name, text in delivered_artifacts.items() if name != "search_report.md"}
+    assert not [(name, i) for name, text in quoting.items() for i in struck if i in text]  # listed nowhere
+    assert "struck evidence" in delivered_artifacts["search_report.md"]  # only the review's record names it
     reviews = [d for d in final["autonomous_decisions"] if d["decision_type"] == "HUMAN_CHECKPOINT"]
     assert [d["phase"] for d in reviews] == ["plan", "screening", "extraction", "synthesis", "synthesis"]
     assert all(d["by"]["team_id"] == team_id and d["by"]["caller"] and d["timestamp"] for d in reviews)
@@ -254,3 +276,60 @@ def test_a_checkpoint_whose_window_passes_aborts_or_continues_as_the_caller_chos
     assert continued["status"] == "COMPLETED", continued
     timed_out = [d for d in continued["autonomous_decisions"] if d["decision_type"] == "HUMAN_CHECKPOINT"]
     assert [d["action_taken"] for d in timed_out] == ["CONTINUED"] and "plan" in timed_out[0]["reasoning"]
+
+
+def _upload(paper: TopicPaper) -> str:
+    """The paper uploaded to the default team's library (POST /v1/documents); its document id."""
+    from functions.extract import api as extract_api
+    from functions.extract.app import app as extract_app
+
+    extract_api._blobs.cache_clear()  # the app keeps its AWS adapters per container
+    extract_api._documents.cache_clear()
+    with TestClient(extract_app) as extract:
+        uploaded = extract.post(
+            "/v1/documents", files={"file": ("team-study.pdf", paper.pdf, "application/pdf")}
+        )
+    assert uploaded.status_code == 201, uploaded.text
+    return str(uploaded.json()["document_id"])
+
+
+def test_papers_added_by_arxiv_id_and_library_document_are_extracted_and_cited(client: TestClient) -> None:
+    """Neither is found by the search (the arXiv paper is in no search API's answers, the library is not
+    queried): the reviewer adds both at screening, and both are extracted and cited."""
+    papers = topic_papers(9, off_topic=1)
+    known = topic_papers(12, off_topic=0)
+    by_arxiv, in_library = known[10], known[9]  # on topic, not on the scholarly web's search answers
+    assert by_arxiv.sample.arxiv_id and {by_arxiv.sample.title, in_library.sample.title}.isdisjoint(
+        {p.sample.title for p in papers}
+    )
+    arxiv_id = by_arxiv.sample.arxiv_id
+    with ScholarlyWeb() as web:
+        serve(web, papers)
+        web.set_response(f"{ARXIV_PDF_PREFIX}/pdf/{arxiv_id}", by_arxiv.pdf, content_type="application/pdf")
+        env = environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="3", RESEARCH_EXTRACT_MAX_CONCURRENCY="4")
+        reset_workflow_settings_cache()
+        with EmbeddedAws(extra_environment=env):
+            document_id = _upload(in_library)
+            scope = {"discovery_depth": "rapid", "human_checkpoints": ["plan", "screening"]}
+            started = client.post(
+                "/api/agent/execute", json={"research_goal": GOAL, "scope_parameters": scope}
+            )
+            assert started.status_code == 202, started.text
+            job = Job(client, started.json()["job_id"], {})
+            plan = job.waiting_at("plan")["payload"]
+            job.approve({"connectors": [name for name in plan["connectors"] if name != "library"]})
+            screening = job.waiting_at("screening")["payload"]
+            added = [f"arxiv:{arxiv_id}", f"library:{document_id}"]
+            changes = job.approve({"add": added})["changes"]
+            final = job.finished()
+            results = client.get(f"/api/agent/results/{job.job_id}").json()
+
+    listed = {candidate["url"] for candidate in screening["candidates"]}
+    urls = (f"https://arxiv.org/abs/{arxiv_id}", f"library://{document_id}")
+    assert listed.isdisjoint(urls) and changes == [f"added {', '.join(added)}"], (listed, changes)
+    assert final["status"] == "COMPLETED", final
+    sources = {source["url"]: source["source_id"] for source in results["sources"]}
+    for url, paper in zip(urls, (by_arxiv, in_library), strict=True):
+        cited = [item for item in results["evidence"] if item["source_id"] == sources.get(url)]
+        assert cited, (url, sorted(sources))  # extracted and cited
+        assert all(normalise(item["quote"]) in normalise(paper.text) for item in cited)

@@ -32,6 +32,19 @@ def test_every_registry_table_is_on_demand_with_pitr_encryption_and_ttl(deployed
             assert "TimeToLiveSpecification" not in table
 
 
+def test_the_registry_indexes_are_deployed_as_it_declares_them(deployed: Synthesized) -> None:
+    for spec in resources.TABLES:
+        table = _table(deployed, spec.setting)
+        deployed_indexes = {index["IndexName"]: index for index in table.get("GlobalSecondaryIndexes") or []}  # type: ignore[attr-defined]
+        assert set(deployed_indexes) == {index.name for index in spec.indexes}
+        for index in spec.indexes:
+            deployed_index = deployed_indexes[index.name]
+            assert deployed_index["KeySchema"] == [{"AttributeName": index.partition_key, "KeyType": "HASH"}]
+            projection = deployed_index["Projection"]
+            assert projection["ProjectionType"] == "INCLUDE"
+            assert set(projection["NonKeyAttributes"]) == set(index.projected)
+
+
 def _bucket_policy_statements(synthesized: Synthesized, bucket_id: str) -> list[dict[str, object]]:
     for policy in synthesized.resources("AWS::S3::BucketPolicy").values():
         if policy["Properties"]["Bucket"] == {"Ref": bucket_id}:

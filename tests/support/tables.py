@@ -24,12 +24,7 @@ def create_table(setting: str, name: str | None = None) -> Any:
     spec = table_spec(setting)
     table_name = name or str(getattr(get_settings(), setting))
     dynamodb = boto3.resource("dynamodb", region_name=REGION)
-    table = dynamodb.create_table(
-        TableName=table_name,
-        KeySchema=spec.key_schema(),  # type: ignore[arg-type]
-        AttributeDefinitions=spec.attribute_definitions(),  # type: ignore[arg-type]
-        BillingMode="PAY_PER_REQUEST",
-    )
+    table = dynamodb.create_table(**spec.create_request(table_name))  # type: ignore[arg-type]
     if spec.ttl_attribute:
         dynamodb.meta.client.update_time_to_live(
             TableName=table_name,

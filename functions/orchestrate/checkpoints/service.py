@@ -47,6 +47,24 @@ class CheckpointService:
     render: Renderer = connector_syntax
     connectors: Callable[[], tuple[str, ...]] = lambda: CONNECTORS
 
+    def waiting(self, team_id: str) -> dict[str, Any]:
+        """The team's jobs waiting at a checkpoint, longest waiting first."""
+        jobs = [
+            job for job in self.jobs.waiting_at_checkpoint(team_id) if not JobStatus(job["status"]).terminal
+        ]
+        jobs.sort(key=lambda job: (job.get("checkpoint_started_at") or "", job["job_id"]))
+        return {
+            "checkpoints": [
+                {
+                    "job_id": job["job_id"],
+                    "phase": job.get("checkpoint_phase") or "screening",
+                    "waiting_since": job.get("checkpoint_started_at"),
+                    "goal": job.get("research_goal"),
+                }
+                for job in jobs
+            ]
+        }
+
     def show(self, team_id: str, job_id: str) -> dict[str, Any]:
         context = self._waiting(team_id, job_id)
         return {

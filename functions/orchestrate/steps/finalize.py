@@ -43,7 +43,9 @@ class Finalize(JobStep):
     def __call__(self, request: FinalizeInput) -> FinishedOutput:
         progress = self.progress(request.team, request.job_id)
         team_id, job_id, job = progress.team_id, progress.job_id, progress.job()
-        synthesis: dict[str, Any] = get_json(self.data, request.synthesis.synthesis_key) or {}
+        synthesis = outputs.without_struck(
+            get_json(self.data, request.synthesis.synthesis_key) or {}, job.struck_evidence
+        )
         screening, candidates = screened(self.data, job)
         searches, extractions = (
             request.search_results,

@@ -152,3 +152,22 @@ def test_abort_and_unknown_jobs(base_url: str) -> None:
         assert (code, out) == (1, "") and err.startswith("error: 404 "), (action, err)
     code, out, err = _run("http://127.0.0.1:9", "checkpoint", "show", job_id)  # nothing listens there
     assert code == 1 and err.startswith("error: ConnectError"), err
+
+
+def test_list_names_the_teams_waiting_jobs(base_url: str) -> None:
+    code, out, err = _run(base_url, "checkpoint", "list")
+    assert (code, out, err) == (0, "No job waits at a checkpoint\n", "")
+    job_id = _start(base_url, "plan")
+    waiting_since = _status(base_url, job_id)["checkpoint"]["waiting_since"]
+
+    code, out, err = _run(base_url, "checkpoint", "list", "--json")
+    assert code == 0, err
+    assert json.loads(out) == {
+        "checkpoints": [{"job_id": job_id, "phase": "plan", "waiting_since": waiting_since, "goal": GOAL}]
+    }
+    code, out, err = _run(base_url, "checkpoint", "list")
+    assert (code, out) == (0, f"{job_id}  plan  since {waiting_since}  {GOAL}\n"), err
+
+    assert _run(base_url, "checkpoint", "abort", job_id)[0] == 0
+    _wait_for(base_url, job_id, None)
+    assert _run(base_url, "checkpoint", "list") == (0, "No job waits at a checkpoint\n", "")

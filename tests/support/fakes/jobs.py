@@ -86,3 +86,11 @@ class InMemoryJobStore:
         with self._lock:
             if self.keys.get((team_id, key), ("", ""))[0] == job_id:
                 del self.keys[(team_id, key)]
+
+    def waiting_at_checkpoint(self, team_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [
+                json.loads(json.dumps(item))
+                for (team, _), item in self.items.items()
+                if team == team_id and item.get("awaiting_checkpoint")
+            ]

@@ -102,3 +102,48 @@ def test_execute_status_results_contract(client: TestClient) -> None:
     assert client.get("/api/agent/results/0b5c1f4e-0000-4000-8000-000000000000").status_code == 404
     not_waiting = client.post(f"/api/agent/checkpoint/{body['job_id']}/approve")
     assert not_waiting.status_code == 409
+
+
+def test_the_team_lists_its_jobs_waiting_at_a_checkpoint(client: TestClient) -> None:
+    started = [client.post("/api/agent/execute", json={"research_goal": GOAL}).json()["job_id"] for _ in "ab"]
+    other = client.post(
+        "/api/agent/execute", json={"research_goal": GOAL}, headers={"x-team-id": "team-other0001"}
+    ).json()["job_id"]
+    jobs = app.dependency_overrides[get_job_service]().jobs
+    for team, job_id, since in (
+        ("team-default", started[1], "2026-01-01T00:00:00+00:00"),
+        ("team-default", started[0], "2026-01-02T00:00:00+00:00"),
+        ("team-other0001", other, "2026-01-01T00:00:00+00:00"),
+    ):
+        waiting = {"awaiting_checkpoint": True, "checkpoint_phase": "plan", "checkpoint_started_at": since}
+        jobs.update(team, job_id, set_fields=waiting)
+    jobs.update("team-default", started[0], set_fields={"checkpoint_phase": "screening"})
+
+    listed = client.get("/api/agent/checkpoints")
+
+    assert listed.status_code == 200, listed.text
+    assert listed.json() == {
+        "checkpoints": [
+            {
+                "job_id": started[1],
+                "phase": "plan",
+                "waiting_since": "2026-01-01T00:00:00+00:00",
+                "goal": GOAL,
+            },
+            {
+                "job_id": started[0],
+                "phase": "screening",
+                "waiting_since": "2026-01-02T00:00:00+00:00",
+                "goal": GOAL,
+            },
+        ]
+    }
+    assert [
+        entry["job_id"]
+        for entry in client.get("/api/agent/checkpoints", headers={"x-team-id": "team-other0001"}).json()[
+            "checkpoints"
+        ]
+    ] == [other]
+    schema = client.get("/openapi.json").json()
+    documented = schema["paths"]["/api/agent/checkpoints"]["get"]["responses"]["200"]["content"]
+    assert documented["application/json"]["schema"]["$ref"].endswith("/WaitingCheckpoints")

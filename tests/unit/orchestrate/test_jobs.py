@@ -147,3 +147,72 @@ def test_a_job_whose_execution_ended_without_a_final_state_is_failed_when_read(s
     )
     assert service.results("team-default", job_id)["status"] == "FAILED"
     assert starter.status_checks == 2  # terminal now: never checked again
+
+
+def _wait_at(store: JobStore, team: str, job_id: str, phase: str, since: str) -> None:
+    waiting = {"awaiting_checkpoint": True, "checkpoint_phase": phase, "checkpoint_started_at": since}
+    assert store.update(team, job_id, set_fields={**waiting, "checkpoint_token": "token"})
+
+
+def test_a_team_lists_its_jobs_waiting_at_a_checkpoint_and_no_other_teams(store: JobStore) -> None:
+    service, _ = _service(store)
+    waiting, running = (service.submit("team-default", REQUEST)[0]["job_id"] for _ in range(2))
+    other = service.submit("team-other", REQUEST)[0]["job_id"]
+    service.submit("team-default", REQUEST, idempotency_key="key-1")  # an idempotency item has no team key
+    _wait_at(store, "team-default", waiting, "screening", "2026-01-01T00:00:00+00:00")
+    _wait_at(store, "team-other", other, "plan", "2026-01-01T00:00:00+00:00")
+
+    listed = store.waiting_at_checkpoint("team-default")
+
+    assert [job["job_id"] for job in listed] == [waiting] and running != waiting
+    assert (
+        listed[0]["checkpoint_phase"] == "screening" and listed[0]["research_goal"] == REQUEST.research_goal
+    )
+    assert [job["job_id"] for job in store.waiting_at_checkpoint("team-other")] == [other]
+    assert store.waiting_at_checkpoint("team-nobody") == []
+
+
+def test_the_waiting_jobs_are_a_query_of_the_team_index_not_a_scan() -> None:
+    with mock_aws():
+        table = create_table("jobs_table", "jobs")
+        store = DynamoDbJobStore(table)
+        calls: list[tuple[str, str | None]] = []
+        table.meta.client.meta.events.register(
+            "provide-client-params.dynamodb.*",
+            lambda model, params, **_: calls.append((model.name, params.get("IndexName"))),
+        )
+        store.waiting_at_checkpoint("team-default")
+    assert calls == [("Query", "by_team")]
+
+
+@pytest.mark.parametrize(
+    ("phase", "steps", "progress"),
+    [
+        ("plan", [{"status": JobStatus.SEARCHING, "set_fields": {"queries_total": 4}}], 10),
+        ("screening", [{"status": JobStatus.EXTRACTING, "set_fields": {"extract_total": 3}}], 40),
+        (
+            "extraction",
+            [{"status": JobStatus.EXTRACTING, "set_fields": {"extract_total": 3, "extract_done": 3}}],
+            85,
+        ),
+        ("synthesis", [{"status": JobStatus.SYNTHESIZING}], 90),
+    ],
+)
+def test_a_waiting_job_names_its_checkpoint_in_its_phase_and_keeps_its_progress(
+    store: JobStore, phase: str, steps: list[dict[str, Any]], progress: int
+) -> None:
+    """A job waiting at screening once read "EXTRACTING · 40%": the status it resumes in, not where it waits."""
+    service, _ = _service(store)
+    job_id = service.submit("team-default", REQUEST)[0]["job_id"]
+    for step in steps:
+        store.update("team-default", job_id, **step)
+    before = service.status("team-default", job_id)["current_phase"]["progress_percentage"]
+    _wait_at(store, "team-default", job_id, phase, "2026-01-01T00:00:00+00:00")
+
+    waiting = service.status("team-default", job_id)
+
+    assert waiting["checkpoint"]["phase"] == phase and waiting["awaiting_checkpoint"] is True
+    current = waiting["current_phase"]
+    assert current["phase_name"] == f"{phase.upper()}_CHECKPOINT"
+    assert f"the {phase} checkpoint" in current["phase_description"]
+    assert current["progress_percentage"] == before == progress

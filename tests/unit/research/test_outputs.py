@@ -48,3 +48,31 @@ def test_report_and_libraries_use_verified_evidence() -> None:
     assert library["total_quotes"] == 2 and library["quotes"][0]["page"] == 1
     annotated = outputs.annotated_bibliography(candidates, keys, {}, synthesis["evidence"])
     assert "Extraction failed: not attempted" in annotated and "p. 1 (finding)" in annotated
+
+
+def test_a_struck_quote_is_listed_in_no_artifact_of_a_synthesis_that_still_holds_it() -> None:
+    """Approved for delivery without a new synthesis: the draft still holds the quote a reviewer struck."""
+    sources = [
+        extracted(1, [("finding", "Sparse attention cut memory use by 40% on long documents.")]),
+        extracted(2, [("finding", "Sparse attention kept accuracy within one point of dense models.")]),
+    ]
+    draft = asyncio.run(synthesize(plan("rapid"), sources)).to_dict()
+    struck = draft["evidence"][0]
+    assert any(struck["evidence_id"] in claim["evidence_ids"] for claim in draft["claims"] if claim["kept"])
+
+    delivered = outputs.without_struck(draft, [struck["evidence_id"]])
+
+    candidates = [candidate for candidate, _ in sources]
+    _, keys = outputs.bibtex_entries(candidates)
+    library = outputs.quote_library(candidates, delivered["evidence"])
+    assert library["total_quotes"] == 1 and struck["evidence_id"] not in outputs.to_json(library)
+    assert struck["quote"] not in outputs.to_json(library)
+    report = outputs.report_markdown(delivered, candidates, keys, "COMPLETED")
+    annotated = outputs.annotated_bibliography(candidates, keys, {}, delivered["evidence"])
+    assert struck["evidence_id"] not in report and struck["evidence_id"] not in annotated
+    assert struck["quote"] not in report and struck["quote"] not in annotated
+    kept = draft["evidence"][1]
+    assert f"{kept['quote']} [{kept['evidence_id']}]" in delivered["synthesis_text"]
+    assert f"- {kept['quote']} [{kept['evidence_id']}]" in delivered["executive_summary"]
+    assert all(struck["evidence_id"] not in claim["evidence_ids"] for claim in delivered["claims"])
+    assert outputs.without_struck(draft, []) is draft
