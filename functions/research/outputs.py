@@ -189,11 +189,15 @@ def without_struck(synthesis: dict[str, Any], struck: Iterable[str]) -> dict[str
     return {**synthesis, **texts, "evidence": evidence, "claims": claims}
 
 
-# A cited statement: the text since the line's start or the previous citation, then its `[ev-…, …]`.
+# A cited statement: its sentence (from the line's start, the previous citation or the previous sentence's
+# end, never across a sentence end), then its `[ev-…, …]`.
 _CITED_STATEMENT = re.compile(
-    r"(?P<lead>^|(?<=\] ))(?P<text>[^\n\[\]]*?)\s*\[(?P<ids>ev-[^\]\n]+)\]", re.MULTILINE
+    r"(?P<lead>^|(?<=\] )|(?<=[.!?] ))(?P<text>(?:[^\n\[\].!?]|[.!?](?!\s+[A-Z]))*?)\s*\[(?P<ids>ev-[^\]\n]+)\]",
+    re.MULTILINE,
 )
 _EMPTY_BULLET = re.compile(r"^[ \t]*-[ \t]*$\n?", re.MULTILINE)
+# A heading whose section lost every statement: followed only by blank lines, then a heading or the end.
+_EMPTY_SECTION = re.compile(r"^#{2,6} [^\n]*\n(?:[ \t]*\n)*(?=#{2,6} |\Z)", re.MULTILINE)
 
 
 def _without_struck_citations(text: str, struck: set[str]) -> str:
@@ -206,8 +210,9 @@ def _without_struck_citations(text: str, struck: set[str]) -> str:
             return match[0]
         return f"{match['lead']}{match['text']} [{', '.join(kept)}]" if kept else match["lead"]
 
-    without = _CITED_STATEMENT.sub(cited, text)
-    return _EMPTY_BULLET.sub("", without).rstrip()
+    without = _EMPTY_BULLET.sub("", _CITED_STATEMENT.sub(cited, text))
+    without = re.sub(r"(?<=\S)  +(?=\S)", " ", re.sub(r"[ \t]+\n", "\n", _EMPTY_SECTION.sub("", without)))
+    return without.rstrip()
 
 
 def quote_library(sources: list[Candidate], evidence: list[dict[str, Any]]) -> dict[str, Any]:

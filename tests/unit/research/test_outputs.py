@@ -72,7 +72,13 @@ def test_a_struck_quote_is_listed_in_no_artifact_of_a_synthesis_that_still_holds
     assert struck["evidence_id"] not in report and struck["evidence_id"] not in annotated
     assert struck["quote"] not in report and struck["quote"] not in annotated
     kept = draft["evidence"][1]
-    assert f"{kept['quote']} [{kept['evidence_id']}]" in delivered["synthesis_text"]
-    assert f"- {kept['quote']} [{kept['evidence_id']}]" in delivered["executive_summary"]
+    kept_statement = f"{kept['quote'][0].lower()}{kept['quote'][1:]} [{kept['evidence_id']}]"
+    assert kept_statement in delivered["synthesis_text"] and kept_statement in delivered["executive_summary"]
+    # Only the struck statement goes: the summary's opening and the sections still holding a statement stay.
+    assert delivered["executive_summary"].split(" Smith")[0] == draft["executive_summary"].split(" Smith")[0]
+    assert (
+        "### Long documents" not in delivered["synthesis_text"]
+        and "### Other findings" in delivered["synthesis_text"]
+    )
     assert all(struck["evidence_id"] not in claim["evidence_ids"] for claim in delivered["claims"])
     assert outputs.without_struck(draft, []) is draft
