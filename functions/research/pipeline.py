@@ -1,9 +1,15 @@
-"""The answer pipeline: Planner → Retriever → Writer → Critic → Verifier → Red-Team → Decision gate →
+"""The answer pipeline: Planner → Retriever → Writer → Verifier → Critic → Red-Team → Decision gate →
 Finalize, each stage emitting its trace events as it finishes. The preset lists its stages
 (functions/research/presets.py); `AnswerPipeline.run` runs them in order over one `AnswerContext`.
 
-A streaming caller hears only verified text: each sentence of the draft is verified as soon as the
-writer finishes it and sent if kept (functions/research/verified_stream.py); a refusal carries no draft.
+A streaming caller hears only verified text, and only once the decision gate admits the answer: each
+sentence of the draft is verified as soon as the writer finishes it (with an LLM while it still writes;
+the extractive writer's draft, direct answer first, in one go), and kept sentences are sent from the
+moment the gate, asked about the sentences verified so far, would answer rather than refuse
+(functions/research/verified_stream.py; the `answer_admitted` trace event marks it). Nothing is sent that
+is later refused: a refusal carries no draft. The critique and Red-Team run after the stream and only
+annotate it: an admitted answer is not refused afterwards, a later objection lowers its confidence
+(`gate.after_admission`), and `final` carries the authoritative answer.
 
 Domain code only: the search, full-text, document and LLM ports are handed in by a composition root
 (`functions/answer/wiring.py` for the API). The streaming route passes listeners and receives the
@@ -20,7 +26,15 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from functions.common.errors import UpstreamError
 from functions.research.critic import Contradiction, Critique, critique, find_contradictions
 from functions.research.evidence import EvidenceChunk, SourceDoc
-from functions.research.gate import Decision, answer_facts, answer_policy
+from functions.research.gate import (
+    Decision,
+    GateFacts,
+    GatePolicy,
+    after_admission,
+    answer_facts,
+    answer_policy,
+    decide,
+)
 from functions.research.plan import AnswerSettings, ResearchPlan
 from functions.research.planner import plan_answer
 from functions.research.presets import (
@@ -37,7 +51,7 @@ from functions.research.presets import (
     Preset,
     preset_named,
 )
-from functions.research.redteam import RedTeamReport
+from functions.research.redteam import RedTeamReport, red_team
 from functions.research.retriever import Retrieval, Retriever
 from functions.research.stages import (
     PipelineContext,
@@ -271,10 +285,15 @@ class AnswerPipeline:
         context.quarantined = retrieval.quarantined
         context.hostile_sources = retrieval.hostile_sources
         context.contradictions = find_contradictions(retrieval.chunks) if plan.settings.preset.critic else []
-        # Only verified sentences are ever streamed: each is verified as the writer finishes it.
-        context.verifier = Verifier(self.llm if context.request.enable_verifier else None)
+        # Only verified sentences are ever streamed, and only once the gate admits the answer.
+        source_of = {chunk_id: chunk.source_id for chunk_id, chunk in context.chunks.items()}
+        context.verifier = Verifier(self.llm if context.request.enable_verifier else None, source_of)
         texts = {chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()}
-        context.shown = VerifiedStream(context.verifier, texts, context.on_delta)
+
+        async def admits(verifications: Sequence[ClaimVerification]) -> bool:
+            return await self._admits(context, trace, verifications)
+
+        context.shown = VerifiedStream(context.verifier, texts, context.on_delta, admits)
 
     async def write(self, context: AnswerContext, trace: TraceRecorder) -> None:
         draft = await self._draft(context)
@@ -335,22 +354,54 @@ class AnswerPipeline:
         context.verifications = await context.streamed().finish(context.written().sentences)
         await verified(trace, context.verifications)
 
-    async def decide(self, context: AnswerContext, trace: TraceRecorder) -> None:
-        request, plan, retrieval = context.request, context.planned(), context.retrieved()
-        facts = answer_facts(
-            sources=retrieval.sources,
+    def _facts(
+        self,
+        context: AnswerContext,
+        verifications: Sequence[ClaimVerification],
+        challenged: RedTeamReport,
+    ) -> GateFacts:
+        return answer_facts(
+            sources=context.retrieved().sources,
             chunks=context.chunks,
-            kept=context.kept,
-            all_claims=context.verifications,
-            critique=context.review,
-            red_team=context.challenged(),
+            kept=[v for v in verifications if v.kept],
+            all_claims=verifications,
+            contradictions=context.contradictions,
+            red_team=challenged,
         )
-        policy = answer_policy(
-            quality_gate=plan.settings.preset.quality_gate,
+
+    def _policy(self, context: AnswerContext) -> GatePolicy:
+        request = context.request
+        return answer_policy(
+            quality_gate=context.planned().settings.preset.quality_gate,
             min_confidence=request.min_confidence,
             min_sources=request.min_sources,
         )
-        decision = gate(context, facts, policy)
+
+    async def _admits(
+        self, context: AnswerContext, trace: TraceRecorder, verifications: Sequence[ClaimVerification]
+    ) -> bool:
+        """The gate on the sentences verified so far (with the Red-Team's view of them): would it answer?"""
+        kept = [v for v in verifications if v.kept]
+        challenged = red_team(
+            kept, verifications, context.chunks, context.quarantined, context.hostile_sources
+        )
+        decision = decide(self._facts(context, verifications, challenged), self._policy(context))
+        if not decision.refusal:
+            await trace.emit(
+                DECISION,
+                "stream",
+                "answer_admitted",
+                claims=len(verifications),
+                confidence=decision.confidence,
+                elapsed_ms=round((time.perf_counter() - context.started) * 1000, 1),
+            )
+        return not decision.refusal
+
+    async def decide(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        facts = self._facts(context, context.verifications, context.challenged())
+        decision = gate(context, facts, self._policy(context))
+        if context.streamed().admitted:  # sent: later objections lower confidence, never retract
+            decision = context.decision = after_admission(decision, facts, self._policy(context))
         await trace.emit(
             DECISION,
             "refuse" if decision.refusal else "finalize",

@@ -161,8 +161,9 @@ def test_each_preset_runs_its_listed_stages_and_only_those() -> None:
     assert [e.name for e in full if e.agent != "Retriever"] == [
         "plan_created",
         "draft_written",
-        "critique_generated",
+        "answer_admitted",
         "verification_completed",
+        "critique_generated",
         "redteam_completed",
         "decision",
     ]

@@ -251,7 +251,7 @@ def _decide(
     min_sources: int | None = None,
 ) -> Decision:
     facts = answer_facts(
-        sources=sources, chunks=chunks, kept=supported, all_claims=supported, critique=None, red_team=red_team
+        sources=sources, chunks=chunks, kept=supported, all_claims=supported, red_team=red_team
     )
     policy = answer_policy(quality_gate=quality_gate, min_confidence=min_confidence, min_sources=min_sources)
     return decide(facts, policy)
