@@ -315,9 +315,10 @@ class AnswerPipeline:
         extractive = ExtractiveWriter()
         primary = {source.source_id for source in retrieval.sources if source.answers_question}
         contradictions = context.contradictions
+        sources = {source.source_id: source for source in retrieval.sources}
         if self.llm is None or not retrieval.chunks:
             return await extractive.write(
-                plan, retrieval.chunks, contradictions=contradictions, primary=primary
+                plan, retrieval.chunks, contradictions=contradictions, primary=primary, sources=sources
             )
         try:
             return await LlmWriter(self.llm).write(
@@ -329,7 +330,7 @@ class AnswerPipeline:
             )
         except UpstreamError as exc:  # the answer still comes, from the evidence itself
             draft = await extractive.write(
-                plan, retrieval.chunks, contradictions=contradictions, primary=primary
+                plan, retrieval.chunks, contradictions=contradictions, primary=primary, sources=sources
             )
             draft.notes.append(f"LLM writer failed ({exc.message}); the extractive writer answered")
             return draft

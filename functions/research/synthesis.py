@@ -11,17 +11,16 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
-from functions.common.text import stem as stem_word
 from functions.research.evidence import PAGE, EvidenceChunk
 from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
+from functions.research.phrasing import Authorship, Phrasing
 from functions.research.plan import JobSettings, ResearchPlan
-from functions.research.planning import content_tokens
 from functions.research.presets import (
     DECIDE,
     JOB_SYNTHESIS_STAGES,
@@ -45,7 +44,14 @@ from functions.research.stages import (
 from functions.research.trace import WRITER, TraceRecorder
 from functions.research.untrusted_text import Screened, hostile_source, own_links, screen
 from functions.research.verifier import Verifier
-from functions.research.writer import GAPS_SECTION, Draft, DraftSentence, LlmWriter
+from functions.research.writer import (
+    GAPS_SECTION,
+    Draft,
+    DraftSentence,
+    LlmWriter,
+    facet_heading,
+    facet_scores,
+)
 
 if TYPE_CHECKING:
     from functions.common.llm import LlmProvider
@@ -73,69 +79,6 @@ METHODOLOGY_PATTERNS: dict[str, re.Pattern[str]] = {
         "Controlled experiment": r"\bexperiment(s|al)?\b",
     }.items()
 }
-# Words of research reporting that say nothing about the subject (never theme labels on their own).
-_GENERIC = frozenset(
-    [
-        "result",
-        "show",
-        "shown",
-        "found",
-        "find",
-        "report",
-        "compare",
-        "compared",
-        "baseline",
-        "model",
-        "dataset",
-        "experiment",
-        "our",
-        "achieve",
-        "achieved",
-        "score",
-        "scored",
-        "point",
-        "percent",
-        "performance",
-        "accuracy",
-        "task",
-        "benchmark",
-        "evaluate",
-        "evaluation",
-        "way",
-        "make",
-        "made",
-        "propose",
-        "proposed",
-        "present",
-        "method",
-        "approach",
-        "technique",
-        "paper",
-        "work",
-        "within",
-        "across",
-        "strong",
-        "strongest",
-        "dense",
-        "higher",
-        "lower",
-        "better",
-        "best",
-        "new",
-        "novel",
-        "significant",
-        "significantly",
-        "improve",
-        "improved",
-        "improvement",
-        "outperform",
-        "outperformed",
-        "reduce",
-        "reduced",
-        "increase",
-        "increased",
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -268,63 +211,6 @@ def screen_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> Screened
     return ScreenedEvidence(evidence, quarantined, hostile)
 
 
-def _surface(text: str, first: str, second: str) -> str:
-    """How two adjacent topic words read in the quote, with the short words between ('mixture of experts')."""
-    pattern = rf"\b{re.escape(first)}\W+(?:[A-Za-z]{{1,4}}\W+){{0,2}}?{re.escape(second)}\b"
-    match = re.search(pattern, text, re.IGNORECASE)
-    return " ".join(match.group(0).lower().split()) if match else f"{first} {second}"
-
-
-def cluster_themes(
-    evidence: list[Evidence], topic_words: set[str], max_themes: int = 5
-) -> list[tuple[str, list[Evidence]]]:
-    """Group findings by the terms they share across sources; the label is the commonest shared term."""
-    findings = [e for e in evidence if e.kind not in ("limitation", "future_work", "method")]
-    topic = {stem_word(word) for word in topic_words}
-    labels: dict[str, set[str]] = defaultdict(set)  # stem label -> source ids
-    display: dict[str, str] = {}
-    members: dict[str, list[Evidence]] = defaultdict(list)
-    for item in findings:
-        tokens = [t for t in content_tokens(item.quote) if not t.isdigit()]
-        stems = [stem_word(t) for t in tokens]
-        grams: set[str] = set()
-        for index, stem in enumerate(stems):
-            if stem in topic or stem in _GENERIC:
-                continue
-            if len(stem) > 3:
-                grams.add(stem)
-                display.setdefault(stem, tokens[index])
-            if index + 1 < len(stems) and stems[index + 1] not in topic and stems[index + 1] not in _GENERIC:
-                bigram = f"{stem} {stems[index + 1]}"
-                grams.add(bigram)
-                display.setdefault(bigram, _surface(item.quote, tokens[index], tokens[index + 1]))
-        for gram in grams:
-            labels[gram].add(item.source_id)
-            members[gram].append(item)
-
-    def strength(gram: str) -> tuple[float, int, str]:
-        bonus = 1.5 if " " in gram else 1.0
-        return (len(labels[gram]) * bonus, len(members[gram]), gram)
-
-    # A term that nearly every source shares is the field's vocabulary, not a theme within it.
-    sources_total = len({item.source_id for item in findings})
-    ubiquitous = max(2.0, 0.6 * sources_total) if sources_total >= 4 else float(sources_total)
-    themes: list[tuple[str, list[Evidence]]] = []
-    assigned: set[str] = set()
-    for gram in sorted(labels, key=strength, reverse=True):
-        if len(themes) >= max_themes:
-            break
-        if len(labels[gram]) > ubiquitous:
-            continue
-        fresh = [e for e in members[gram] if e.evidence_id not in assigned]
-        if len({e.source_id for e in fresh}) < 2 and len(fresh) < 2:
-            continue
-        assigned.update(e.evidence_id for e in fresh)
-        name = display[gram]
-        themes.append((name[:1].upper() + name[1:], fresh))
-    return themes
-
-
 def count_methodologies(
     sources: list[tuple[Candidate, ExtractedPaper]], evidence: list[Evidence]
 ) -> dict[str, int]:
@@ -342,40 +228,70 @@ def count_methodologies(
     return dict(counts.most_common())
 
 
-def extractive_draft(plan: ResearchPlan[JobSettings], evidence: list[Evidence]) -> Draft:
-    """LLM_PROVIDER=none: themes clustered from findings, sentences are the cited evidence itself."""
-    topic_words = {word for phrase in plan.key_phrases for word in phrase.split()}
-    clusters = cluster_themes(evidence, topic_words)
-    themes: list[tuple[str, list[tuple[str, list[str]]]]] = []
-    summary: list[tuple[str, list[str]]] = []
-    for name, items in clusters:
+def report_phrasing(sources: list[tuple[Candidate, ExtractedPaper]], evidence: list[Evidence]) -> Phrasing:
+    """How the report shows its findings: attributed to each source's authors, abbreviations expanded
+    from the source's own evidence."""
+    authorship = {
+        candidate.source_id: Authorship(candidate.paper.authors, candidate.paper.year, candidate.paper.title)
+        for candidate, _ in sources
+    }
+    return Phrasing(authorship, ((e.evidence_id, e.source_id, e.quote) for e in evidence))
+
+
+def facet_themes(
+    plan: ResearchPlan[JobSettings], evidence: list[Evidence]
+) -> list[tuple[str, list[Evidence]]]:
+    """The findings under the goal's facets, each under the facet it names most; findings of relevant
+    sources that name none of them come last, as OTHER_FINDINGS."""
+    findings = [e for e in evidence if e.kind not in ("limitation", "future_work", "method")]
+    scores = facet_scores(plan.facets, [item.quote for item in findings])
+    themes: list[tuple[str, list[Evidence]]] = [(facet_heading(facet), []) for facet in plan.facets]
+    themes.append((OTHER_FINDINGS, []))
+    for index, item in enumerate(findings):
+        best = max(range(len(plan.facets)), key=lambda f: (scores[f][index], -f), default=None)
+        named = best is not None and scores[best][index] > 0
+        themes[best if named and best is not None else -1][1].append(item)
+    return [(name, items) for name, items in themes if items]
+
+
+def extractive_draft(
+    plan: ResearchPlan[JobSettings],
+    evidence: list[Evidence],
+    sources: Sequence[tuple[Candidate, ExtractedPaper]] = (),
+) -> Draft:
+    """LLM_PROVIDER=none: findings under the goal's facets, each the cited evidence attributed to its
+    authors; the summary is each theme's strongest finding."""
+    themes: list[tuple[str, list[Evidence]]] = []
+    for name, items in facet_themes(plan, evidence):
         ranked = sorted(items, key=lambda e: (-e.relevance_score, e.evidence_id))
         picked: list[Evidence] = []
-        for item in ranked:  # one sentence per source first, then the rest
+        for item in ranked:  # one sentence per source first
             if all(item.source_id != p.source_id for p in picked):
                 picked.append(item)
             if len(picked) == 3:
                 break
-        themes.append((name, [(item.quote, [item.evidence_id]) for item in picked]))
-        if picked:
-            summary.append((picked[0].quote, [picked[0].evidence_id]))
-    if not themes:  # too few shared terms to cluster: cite the strongest findings directly
-        top = sorted(
-            (e for e in evidence if e.kind not in ("limitation", "future_work")),
-            key=lambda e: (-e.relevance_score, e.evidence_id),
-        )[:5]
-        summary = [(item.quote, [item.evidence_id]) for item in top[:3]]
-        if top:
-            themes.append(("Key findings", [(item.quote, [item.evidence_id]) for item in top]))
-    gaps = [
-        (item.quote, [item.evidence_id])
-        for item in evidence
-        if item.kind in ("limitation", "future_work") or _GAP_SIGNAL.search(item.quote)
-    ]
-    unique_gaps = list({text: (text, ids) for text, ids in gaps}.values())[:6]
-    return report_draft(themes, summary, unique_gaps, writer="extractive", model="extractive")
+        themes.append((name, picked))
+    gaps = [e for e in evidence if e.kind in ("limitation", "future_work") or _GAP_SIGNAL.search(e.quote)]
+    unique_gaps = list({item.quote: item for item in gaps}.values())[:6]
+    phrasing = report_phrasing(list(sources), evidence)
+
+    def shown(item: Evidence) -> DraftSentence:
+        phrased = phrasing.phrase(item.quote, item.source_id, [item.evidence_id])
+        return DraftSentence(phrased.text, phrased.chunk_ids, attribution=phrased.attribution)
+
+    written = [(name, [shown(item) for item in items]) for name, items in themes]
+    return Draft(
+        sentences=[
+            *(replace(sentence, section=name) for name, sentences in written for sentence in sentences),
+            *(replace(shown(item), section=GAPS_SECTION) for item in unique_gaps),
+        ],
+        writer="extractive",
+        model="extractive",
+        summary=[sentences[0] for _, sentences in written if sentences],
+    )
 
 
+OTHER_FINDINGS = "Other findings"  # relevant findings that name none of the goal's facets
 MAX_LLM_EVIDENCE = 60
 DEFAULT_LLM_BUDGET_SECONDS = 30.0
 WRITER_BUDGET_SHARE = 0.7  # of the model budget; the judge has what the writer leaves
@@ -455,7 +371,7 @@ class JobContext(PipelineContext):
     llm_budget_seconds: float
     deadline: float  # the event loop's clock: when the model budget runs out
     policy: GatePolicy
-    drafted: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # distinct cited sentences
+    drafted: list[DraftSentence] = field(default_factory=list)  # distinct cited sentences
     claims: list[Claim] = field(default_factory=list)
     sections: ReportSections | None = None
     result: SynthesisResult | None = None
@@ -477,7 +393,7 @@ async def write_report(context: JobContext, trace: TraceRecorder) -> None:
     """The Writer: the extractive draft, or the LLM's when it answers within its share of the budget."""
     plan, evidence, provider = context.plan, context.evidence, context.provider
     share = context.llm_budget_seconds * WRITER_BUDGET_SHARE
-    draft = extractive_draft(plan, evidence)
+    draft = extractive_draft(plan, evidence, context.sources)
     if provider is not None and evidence:
         try:
             async with asyncio.timeout(share):
@@ -489,12 +405,9 @@ async def write_report(context: JobContext, trace: TraceRecorder) -> None:
                 f"LLM writer failed ({type(exc).__name__}: {exc}); used the extractive writer"
             )
     context.draft = draft
-    cited = [
-        *((s.text, tuple(s.chunk_ids)) for s in draft.sentences),
-        *((s.text, tuple(s.chunk_ids)) for s in draft.summary),
-    ]
     # The summary repeats theme sentences: each distinct sentence is one claim.
-    context.drafted = list(dict.fromkeys(pair for pair in cited if pair[0]))
+    distinct = {(s.text, tuple(s.chunk_ids)): s for s in [*draft.sentences, *draft.summary] if s.text}
+    context.drafted = list(distinct.values())
     themes = list(dict.fromkeys(s.section for s in draft.sentences if s.section != GAPS_SECTION))
     await trace.emit(
         WRITER, "write", "draft_written", writer=draft.writer, themes=themes, claims=len(context.drafted)
@@ -504,7 +417,7 @@ async def write_report(context: JobContext, trace: TraceRecorder) -> None:
 async def verify_report(context: JobContext, trace: TraceRecorder) -> None:
     """The Verifier: every drafted sentence against its quotes; the LLM judge only while budget is left."""
     loop = asyncio.get_running_loop()
-    to_verify = [(text, list(ids)) for text, ids in context.drafted]
+    to_verify = [(sentence.claim, list(sentence.chunk_ids)) for sentence in context.drafted]
     quotes = {chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()}
     remaining = context.deadline - loop.time()
     judge = context.provider if remaining >= MIN_JUDGE_SECONDS else None
@@ -521,7 +434,11 @@ async def verify_report(context: JobContext, trace: TraceRecorder) -> None:
         Claim(v.claim_id, v.claim_text, v.evidence_chunk_ids, v.verdict, v.confidence, v.notes, v.kept)
         for v in verifications
     ]
-    kept = {pair for pair, claim in zip(context.drafted, context.claims, strict=True) if claim.kept}
+    kept = {
+        (sentence.text, tuple(sentence.chunk_ids))
+        for sentence, claim in zip(context.drafted, context.claims, strict=True)
+        if claim.kept
+    }
     context.sections = verified_sections(context.written(), kept)
     dropped = sum(1 for claim in context.claims if not claim.kept)
     if dropped:
@@ -566,8 +483,47 @@ async def decide_report(context: JobContext, trace: TraceRecorder) -> None:
     gate(context, job_facts(context), context.policy)
 
 
-def executive_summary(context: JobContext, title: str, span: str, single_source: bool) -> str:
+def report_title(goal: str) -> str:
+    """The report's title: the goal as it was asked (a join of its concepts reads as no title)."""
+    text = " ".join(goal.split())
+    return text[:1].upper() + text[1:]
+
+
+def _listed(names: list[str]) -> str:
+    names = [name[:1].lower() + name[1:] if name[1:2].islower() else name for name in names]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def evidence_paragraph(context: JobContext, span: str) -> str:
+    """One paragraph on what the evidence shows about the goal: how much verified evidence there is, the
+    facets it speaks to and those it is silent on, how many themes rest on several sources, and each
+    theme's strongest finding."""
     report = context.verified_report()
+    source_of = {item.evidence_id: item.source_id for item in context.evidence}
+    covered = [name for name, _ in report.themes if name != OTHER_FINDINGS]
+    silent = [facet_heading(facet) for facet in context.plan.facets if facet_heading(facet) not in covered]
+    verified_count = sum(1 for claim in context.claims if claim.kept)
+    opening = (
+        f"Across {len(context.sources)} analysed source(s) published {span}, {verified_count} verified "
+        f"finding(s) from {len(context.cited_sources)} source(s) bear on the question"
+    )
+    if covered:
+        opening += f"; they speak to {_listed(covered)}"
+    if silent:
+        opening += f"; no verified finding names {_listed(silent)}"
+    shared = sum(
+        1 for _, sentences in report.themes if len({source_of[i] for _, ids in sentences for i in ids}) >= 2
+    )
+    agreement = (
+        f"{shared} of its {len(report.themes)} theme(s) rest on two or more sources, the rest on one."
+        if report.themes
+        else ""
+    )
+    findings = " ".join(_cite(text, ids) for text, ids in report.summary)
+    return " ".join(part for part in (opening + ".", agreement, findings) if part)
+
+
+def executive_summary(context: JobContext, title: str, span: str, single_source: bool) -> str:
     caveat = (
         [
             f"> Single-source caveat: every verified claim below rests on one source; "
@@ -578,17 +534,7 @@ def executive_summary(context: JobContext, title: str, span: str, single_source:
         if single_source
         else []
     )
-    theme_names = ", ".join(name for name, _ in report.themes)
-    lines = [
-        f"## Meta-Analysis: {title}",
-        "",
-        *caveat,
-        f"Across {len(context.sources)} analysed source(s) published {span}, the evidence groups into "
-        f"{len(report.themes)} theme(s): {theme_names}.",
-        "",
-        *[f"- {_cite(text, ids)}" for text, ids in report.summary],
-    ]
-    return "\n".join(lines)
+    return "\n".join([f"## {title}", "", *caveat, evidence_paragraph(context, span)])
 
 
 def synthesis_body(context: JobContext, span: str, methodologies: dict[str, int]) -> str:
@@ -621,9 +567,9 @@ async def render_report(context: JobContext, trace: TraceRecorder) -> None:
     methodologies = count_methodologies(context.sources, context.evidence)
     years = sorted(c.paper.year for c, _ in context.sources if c.paper.year)
     span = f"{years[0]}-{years[-1]}" if years else "unknown years"
-    title = plan.settings.topic[:1].upper() + plan.settings.topic[1:]
+    title = report_title(plan.goal)
     if decision.refusal:
-        executive = f"## Meta-Analysis: {title}\n\nNo synthesis was written. {decision.reason}."
+        executive = f"## {title}\n\nNo synthesis was written. {decision.reason}."
         body, report = executive, ReportSections([], [], [])
     else:
         executive = executive_summary(context, title, span, single_source)

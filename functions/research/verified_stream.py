@@ -82,7 +82,7 @@ class VerifiedStream:
         self, sentence: DraftSentence, claim_number: int, *, show: bool = True
     ) -> ClaimVerification:
         [verification] = await self._verifier.verify(
-            [(sentence.text, sentence.chunk_ids)], self._evidence, first_id=claim_number
+            [(sentence.claim, sentence.chunk_ids)], self._evidence, first_id=claim_number
         )
         if show and verification.kept:
             self._held.append(sentence)

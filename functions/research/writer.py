@@ -9,13 +9,16 @@ model writes prose citing ids, its tokens are streamed as they come, and the Ver
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from functions.common.text import sentence_spans
+from functions.research.attribution import continuing
 from functions.research.chunks import Bm25Index
-from functions.research.evidence import EvidenceChunk
+from functions.research.evidence import EvidenceChunk, SourceDoc
+from functions.research.facets import Facet
+from functions.research.phrasing import Authorship, Phrasing, counted
 from functions.research.plan import AnswerSettings, ResearchPlan
 from functions.research.presets import (
     STYLE_ACADEMIC,
@@ -60,13 +63,32 @@ SECTIONS = {
 }
 NO_ANSWER = "INSUFFICIENT_EVIDENCE"
 GAPS_SECTION = "Gaps"
+# The direct answer opens the text without a heading; in the plain style the findings follow in a
+# paragraph of their own, also without one (a section named "" breaks the paragraph, shows no heading).
+DIRECT_ANSWER: str | None = None
+UNTITLED = ""
+FACET_STYLES = (STYLE_ANSWER, STYLE_ACADEMIC)  # styles organised by the question's facets
 
 
 @dataclass(frozen=True)
 class DraftSentence:
+    """One sentence shown to the reader and the evidence ids it cites. `attribution`: phrases of `text`
+    that are the writer's own words, not the evidence's (who states the finding, "Lee et al. (2023)",
+    and how strong the evidence is): the Verifier judges `claim`, the sentence without them, against
+    the quotes it cites."""
+
     text: str
     chunk_ids: list[str]
     section: str | None = None
+    attribution: tuple[str, ...] = ()
+
+    @property
+    def claim(self) -> str:
+        """What the sentence says the evidence states: `text` without the writer's own phrases."""
+        claim = self.text
+        for phrase in self.attribution:
+            claim = claim.replace(phrase, " ")
+        return " ".join(claim.split())
 
 
 @dataclass
@@ -171,6 +193,7 @@ def select_evidence(
 def arrange(
     plan: ResearchPlan[AnswerSettings], picked: Sequence[EvidenceChunk], disputed: set[str]
 ) -> list[DraftSentence]:
+    """The style's sections for the picked evidence (tutorial and contradictions styles)."""
     style = plan.settings.preset.style
     sentences = [
         DraftSentence(
@@ -180,10 +203,123 @@ def arrange(
     ]
     names = SECTIONS.get(style, ())
     if style == STYLE_CONTRADICTIONS and not disputed:  # nothing disputed: no "disagree" heading
-        return [DraftSentence(s.text, s.chunk_ids) for s in sentences]
-    if style == STYLE_ANSWER:  # what a thing is, before what was found about it
-        return sorted(sentences, key=lambda s: 0 if _DEFINITIONAL.search(s.text) else 1)
+        return [DraftSentence(s.text, s.chunk_ids, UNTITLED) for s in sentences]
     return sorted(sentences, key=lambda s: names.index(s.section) if s.section in names else len(names))
+
+
+def facet_heading(facet: Facet) -> str:
+    return facet.phrase[:1].upper() + facet.phrase[1:]
+
+
+def facet_scores(facets: Sequence[Facet], texts: Sequence[str]) -> list[list[float]]:
+    """How much each text speaks to each facet (its phrase or a synonym): one row per facet."""
+    if not texts:
+        return [[] for _ in facets]
+    index = Bm25Index(texts)
+    return [
+        [max(values) for values in zip(*(index.scores(alt) for alt in facet.alternatives), strict=True)]
+        for facet in facets
+    ]
+
+
+def _kind_rank(text: str) -> int:
+    """Within a facet: what a thing is, then what was found, then its limits."""
+    return 0 if _DEFINITIONAL.search(text) else 2 if _LIMITATION.search(text) else 1
+
+
+@dataclass(frozen=True)
+class EvidenceView:
+    """What the writer knows besides the evidence it picked: every chunk retrieved, their sources, the
+    sources that address the question as a whole, and the critic's contradictions."""
+
+    chunks: Sequence[EvidenceChunk]
+    sources: Mapping[str, SourceDoc]
+    primary: set[str]
+    contradictions: Sequence[Contradiction]
+
+    def phrasing(self) -> Phrasing:
+        authorship = {sid: Authorship(s.authors, s.year, s.title) for sid, s in self.sources.items()}
+        return Phrasing(authorship, ((c.chunk_id, c.source_id, c.text) for c in self.chunks))
+
+
+def evidence_strength(
+    plan: ResearchPlan[AnswerSettings], picked: Sequence[EvidenceChunk], view: EvidenceView
+) -> str:
+    """How strong the evidence is, in the writer's words: sources that address the question as a whole,
+    whether any report opposite findings, and the facets no source speaks to."""
+    cited = list(dict.fromkeys(chunk.source_id for chunk in picked))
+    whole = [source for source in cited if source in view.primary]
+    total = counted(len(cited))
+    if not whole:
+        strength = (
+            f"None of the {total} sources cited here addresses the question as a whole, only parts of it"
+        )
+    elif len(whole) == len(cited):
+        every = {1: "The one source", 2: "Both sources"}.get(len(cited), f"All {total} sources")
+        verb = "addresses" if len(cited) == 1 else "address"
+        strength = f"{every} cited here {verb} the question as a whole"
+    else:
+        verb = "addresses" if len(whole) == 1 else "address"
+        strength = f"{counted(len(whole)).capitalize()} of the {total} sources cited here {verb} the question as a whole"
+    ids = {chunk.chunk_id for chunk in picked}
+    opposed = [c for c in view.contradictions if len(ids.intersection(c.evidence_chunk_ids)) >= 2]
+    if opposed:
+        strength += f", and {counted(len(opposed))} pair(s) of their findings are opposed"
+    elif plan.settings.preset.critic and len(cited) > 1:
+        strength += ", and none of their findings are opposed"
+    scores = facet_scores(plan.facets, [chunk.text for chunk in view.chunks])
+    silent = [
+        facet.phrase for facet, row in zip(plan.facets, scores, strict=True) if not any(v > 0 for v in row)
+    ]
+    if silent and len(plan.facets) > 1:
+        strength += f"; none speaks to {' or '.join(silent)}"
+    return strength + ";"
+
+
+def compose(
+    plan: ResearchPlan[AnswerSettings], picked: Sequence[EvidenceChunk], view: EvidenceView
+) -> list[DraftSentence]:
+    """The answer as shown: a direct answer (the finding that best answers the whole question, and how
+    strong the evidence is), then the findings by the question's facets, each attributed to its authors."""
+    if not picked:
+        return []
+    style = plan.settings.preset.style
+    scores = facet_scores(plan.facets, [chunk.text for chunk in picked])
+    met = [sum(1 for row in scores if row[i] > 0) for i in range(len(picked))]
+    lead = max(
+        range(len(picked)), key=lambda i: (picked[i].source_id in view.primary, met[i], picked[i].score, -i)
+    )
+    rest = [i for i in range(len(picked)) if i != lead]
+    placed: list[tuple[str | None, EvidenceChunk]] = []
+    if style in FACET_STYLES:
+
+        def facet_of(i: int) -> int:
+            best = max(range(len(plan.facets)), key=lambda f: (scores[f][i], -f), default=0)
+            return best if plan.facets and scores[best][i] > 0 else 0
+
+        rest.sort(key=lambda i: (facet_of(i), _kind_rank(picked[i].text), i))
+        for i in rest:
+            heading = facet_heading(plan.facets[facet_of(i)]) if plan.facets else UNTITLED
+            placed.append((heading if style == STYLE_ACADEMIC else UNTITLED, picked[i]))
+    else:
+        disputed = {i for c in view.contradictions for i in c.evidence_chunk_ids}
+        arranged = arrange(plan, [picked[i] for i in rest], disputed)
+        by_id = {chunk.chunk_id: chunk for chunk in picked}
+        placed = [(s.section or UNTITLED, by_id[s.chunk_ids[0]]) for s in arranged]
+    phrasing = view.phrasing()
+    first = phrasing.phrase(picked[lead].text, picked[lead].source_id, [picked[lead].chunk_id])
+    strength = evidence_strength(plan, picked, view)
+    opening = continuing(
+        first.text,
+        phrasing.proper(picked[lead].source_id) | {phrasing.label(picked[lead].source_id).split()[0]},
+    )
+    sentences = [
+        DraftSentence(f"{strength} {opening}", first.chunk_ids, DIRECT_ANSWER, (strength, *first.attribution))
+    ]
+    for section, chunk in placed:
+        shown = phrasing.phrase(chunk.text, chunk.source_id, [chunk.chunk_id])
+        sentences.append(DraftSentence(shown.text, shown.chunk_ids, section, shown.attribution))
+    return sentences
 
 
 class ExtractiveWriter:
@@ -196,20 +332,21 @@ class ExtractiveWriter:
         *,
         contradictions: Sequence[Contradiction] = (),
         primary: set[str] | None = None,
+        sources: Mapping[str, SourceDoc] | None = None,
         on_delta: Delta | None = None,
         temperature: float | None = None,
     ) -> Draft:
-        disputed = {i for c in contradictions for i in c.evidence_chunk_ids}
-        sentences = arrange(plan, select_evidence(plan, chunks, contradictions, primary), disputed)
+        view = EvidenceView(chunks, sources or {}, primary or set(), contradictions)
+        sentences = compose(plan, select_evidence(plan, chunks, contradictions, primary), view)
         if on_delta is not None:
             numbers = CitationNumbers()
             section: str | None = None
             for index, sentence in enumerate(sentences):
-                prefix = ""
-                if sentence.section != section and sentence.section:
-                    prefix = ("\n\n" if index else "") + f"### {sentence.section}\n\n"
-                elif index:
-                    prefix = " "
+                prefix = " " if index else ""
+                if sentence.section != section:
+                    prefix = "\n\n" if index else ""
+                    if sentence.section:
+                        prefix += f"### {sentence.section}\n\n"
                 section = sentence.section
                 await on_delta(f"{prefix}{sentence.text} {numbers.mark(sentence.chunk_ids)}")
         return Draft(sentences=sentences, writer=self.name, model="extractive")
