@@ -24,9 +24,11 @@ from functions.common.text import sentence_spans, stems
 # The paper's own reference markers: "[8, 9, 14-17]" and "(Smith et al., 2019; Lee, 2020)".
 _NUMERIC_MARKER = re.compile(r"\[\s*\d+(?:\s*[-\u2013,;]\s*\d+)*\s*\]")
 _AUTHOR_YEAR_MARKER = re.compile(r"\((?=[^()]*[A-Za-z])[^()\d]*(?:(?:19|20)\d\d[a-z]?[^()\d]*)+\)")
-# Our attribution: "Lee et al. (2023)", "Lee and Kim (2020)", "Lee (2021)", and "Lee et al.'s".
+# Our attribution: "Lee et al. (2023)", "Lee and Kim (2020)", "Lee (2021)", "Lee et al.'s" and a work
+# without authors named by its title in quotes ("\u201cDense retrieval for\u2026\u201d (2023)").
 _ATTRIBUTION = re.compile(
-    r"\b[A-Z][\w'\u2019-]+(?:\s+et\s+al\.?|\s+(?:and|&)\s+[A-Z][\w'\u2019-]+)?(?:['\u2019]s)?\s*\((?:19|20)\d\d[a-z]?\)"
+    r"(?:\b[A-Z][\w'\u2019-]+(?:\s+et\s+al\.?|\s+(?:and|&)\s+[A-Z][\w'\u2019-]+)?(?:['\u2019]s)?"
+    r"|\u201c[^\u201d]{1,120}\u201d)\s*\((?:19|20)\d\d[a-z]?\)"
 )
 # "bilateral contrast ratio (BCR)": the long form may come from elsewhere in the source.
 _EXPANSION = re.compile(r"((?:[\w-]+\s+){1,8})\(([A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*?s?)\)")

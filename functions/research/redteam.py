@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from functions.research.evidence import EvidenceChunk
+from functions.research.faithfulness import finding_of
 from functions.research.untrusted_text import screen, signal_summary
 from functions.research.verifier import UNSUPPORTED, ClaimVerification, numbers_in
 
@@ -104,7 +105,7 @@ def claim_flags(claim: ClaimVerification, chunks: dict[str, EvidenceChunk]) -> l
     flags: list[RedTeamFlag] = []
     cited = [chunks[i] for i in claim.evidence_chunk_ids if i in chunks]
     quoted = {n for chunk in cited for n in numbers_in(chunk.text)}
-    missing = [n for n in numbers_in(claim.claim_text) if n not in quoted]
+    missing = [n for n in numbers_in(finding_of(claim.claim_text)) if n not in quoted]
     if missing:
         flags.append(
             RedTeamFlag(

@@ -17,6 +17,7 @@ authoritative answer, verdicts and confidence (functions/research/pipeline.py).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from functions.research.verifier import ClaimVerification, Verifier
 from functions.research.writer import NO_ANSWER, CitationNumbers, Delta, DraftSentence, parse_cited
@@ -84,6 +85,7 @@ class VerifiedStream:
         [verification] = await self._verifier.verify(
             [(sentence.claim, sentence.chunk_ids)], self._evidence, first_id=claim_number
         )
+        verification = replace(verification, claim_text=sentence.text)  # the claim as it is shown
         if show and verification.kept:
             self._held.append(sentence)
         return verification
