@@ -1,4 +1,4 @@
-"""The answer pipeline end to end in memory: plan, retrieve, write, critique, verify, red-team, decide."""
+"""The answer pipeline end to end in memory: plan, retrieve, write, verify, critique, red-team, decide."""
 
 from __future__ import annotations
 
