@@ -235,6 +235,10 @@ class AnswerContext(PipelineContext):
     contradictions: list[Contradiction] = field(default_factory=list)
     verifier: Verifier | None = None
     shown: VerifiedStream | None = None  # the draft's sentences, each verified as the writer ends it
+    # The direct answer sent from the abstracts while the full text was read: it opens the final answer.
+    lead: list[DraftSentence] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # what the Verifier checks against, by chunk id
+    source_of: dict[str, str] = field(default_factory=dict)  # each chunk's source, for agreement
     review: Critique | None = None
     result: AnswerResult | None = None
 
@@ -279,24 +283,50 @@ class AnswerPipeline:
 
     async def retrieve(self, context: AnswerContext, trace: TraceRecorder) -> None:
         plan = context.planned()
-        retrieval = await self.retriever.retrieve(plan, trace, context.request.documents)
-        context.retrieval = retrieval
-        context.chunks = {chunk.chunk_id: chunk for chunk in retrieval.chunks}
-        context.quarantined = retrieval.quarantined
-        context.hostile_sources = retrieval.hostile_sources
-        context.contradictions = find_contradictions(retrieval.chunks) if plan.settings.preset.critic else []
         # Only verified sentences are ever streamed, and only once the gate admits the answer.
-        source_of = {chunk_id: chunk.source_id for chunk_id, chunk in context.chunks.items()}
-        context.verifier = Verifier(self.llm if context.request.enable_verifier else None, source_of)
-        texts = {chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()}
+        context.verifier = Verifier(self.llm if context.request.enable_verifier else None, context.source_of)
 
         async def admits(verifications: Sequence[ClaimVerification]) -> bool:
             return await self._admits(context, trace, verifications)
 
-        context.shown = VerifiedStream(context.verifier, texts, context.on_delta, admits)
+        context.shown = VerifiedStream(context.verifier, context.texts, context.on_delta, admits)
+
+        async def lead(abstracts: Retrieval) -> None:
+            await self._lead(context, abstracts)
+
+        # Without an LLM the direct answer is written from the abstracts while the full text is read.
+        early = lead if self.llm is None else None
+        retrieval = await self.retriever.retrieve(plan, trace, context.request.documents, on_abstracts=early)
+        self._use(context, retrieval)
+
+    def _use(self, context: AnswerContext, retrieval: Retrieval) -> None:
+        """The evidence the next stages work on, with that of a direct answer already sent."""
+        context.retrieval = retrieval
+        pinned = {i: context.chunks[i] for sentence in context.lead for i in sentence.chunk_ids}
+        context.chunks = {**{chunk.chunk_id: chunk for chunk in retrieval.chunks}, **pinned}
+        context.quarantined = retrieval.quarantined
+        context.hostile_sources = retrieval.hostile_sources
+        critic = context.planned().settings.preset.critic
+        context.contradictions = find_contradictions(list(context.chunks.values())) if critic else []
+        context.texts.update({chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()})
+        context.source_of.update({chunk_id: chunk.source_id for chunk_id, chunk in context.chunks.items()})
+
+    async def _lead(self, context: AnswerContext, abstracts: Retrieval) -> None:
+        """The direct answer from the abstracts, verified and sent if the gate admits it; else forgotten."""
+        self._use(context, abstracts)
+        draft = await self._draft(context)
+        await context.streamed().add(draft.sentences[:1])
+        if context.streamed().admitted:
+            context.lead = draft.sentences[:1]
+        else:
+            context.streamed().withdraw()
 
     async def write(self, context: AnswerContext, trace: TraceRecorder) -> None:
         draft = await self._draft(context)
+        if context.lead:  # sent already: it opens the answer, and the draft's own direct answer goes
+            sent = {i for sentence in context.lead for i in sentence.chunk_ids}
+            rest = [s for s in draft.sentences[1:] if not sent.intersection(s.chunk_ids)]
+            draft.sentences = [*context.lead, *rest]
         context.draft = draft
         await trace.emit(
             WRITER,

@@ -57,10 +57,20 @@ class VerifiedStream:
         if self._model_text.lstrip().startswith(NO_ANSWER[: len(self._model_text.lstrip())]):
             return  # (the start of) the model's "no answer": nothing to show
         complete = parse_cited(self._model_text)[:-1]
-        for sentence in complete[len(self.verifications) :]:
+        await self.add(complete[len(self.verifications) :])
+
+    async def add(self, sentences: Sequence[DraftSentence]) -> None:
+        """The next complete sentences of the answer, each verified and, once admitted, sent."""
+        for sentence in sentences:
             self.sentences.append(sentence)
             self.verifications.append(await self._verify(sentence, len(self.verifications) + 1))
             await self._release()
+
+    def withdraw(self) -> None:
+        """Forgets what was verified and held: only while nothing was sent (the answer not admitted)."""
+        if self.admitted:
+            raise RuntimeError("an admitted answer cannot be withdrawn: it was sent")
+        self._held, self.sentences, self.verifications = [], [], []
 
     async def finish(self, sentences: Sequence[DraftSentence]) -> list[ClaimVerification]:
         """The whole draft: one verification per sentence, in order. Sentences verified while the model

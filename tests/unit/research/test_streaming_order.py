@@ -4,9 +4,12 @@ only annotate what was sent; a refused answer streams nothing."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from typing import Any
 
 import pytest
 
+from functions.common.models import ExtractedPaper
 from functions.research.gate import Decision, GateFacts, after_admission, answer_policy, decide
 from functions.research.pipeline import AnswerPipeline, AnswerRequest, AnswerResult
 from functions.research.retriever import Retriever
@@ -124,3 +127,43 @@ def test_an_objection_after_admission_lowers_confidence_instead_of_retracting() 
     assert settled.confidence <= (policy.min_confidence or 0.0) and "Red-Team" in settled.rationale
     unchanged = decide(facts, policy)
     assert after_admission(unchanged, facts, policy) == unchanged
+
+
+class PdfsAfterTheFirstSentence:
+    """A full-text service whose PDFs arrive only once the client has heard a sentence (or after a
+    generous guard, so that a regression fails instead of hanging); the PDFs never parse."""
+
+    def __init__(self) -> None:
+        self.heard = asyncio.Event()
+        self.requests = 0
+
+    async def extract(self, source_url: str, **options: Any) -> ExtractedPaper:
+        self.requests += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.heard.wait(), 20)
+        return ExtractedPaper(
+            source_url=source_url, canonical_id=source_url, success=False, failure_reason="test"
+        )
+
+
+def test_without_an_llm_the_direct_answer_streams_from_the_abstracts_while_the_full_text_is_read() -> None:
+    pdfs = PdfsAfterTheFirstSentence()
+    happened: list[str] = []
+    deltas: list[str] = []
+
+    async def on_delta(text: str) -> None:
+        deltas.append(text)
+        happened.append("delta")
+        pdfs.heard.set()
+
+    async def on_trace(event: TraceEvent) -> None:
+        happened.append(event.name)
+
+    pipeline = AnswerPipeline(Retriever(InMemorySearch(RAG), full_text=pdfs))
+    request = AnswerRequest(question=QUESTION, preset="comprehensive")
+    result = asyncio.run(pipeline.run(request, TraceRecorder("trace-test", on_trace), on_delta=on_delta))
+    assert not result.decision.refusal, result.decision
+    assert pdfs.requests > 0
+    assert happened.index("delta") < happened.index("full_text_read") < happened.index("draft_written")
+    assert "".join(deltas) == result.answer and deltas[0].strip() in result.answer.split("\n\n")[0]
+    assert happened.count("retrieval_completed") == 1 and happened.count("answer_admitted") == 1
