@@ -41,21 +41,17 @@ _REPORTING = frozenset(
     )
 )
 _QUANTITY = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?)\s*(%|[A-Za-zµμ°]+)?")
+_UNIT_SYMBOLS = (
+    *("pp", "x", "mg", "g", "kg", "µg", "μg", "ml", "l", "mmol", "mol", "iu", "nm", "mm", "cm", "m", "km"),
+    *("hz", "khz", "mhz", "ghz", "kb", "mb", "gb", "tb", "db", "w", "kw", "ms", "s", "sec", "min", "h", "hr"),
+    *("°c", "°", "k"),
+)
+_TIME_AND_COUNT_UNITS = ("second", "minute", "hour", "day", "week", "month", "year", "point")
 _UNITS = {
-    "%": "%",
-    "percent": "%",
-    "pp": "pp",
-    "x": "x",
-    "fold": "x",
-    "times": "x",
-    **{unit: unit for unit in ("mg", "g", "kg", "µg", "μg", "ml", "l", "mmol", "mol", "iu", "mm", "cm", "m")},
-    **{
-        unit: unit
-        for unit in ("km", "nm", "hz", "khz", "mhz", "ghz", "kb", "mb", "gb", "tb", "db", "w", "kw")
-    },
-    **{unit: unit for unit in ("ms", "s", "sec", "min", "h", "hr", "°c", "°", "k", "m")},
-    **{word: word for word in ("second", "minute", "hour", "day", "week", "month", "year", "point")},
-    **{word + "s": word for word in ("second", "minute", "hour", "day", "week", "month", "year", "point")},
+    **{unit: unit for unit in _UNIT_SYMBOLS},
+    **{word: word for word in _TIME_AND_COUNT_UNITS},
+    **{word + "s": word for word in _TIME_AND_COUNT_UNITS},
+    **{"%": "%", "percent": "%", "fold": "x", "times": "x"},
 }
 _NEGATION = re.compile(
     r"\b(?:no|not|never|cannot|neither|nor|none|without|absence of|fails? to|failed to|lack(?:s|ed)? of)\b"
@@ -76,19 +72,16 @@ _HEDGE = re.compile(
     r"indicates?|indicated|hypothes\w+|presumabl[ey])\b",
     re.I,
 )
+_POPULATION_NOUNS = (
+    *("patient", "participant", "subject", "adult", "adolescent", "infant", "newborn", "girl", "boy"),
+    *("volunteer", "student", "user", "worker", "veteran", "smoker", "animal", "human", "cell", "dog"),
+    *("pig", "primate", "monkey", "rat"),
+)
 _POPULATION = {
-    **{
-        word: word for word in ("patient", "participant", "subject", "adult", "child", "adolescent", "infant")
-    },
-    **{word: word for word in ("newborn", "woman", "man", "girl", "boy", "volunteer", "student", "user")},
-    **{word: word for word in ("worker", "veteran", "smoker", "elderly", "mouse", "rat", "animal", "human")},
-    **{word: word for word in ("cell", "dog", "pig", "primate", "monkey", "zebrafish", "pregnan")},
-    **{"patients": "patient", "participants": "participant", "subjects": "subject", "adults": "adult"},
-    **{"children": "child", "adolescents": "adolescent", "infants": "infant", "newborns": "newborn"},
-    **{"women": "woman", "men": "man", "girls": "girl", "boys": "boy", "volunteers": "volunteer"},
-    **{"students": "student", "users": "user", "workers": "worker", "veterans": "veteran"},
-    **{"smokers": "smoker", "mice": "mouse", "rats": "rat", "animals": "animal", "humans": "human"},
-    **{"cells": "cell", "dogs": "dog", "pigs": "pig", "primates": "primate", "monkeys": "monkey"},
+    **{noun: noun for noun in _POPULATION_NOUNS},
+    **{noun + "s": noun for noun in _POPULATION_NOUNS},
+    **{"child": "child", "children": "child", "woman": "woman", "women": "woman", "man": "man", "men": "man"},
+    **{"mouse": "mouse", "mice": "mouse", "zebrafish": "zebrafish", "elderly": "elderly"},
     **{"pregnant": "pregnan", "pregnancy": "pregnan", "pregnancies": "pregnan"},
 }
 _WORD = re.compile(r"[a-z]+")
@@ -185,16 +178,14 @@ def unfaithful(finding: str, quotes: Sequence[str]) -> list[str]:
     shown = read(finding)
     source = read(" ".join(without_markers(quote) for quote in quotes))
     quoted = read(restated(finding, quotes))
-    problems = []
-    added = sorted(shown.values - source.values)
-    if added:
-        problems.append(f"numbers not in the cited evidence: {', '.join(added[:3])}")
-    dropped = sorted(quoted.values - shown.values)
-    if dropped:
-        problems.append(f"drops the quote's numbers: {', '.join(dropped[:3])}")
-    changed = _unit_changes(shown, quoted)
-    if changed:
-        problems.append(f"changes a unit: {'; '.join(changed[:2])}")
+    differences = (
+        ("numbers not in the cited evidence", shown.values - source.values),
+        ("drops the quote's numbers", quoted.values - shown.values),
+        ("a population the quote does not study", shown.population - source.population),
+        ("drops the population studied", quoted.population - shown.population),
+        ("changes a unit", set(_unit_changes(shown, quoted))),
+    )
+    problems = [f"{what}: {', '.join(sorted(found)[:3])}" for what, found in differences if found]
     if shown.negated != quoted.negated:
         problems.append(
             "negates what the cited evidence states" if shown.negated else "drops the quote's negation"
@@ -205,10 +196,4 @@ def unfaithful(finding: str, quotes: Sequence[str]) -> list[str]:
         problems.append("reverses the direction of the quoted effect")
     if quoted.hedged and not shown.hedged:
         problems.append("states as certain what the quote only suggests")
-    other_population = sorted(shown.population - source.population)
-    if other_population:
-        problems.append(f"a population the quote does not study: {', '.join(other_population)}")
-    lost_population = sorted(quoted.population - shown.population)
-    if lost_population:
-        problems.append(f"drops the population studied: {', '.join(lost_population)}")
     return problems
