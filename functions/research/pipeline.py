@@ -7,7 +7,9 @@ sentence of the draft is verified as soon as the writer finishes it (with an LLM
 the extractive writer's draft, direct answer first, in one go), and kept sentences are sent from the
 moment the gate, asked about the sentences verified so far, would answer rather than refuse
 (functions/research/verified_stream.py; the `answer_admitted` trace event marks it). Nothing is sent that
-is later refused: a refusal carries no draft. The critique and Red-Team run after the stream and only
+is later refused: a refusal carries no draft. Without an LLM, when the preset reads full text, the direct
+answer is drafted from the abstracts while the PDFs are read (`Retriever.retrieve(on_abstracts=…)`) and
+sent if the gate admits it on that evidence; it then opens the final answer. The critique and Red-Team run after the stream and only
 annotate it: an admitted answer is not refused afterwards, a later objection lowers its confidence
 (`gate.after_admission`), and `final` carries the authoritative answer.
 
