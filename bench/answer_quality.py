@@ -26,6 +26,13 @@ Scored per goal and preset:
   - claim verdicts: shares of the draft's claims supported, partially supported, unsupported (removed);
   - latency: wall seconds of the answer; and, per preset, the time to the first verified sentence (the
     first `answer_delta` a streaming client hears) against the whole stream, p50/p95 over the goals.
+  - readability of an answer that is not refused (issue 21): shown sentences in a paper's first person or
+    self-reference ("we", "our", "this paper"; target 0), the papers' own reference markers left in shown
+    sentences ("[8, 9]", "(Smith et al., 2019)"; target 0), headings that are the plan's facets (100%),
+    abbreviations expanded at their first use where the cited source defines them ("long form (ABBR)" in
+    any of its retrieved chunks; >= 90%), a direct-answer paragraph first (100%), and each shown
+    sentence's numbers and polarity the same as its quote's (100%: no number the quote lacks, none of the
+    quote's numbers dropped, reference markers aside; negated exactly when the quote is).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import asyncio
 import logging
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -128,6 +136,7 @@ class Outcome:
     details: list[str] = field(default_factory=list)  # the failure analysis, printed with --verbose
     cause: str = ""  # one line: why an answerable goal missed, or why a refusal did not happen
     error: str | None = None
+    readability: Readability = field(default_factory=lambda: Readability())
 
     @property
     def answerable(self) -> bool:
@@ -146,6 +155,75 @@ class Outcome:
         if not self.answerable:
             return self.status == "refused"
         return self.status == "answered" and bool(self.cited_expected)
+
+
+@dataclass
+class Readability:
+    """What a reader of one answer meets (issue 21's figures); all zero for a refusal."""
+
+    sentences: int = 0
+    first_person: int = 0
+    foreign_markers: int = 0
+    headings: int = 0
+    facet_headings: int = 0
+    abbreviations_defined: int = 0
+    abbreviations_expanded: int = 0
+    direct_answer: bool = False
+    faithful: int = 0  # numbers and polarity as the quote's
+    unfaithful: list[str] = field(default_factory=list)
+
+
+_NEGATION = re.compile(r"\b(?:no|not|never|cannot|neither|nor|without|fails? to|failed to)\b|n't\b", re.I)
+
+
+def _faithful(claim: str, quote: str) -> bool:
+    from functions.research.attribution import without_markers
+    from functions.research.verifier import numbers_in
+
+    source = without_markers(quote)
+    same_numbers = sorted(set(numbers_in(claim))) == sorted(set(numbers_in(source)))
+    return same_numbers and bool(_NEGATION.search(claim)) == bool(_NEGATION.search(source))
+
+
+def score_readability(outcome: Outcome, result: AnswerResult, request: AnswerRequest) -> None:
+    from functions.research.abbreviations import defines, definition_of, definitions, used
+    from functions.research.attribution import foreign_markers, speaks_for_itself
+    from functions.research.pipeline import plan_for
+    from functions.research.writer import facet_heading
+
+    if result.decision.refusal:
+        return
+    score = outcome.readability
+    chunks = {chunk.chunk_id: chunk for chunk in result.chunks}
+    facets = {facet_heading(facet) for facet in plan_for(request).facets}
+    headings = re.findall(r"^#+\s*(.+?)\s*$", result.answer, flags=re.M)
+    score.headings, score.facet_headings = len(headings), sum(1 for h in headings if h in facets)
+    opening = result.answer.split("\n\n", 1)[0]
+    score.direct_answer = not opening.startswith("#") and "the question as a whole" in opening
+    by_source: dict[str, list[tuple[str, str]]] = {}
+    for chunk in result.chunks:
+        by_source.setdefault(chunk.source_id, []).append((chunk.chunk_id, chunk.text))
+    seen: set[str] = set()
+    for sentence in result.sentences:
+        score.sentences += 1
+        score.first_person += speaks_for_itself(sentence.text)
+        score.foreign_markers += foreign_markers(sentence.text)
+        quote = chunks[sentence.chunk_ids[0]]
+        if _faithful(sentence.claim, quote.text):
+            score.faithful += 1
+        else:
+            score.unfaithful.append(f"{sentence.claim[:90]!r} <- {quote.text[:90]!r}")
+        known = definitions(by_source.get(quote.source_id, []))
+        for token in used(sentence.text):
+            definition = definition_of(token, known)
+            if definition is None or definition.abbreviation in seen:
+                continue
+            seen.add(definition.abbreviation)
+            score.abbreviations_defined += 1
+            before = sentence.text.split(token, 1)[0].lower()
+            score.abbreviations_expanded += (
+                defines(sentence.text, token) or definition.long_form.lower() in before
+            )
 
 
 def _paper_record(paper: Paper) -> dict[str, Any]:
@@ -380,6 +458,7 @@ async def run_goal(
     outcome.confidence = decision.confidence
     outcome.verdicts = Counter(claim.verdict for claim in result.claim_verifications)
     corpus_of = score_citations(outcome, result, matcher)
+    score_readability(outcome, result, request)
     analyse(outcome, result, request, events, recorder.records, matcher, corpus_of, _upstream_queries(site))
     return outcome
 
@@ -526,6 +605,7 @@ def summary(outcomes: list[Outcome], label: str) -> None:
         f"{_share(verdicts['partially_supported'], claims)}, unsupported and removed "
         f"{_share(verdicts['unsupported'], claims)}"
     )
+    readability(outcomes)
     if latencies:
         print(
             f"  latency: mean {statistics.mean(latencies):.1f} s, median {statistics.median(latencies):.1f} s, "
@@ -555,6 +635,24 @@ def time_to_first_sentence(outcomes: list[Outcome], preset: str) -> None:
         f"p95 {_percentile(total, 0.95):.1f} s; first sentence ahead of final by p50 "
         f"{_percentile(lead, 0.5):.2f} s, max {max(lead):.2f} s ({len(streamed)} streamed answers)"
     )
+
+
+def readability(outcomes: list[Outcome]) -> None:
+    """Issue 21's readability figures over the answers that were not refused."""
+    scores = [o.readability for o in outcomes if o.status == "answered"]
+    sentences = sum(r.sentences for r in scores)
+    print(
+        f"  readability of {len(scores)} answer(s), {sentences} shown sentence(s): first person or "
+        f"self-reference {sum(r.first_person for r in scores)} (target 0); foreign reference markers "
+        f"{sum(r.foreign_markers for r in scores)} (target 0); headings that are plan facets "
+        f"{_share(sum(r.facet_headings for r in scores), sum(r.headings for r in scores))}; abbreviations "
+        f"expanded at first use {_share(sum(r.abbreviations_expanded for r in scores), sum(r.abbreviations_defined for r in scores))}; "
+        f"direct answer first {_share(sum(r.direct_answer for r in scores), len(scores))}; numbers and "
+        f"polarity as the quote's {_share(sum(r.faithful for r in scores), sentences)}"
+    )
+    for r in scores:
+        for line in r.unfaithful:
+            print(f"    not as the quote: {line}")
 
 
 def main() -> None:

@@ -14,7 +14,13 @@ import re
 from dataclasses import dataclass, field
 
 from functions.common.text import STOPWORDS
-from functions.research.vocabulary import FRAMING, FRAMING_VERBS, QUESTION_WORDS, RELATIONAL
+from functions.research.vocabulary import (
+    FRAMING,
+    FRAMING_VERBS,
+    QUESTION_WORDS,
+    RELATIONAL,
+    REPORTING_VERBS,
+)
 
 _PIECE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{1,12})\s*\)|[A-Za-z0-9][A-Za-z0-9\-+'/]*|[,;:?!.()\[\]\"]")
 _PUNCTUATION = frozenset(',;:?!.()[]"')
@@ -40,7 +46,13 @@ class Facet:
 
 
 def _is_boundary(word: str) -> bool:
-    return word in RELATIONAL or word in QUESTION_WORDS or word in FRAMING_VERBS or word in STOPWORDS
+    return (
+        word in RELATIONAL
+        or word in QUESTION_WORDS
+        or word in FRAMING_VERBS
+        or word in REPORTING_VERBS
+        or word in STOPWORDS
+    )
 
 
 def _trim(words: list[str]) -> list[str]:

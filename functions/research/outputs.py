@@ -8,6 +8,7 @@ import unicodedata
 from typing import Any
 
 from functions.common.text import first_sentence
+from functions.research.attribution import last_name
 from functions.research.screening import Candidate
 from functions.research.untrusted_text import own_links, without_hostile
 
@@ -34,13 +35,9 @@ def _ascii_word(value: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "", folded)
 
 
-def _last_name(author: str) -> str:
-    return author.split(",", 1)[0].strip() if "," in author else (author.split() or [""])[-1]
-
-
 def citation_key(candidate: Candidate, used: set[str]) -> str:
     paper = candidate.paper
-    author = _ascii_word(_last_name(paper.authors[0])).lower() if paper.authors else "anon"
+    author = _ascii_word(last_name(paper.authors[0])).lower() if paper.authors else "anon"
     first_word = next(
         (_ascii_word(w).lower() for w in paper.title.split() if len(_ascii_word(w)) > 3), "untitled"
     )
@@ -121,7 +118,9 @@ def report_markdown(
     ]
     if synthesis["refusal"]:
         lines += ["> **Refused:** " + str(synthesis["refusal_reason"]), ""]
-    lines += [synthesis["executive_summary"], "", "## Synthesis", "", synthesis["synthesis_text"], ""]
+    # The summary's own title is the goal, already the report's: here it is the report's first section.
+    summary = re.sub(r"\A## .*", "## What the evidence shows", str(synthesis["executive_summary"]), count=1)
+    lines += [summary, "", "## Synthesis", "", synthesis["synthesis_text"], ""]
     if cited:
         lines += ["## Evidence cited", ""]
         for evidence_id in cited:

@@ -69,7 +69,7 @@ class Phrasing:
         self._definitions = {sid: definitions(pairs) for sid, pairs in by_source.items()}
         self._proper = {
             sid: proper_words([text for _, text in pairs])
-            | frozenset(last_name(a) for a in authorship[sid].authors if sid in authorship)
+            | frozenset(last_name(a) for a in (authorship[sid].authors if sid in authorship else []))
             for sid, pairs in by_source.items()
         }
         self._expanded: set[str] = set()

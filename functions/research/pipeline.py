@@ -75,6 +75,7 @@ from functions.research.writer import (
     DraftSentence,
     ExtractiveWriter,
     LlmWriter,
+    attribution_labels,
     render,
 )
 
@@ -312,6 +313,8 @@ class AnswerPipeline:
         context.contradictions = find_contradictions(list(context.chunks.values())) if critic else []
         context.texts.update({chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()})
         context.source_of.update({chunk_id: chunk.source_id for chunk_id, chunk in context.chunks.items()})
+        labels = attribution_labels({source.source_id: source for source in retrieval.sources})
+        context.streamed().attributions = list(labels.values())
 
     async def _lead(self, context: AnswerContext, abstracts: Retrieval) -> None:
         """The direct answer from the abstracts, verified and sent if the gate admits it; else forgotten."""
@@ -359,6 +362,8 @@ class AnswerPipeline:
                 retrieval.chunks,
                 temperature=context.request.temperature,
                 on_model_text=context.streamed().feed_model_text,
+                concepts=plan.key_phrases,
+                authors=attribution_labels(sources),
             )
         except UpstreamError as exc:  # the answer still comes, from the evidence itself
             draft = await extractive.write(

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
+from functions.research.attribution import author_label
 from functions.research.evidence import PAGE, EvidenceChunk
 from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
 from functions.research.phrasing import Authorship, Phrasing
@@ -299,39 +300,35 @@ MIN_JUDGE_SECONDS = 3.0
 Cited = tuple[str, list[str]]  # a sentence and the evidence ids it cites
 
 
-def report_draft(
-    themes: list[tuple[str, list[Cited]]], summary: list[Cited], gaps: list[Cited], *, writer: str, model: str
-) -> Draft:
-    """A report's draft: each theme's sentences under its name, then the gaps; the summary repeats
-    sentences of the themes."""
-    return Draft(
-        sentences=[
-            *(DraftSentence(text, ids, name) for name, sentences in themes for text, ids in sentences),
-            *(DraftSentence(text, ids, GAPS_SECTION) for text, ids in gaps),
-        ],
-        writer=writer,
-        model=model,
-        summary=[DraftSentence(text, ids) for text, ids in summary],
-    )
-
-
 async def llm_draft(
-    plan: ResearchPlan[JobSettings], evidence: list[Evidence], provider: LlmProvider
+    plan: ResearchPlan[JobSettings],
+    evidence: list[Evidence],
+    provider: LlmProvider,
+    authors: Mapping[str, str] | None = None,
 ) -> Draft:
-    """The answer engine's LLM writer in report style: theme headings become themes, the gaps heading
-    the gaps, and each theme's first sentence the summary."""
+    """The answer engine's LLM writer in report style: its opening paragraph becomes the summary, its
+    headings (the goal's concepts) the themes, and the gaps heading the gaps."""
     ranked = sorted(evidence, key=lambda e: (-e.relevance_score, e.evidence_id))[:MAX_LLM_EVIDENCE]
     chunks = [e.as_chunk() for e in ranked]
-    draft = await LlmWriter(provider).write(plan.goal, STYLE_REPORT, chunks)
-    themes: dict[str, list[Cited]] = {}
-    gaps: list[Cited] = []
+    draft = await LlmWriter(provider).write(
+        plan.goal, STYLE_REPORT, chunks, concepts=plan.key_phrases, authors=authors
+    )
+    opening = [sentence for sentence in draft.sentences if sentence.section is None]
+    themes: dict[str, list[DraftSentence]] = {}
+    gaps: list[DraftSentence] = []
     for sentence in draft.sentences:
         if sentence.section and sentence.section.strip().lower() == GAPS_SECTION.lower():
-            gaps.append((sentence.text, sentence.chunk_ids))
-        else:
-            themes.setdefault(sentence.section or "Findings", []).append((sentence.text, sentence.chunk_ids))
-    summary = [sentences[0] for sentences in themes.values() if sentences]
-    return report_draft(list(themes.items()), summary, gaps, writer=draft.writer, model=draft.model)
+            gaps.append(replace(sentence, section=GAPS_SECTION))
+        elif sentence.section:
+            themes.setdefault(sentence.section, []).append(sentence)
+    if not themes and opening:  # no headings at all: the findings are themed as a whole
+        themes[OTHER_FINDINGS] = [replace(sentence, section=OTHER_FINDINGS) for sentence in opening]
+    return Draft(
+        sentences=[*(s for sentences in themes.values() for s in sentences), *gaps],
+        writer=draft.writer,
+        model=draft.model,
+        summary=opening or [sentences[0] for sentences in themes.values()],
+    )
 
 
 @dataclass(frozen=True)
@@ -397,7 +394,11 @@ async def write_report(context: JobContext, trace: TraceRecorder) -> None:
     if provider is not None and evidence:
         try:
             async with asyncio.timeout(share):
-                draft = await llm_draft(plan, evidence, provider)
+                labels = {
+                    c.source_id: author_label(c.paper.authors, c.paper.year, c.paper.title)
+                    for c, _ in context.sources
+                }
+                draft = await llm_draft(plan, evidence, provider, labels)
         except TimeoutError:
             context.notes.append(f"LLM writer exceeded its {share:.0f} s budget; used the extractive writer")
         except Exception as exc:  # a provider or format failure falls back to the extractive writer

@@ -20,7 +20,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from functions.research.verifier import ClaimVerification, Verifier
-from functions.research.writer import NO_ANSWER, CitationNumbers, Delta, DraftSentence, parse_cited
+from functions.research.writer import (
+    NO_ANSWER,
+    CitationNumbers,
+    Delta,
+    DraftSentence,
+    attributed_by,
+    parse_cited,
+)
 
 # The gate, asked about the verifications so far: may the answer be sent?
 Admission = Callable[[Sequence[ClaimVerification]], Awaitable[bool]]
@@ -37,8 +44,11 @@ class VerifiedStream:
         evidence: dict[str, str],
         on_delta: Delta | None = None,
         admits: Admission = _always,
+        attributions: Sequence[str] = (),
     ) -> None:
         self._verifier = verifier
+        # The writer's attributions ("Lee et al. (2023)"): not claims. Set again once the sources are known.
+        self.attributions = attributions
         self._evidence = evidence
         self._on_delta = on_delta
         self._admits = admits
@@ -56,7 +66,7 @@ class VerifiedStream:
         self._model_text += delta
         if self._model_text.lstrip().startswith(NO_ANSWER[: len(self._model_text.lstrip())]):
             return  # (the start of) the model's "no answer": nothing to show
-        complete = parse_cited(self._model_text)[:-1]
+        complete = [attributed_by(s, self.attributions) for s in parse_cited(self._model_text)[:-1]]
         await self.add(complete[len(self.verifications) :])
 
     async def add(self, sentences: Sequence[DraftSentence]) -> None:

@@ -31,6 +31,14 @@ FRAMING_VERBS = _words(
     "makes mean measured obtain predict predicts produce produces provide provides pull pulls "
     "quantify relate related relates seen tackle tell understand using"
 )
+# What a question asks studies to report or a thing to do to another ("what do trials show about",
+# "does X reduce Y"): verbs, rarely the noun inside a concept, so they cut there too.
+REPORTING_VERBS = _words(
+    "show shows showed suggest suggests suggested indicate indicates indicated reveal reveals revealed "
+    "demonstrate demonstrates demonstrated imply implies implied confirm confirms outperform outperforms "
+    "outperformed drive drives prevent prevents reduces increases worsen "
+    "worsens say says"
+)
 
 # Words that frame a research question without naming its topic ("recent advances in ..."): trimmed
 # at the ends of a concept, never cut inside one.
@@ -38,11 +46,11 @@ _FRAMING_NOUNS = _words(
     "address addresses advance advancement advancements advances approach approaches area areas art "
     "aspect aspects associated association benefit benefits best better cause causes challenge "
     "challenges current currently development developments different direction directions do does "
-    "effect effects evidence existing field fields finding findings future good impact important "
+    "effect effects evidence existing factor factors field fields finding findings future good impact important "
     "improvement improvements increase increases influence influenced influences key kind kinds known "
     "latest literature main method methods new outcome outcomes overview paper papers perform "
-    "performs progress recent reduce reduces research results review reviews role roles something "
+    "performs progress reason reasons recent reduce research results review reviews role roles something "
     "state studies study survey surveys system systems technique techniques thing things trend trends "
-    "type types various way ways whether work works"
+    "type types various way ways well whether work works"
 )
-FRAMING = _FRAMING_NOUNS | FRAMING_VERBS
+FRAMING = _FRAMING_NOUNS | FRAMING_VERBS | REPORTING_VERBS

@@ -137,6 +137,17 @@ def test_a_goal_is_decomposed_into_the_concepts_it_joins() -> None:
             "Does social support reduce the burden of family caregivers?",
             ["social support", "burden of family caregivers"],
         ),
+        # what a question asks studies to report is a verb, never the end of a concept ("X show")
+        (
+            "What do cohort studies of statins and aspirin show about stroke prevention?",
+            ["cohort studies of statins", "aspirin", "stroke prevention"],
+        ),
+        (
+            "What evidence indicates that exercise reduces depression in adolescents?",
+            ["exercise", "depression", "adolescents"],
+        ),
+        ("How well do large language models reason about causality?", ["large language models", "causality"]),
+        ("Do transformers outperform recurrent networks?", ["transformers", "recurrent networks"]),
     ],
 )
 def test_verbs_and_adverbs_inside_a_question_do_not_join_its_concepts(goal: str, concepts: list[str]) -> None:
