@@ -7,11 +7,11 @@ sentence of the draft is verified as soon as the writer finishes it (with an LLM
 the extractive writer's draft, direct answer first, in one go), and kept sentences are sent from the
 moment the gate, asked about the sentences verified so far, would answer rather than refuse
 (functions/research/verified_stream.py; the `answer_admitted` trace event marks it). Nothing is sent that
-is later refused: a refusal carries no draft. Without an LLM, when the preset reads full text, the direct
-answer is drafted from the abstracts while the PDFs are read (`Retriever.retrieve(on_abstracts=…)`) and
-sent if the gate admits it on that evidence; it then opens the final answer. The critique and Red-Team run after the stream and only
-annotate it: an admitted answer is not refused afterwards, a later objection lowers its confidence
-(`gate.after_admission`), and `final` carries the authoritative answer.
+is later refused: a refusal carries no draft. Without an LLM, when the preset reads full text, the
+direct answer is drafted from the abstracts while the PDFs are read (`Retriever.retrieve(on_abstracts=…)`)
+and sent if the gate admits it on that evidence; it then opens the final answer. The critique and
+Red-Team run after the stream and only annotate it: an admitted answer is not refused afterwards, a later
+objection lowers its confidence (`gate.after_admission`), and `final` carries the authoritative answer.
 
 Domain code only: the search, full-text, document and LLM ports are handed in by a composition root
 (`functions/answer/wiring.py` for the API). The streaming route passes listeners and receives the
@@ -317,9 +317,14 @@ class AnswerPipeline:
         context.streamed().attributions = list(labels.values())
 
     async def _lead(self, context: AnswerContext, abstracts: Retrieval) -> None:
-        """The direct answer from the abstracts, verified and sent if the gate admits it; else forgotten."""
+        """The direct answer from the abstracts, verified and sent if the gate would answer with the whole
+        draft the abstracts support and admits the lead itself; else forgotten, and the full text decides."""
         self._use(context, abstracts)
         draft = await self._draft(context)
+        claims = [(sentence.claim, sentence.chunk_ids) for sentence in draft.sentences]
+        whole = await Verifier(None, context.source_of).verify(claims, context.texts)
+        if self._gate_on(context, whole).refusal:
+            return
         await context.streamed().add(draft.sentences[:1])
         if context.streamed().admitted:
             context.lead = draft.sentences[:1]
@@ -415,15 +420,19 @@ class AnswerPipeline:
             min_sources=request.min_sources,
         )
 
-    async def _admits(
-        self, context: AnswerContext, trace: TraceRecorder, verifications: Sequence[ClaimVerification]
-    ) -> bool:
-        """The gate on the sentences verified so far (with the Red-Team's view of them): would it answer?"""
+    def _gate_on(self, context: AnswerContext, verifications: Sequence[ClaimVerification]) -> Decision:
+        """What the gate would decide on these verifications, with the Red-Team's view of them."""
         kept = [v for v in verifications if v.kept]
         challenged = red_team(
             kept, verifications, context.chunks, context.quarantined, context.hostile_sources
         )
-        decision = decide(self._facts(context, verifications, challenged), self._policy(context))
+        return decide(self._facts(context, verifications, challenged), self._policy(context))
+
+    async def _admits(
+        self, context: AnswerContext, trace: TraceRecorder, verifications: Sequence[ClaimVerification]
+    ) -> bool:
+        """The gate on the sentences verified so far: would it answer? It says so in the trace when it would."""
+        decision = self._gate_on(context, verifications)
         if not decision.refusal:
             await trace.emit(
                 DECISION,
