@@ -133,14 +133,15 @@ class PdfsAfterTheFirstSentence:
     """A full-text service whose PDFs arrive only once the client has heard a sentence (or after a
     generous guard, so that a regression fails instead of hanging); the PDFs never parse."""
 
-    def __init__(self) -> None:
+    def __init__(self, guard_seconds: float = 20.0) -> None:
         self.heard = asyncio.Event()
+        self.guard_seconds = guard_seconds
         self.requests = 0
 
     async def extract(self, source_url: str, **options: Any) -> ExtractedPaper:
         self.requests += 1
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.heard.wait(), 20)
+            await asyncio.wait_for(self.heard.wait(), self.guard_seconds)
         return ExtractedPaper(
             source_url=source_url, canonical_id=source_url, success=False, failure_reason="test"
         )
@@ -167,3 +168,20 @@ def test_without_an_llm_the_direct_answer_streams_from_the_abstracts_while_the_f
     assert happened.index("delta") < happened.index("full_text_read") < happened.index("draft_written")
     assert "".join(deltas) == result.answer and deltas[0].strip() in result.answer.split("\n\n")[0]
     assert happened.count("retrieval_completed") == 1 and happened.count("answer_admitted") == 1
+
+
+def test_a_direct_answer_the_gate_would_refuse_is_not_sent_from_the_abstracts() -> None:
+    deltas: list[str] = []
+    happened: list[str] = []
+
+    async def on_delta(text: str) -> None:
+        deltas.append(text)
+
+    async def on_trace(event: TraceEvent) -> None:
+        happened.append(event.name)
+
+    pipeline = AnswerPipeline(Retriever(InMemorySearch(RAG), full_text=PdfsAfterTheFirstSentence(0.0)))
+    request = AnswerRequest(question=QUESTION, preset="comprehensive", min_sources=5)
+    result = asyncio.run(pipeline.run(request, TraceRecorder("trace-test", on_trace), on_delta=on_delta))
+    assert result.decision.refusal and result.decision.reason_code == "insufficient_sources"
+    assert deltas == [] and "answer_admitted" not in happened and result.sentences == []
