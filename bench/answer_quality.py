@@ -536,6 +536,7 @@ def _line(o: Outcome) -> str:
     return (
         f"  {verdict} {o.goal.goal_id:<21} {o.goal.split:<8} {o.goal.kind:<12} {o.status:<9} "
         f"{o.refusal_code or '-':<24} {recall:<12} {precision:<9} {o.seconds:7.1f}s"
+        + (f" (first sentence {o.first_sentence:.1f}s)" if o.first_sentence is not None else "")
     )
 
 

@@ -482,7 +482,7 @@ class AnswerPipeline:
             sentences=[] if decision.refusal else kept_sentences,
             citations=citations,
             sources=retrieval.sources,
-            chunks=retrieval.chunks,
+            chunks=list(context.chunks.values()),  # with a direct answer sent from the abstracts
             # A refusal carries no draft: its sentences were not verified, or not enough of them were.
             claim_verifications=[] if decision.refusal else context.verifications,
             critique=context.review,

@@ -168,6 +168,8 @@ def test_without_an_llm_the_direct_answer_streams_from_the_abstracts_while_the_f
     assert happened.index("delta") < happened.index("full_text_read") < happened.index("draft_written")
     assert "".join(deltas) == result.answer and deltas[0].strip() in result.answer.split("\n\n")[0]
     assert happened.count("retrieval_completed") == 1 and happened.count("answer_admitted") == 1
+    chunks = {chunk.chunk_id for chunk in result.chunks}
+    assert all(citation.chunk_id in chunks for citation in result.citations)  # the lead's among them
 
 
 def test_a_direct_answer_the_gate_would_refuse_is_not_sent_from_the_abstracts() -> None:
