@@ -373,6 +373,7 @@ def analyse(
 
     verification = (by_name.get("verification_completed") or [{}])[0]
     out.append(f"claims: {dict(outcome.verdicts)}; removed {verification.get('removed')}")
+    out += [f"removed: {v.claim_text[:110]!r} ({v.notes})" for v in result.claim_verifications if not v.kept]
     critique = by_name.get("critique_generated")
     if critique:
         out.append(f"critic: uncovered {critique[0].get('uncovered_sub_questions')}")
@@ -386,6 +387,7 @@ def analyse(
         + (f"; reason: {decision.reason}" if decision.refusal else "")
     )
     out += [f"note: {note}" for note in result.notes]
+    out += ["answer:", *(f"  {line}" for line in result.answer.splitlines() if line.strip())]
     out.append("timeline: " + ", ".join(_timeline(events)))
     out += [f"OFFSET {failure}" for failure in outcome.offset_failures]
 

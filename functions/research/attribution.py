@@ -43,6 +43,12 @@ _OPENING_FRAME = re.compile(
     r"\s*,?\s*(?=we\b)",
     re.IGNORECASE,
 )
+_CONNECTIVE = re.compile(
+    r"^(?:However|Moreover|Furthermore|In addition|Additionally|Finally|Thus|Therefore|Hence|Also|"
+    r"Nevertheless|Nonetheless|Then|Next|Consequently|Accordingly|In particular|Specifically|Similarly|"
+    r"Likewise|Indeed|In contrast|Conversely|By contrast|On the other hand|First|Second|Third|Lastly)"
+    r"\s*,\s+",
+)
 _ADVERBS = frozenset(
     [
         "also",
@@ -61,7 +67,11 @@ _ADVERBS = frozenset(
 )
 _SUBJECT_SELF = re.compile(rf"^(?:this|the present|the current|our)\s+({_SELF_NOUNS})\b", re.IGNORECASE)
 _PREPOSITION_SELF = re.compile(
-    rf"\b(in|of|from|throughout|by|within)\s+(?:this|the present|the current|our)\s+(?:{_SELF_NOUNS})\b",
+    rf"\b(in|of|from|throughout|by|within)\s+(?:this|the present|the current|our)\s+({_SELF_NOUNS})\b",
+    re.IGNORECASE,
+)
+_SELF_ASIDE = re.compile(
+    rf",?\s*\b(?:in|within|throughout|through)\s+(?:this|the present|the current|our)\s+(?:{_SELF_NOUNS})\b,?",
     re.IGNORECASE,
 )
 _OTHER_SELF = re.compile(rf"\b(?:this|the present|the current|our)\s+({_SELF_NOUNS})\b", re.IGNORECASE)
@@ -70,6 +80,43 @@ _PRONOUNS = {"we": "they", "us": "them", "our": "their", "ours": "theirs", "ours
 _IRREGULAR = {"have": "has", "do": "does", "are": "is", "were": "was", "go": "goes"}
 _TITLE_WORDS = 6
 _MODALS = frozenset(["can", "could", "may", "might", "must", "shall", "should", "will", "would"])
+
+
+# The attributions this module writes: 'Lee et al. (2023)', 'Lee and Chen (2023)', '"A title…" (2023)'.
+WRITERS_LABEL = re.compile(
+    r"(?:[A-Z][\w'\u2019\-]+(?: et al\.| and [A-Z][\w'\u2019\-]+)?|\u201c[^\u201d]*\u201d) \((?:19|20)\d{2}\)"
+)
+
+
+_WRITERS_LEAD = re.compile(
+    rf"They also report that|(?:{WRITERS_LABEL.pattern}) (?:reports?|asks?)(?: that|:)|^[^;]*\bcited here\b[^;]*;"
+)
+
+
+def writers_phrases(text: str) -> tuple[str, ...]:
+    """The phrases of a shown sentence this module's writer put there: leads into a finding, then names."""
+    return tuple(m.group(0) for pattern in (_WRITERS_LEAD, WRITERS_LABEL) for m in pattern.finditer(text))
+
+
+def _pronoun_for(name: re.Match[str]) -> str:
+    """What stands for a name in a finding: 'they' as its subject; nothing after a preposition ('the
+    study by Lee et al. (2023)' is 'the study')."""
+    return " " if name.group(1) else "they"
+
+
+def finding(text: str, phrases: Sequence[str] | None = None) -> str:
+    """What a shown sentence says its evidence states: without the writer's `phrases` (by default, those
+    it recognises as its own). A phrase that leads into the finding ("Lee et al. (2023) report that",
+    "Both sources…;") goes; a name that is the finding's subject becomes "they" ("They describe…"), one
+    after a preposition goes. The Verifier judges this, and the Red-Team reads it."""
+    claim = text
+    for phrase in writers_phrases(text) if phrases is None else phrases:
+        if phrase.rstrip().endswith(("that", ";", ":")):
+            claim = claim.replace(phrase, " ")
+        else:
+            claim = re.sub(rf"(\b(?:by|of|from|with|to)\s+)?{re.escape(phrase)}", _pronoun_for, claim)
+    claim = " ".join(re.sub(r"\(\s*[,;]?\s*\)", " ", claim).split()).lstrip(":;, ")
+    return claim[:1].upper() + claim[1:] if claim.startswith("they ") else claim
 
 
 @dataclass(frozen=True)
@@ -164,37 +211,51 @@ def proper_words(texts: Sequence[str]) -> frozenset[str]:
     return frozenset(found)
 
 
-def attribute(sentence: str, label: str, proper: frozenset[str] = frozenset()) -> Attributed:
+def attribute(
+    sentence: str, label: str, proper: frozenset[str] = frozenset(), *, again: bool = False
+) -> Attributed:
     """`sentence` (a quote) as a finding of `label`'s authors: first person and self-reference rewritten,
     foreign reference markers removed, and a lead that names the authors when the sentence has none."""
     text = without_markers(sentence)
+    connective = _CONNECTIVE.match(text)
+    if connective:  # it ties the sentence to the one before it in the paper, which is not shown
+        rest = text[connective.end() :]
+        text = rest[:1].upper() + rest[1:]
     framed = _OPENING_FRAME.match(text)
     if framed:
         text = text[framed.end() :]
     lead = re.match(r"^[Ww]e\s+(.*)$", text, re.DOTALL)
-    if lead:
-        return Attributed(_pronouns(_with_subject(lead.group(1), label)), (label,))
+    if lead:  # "we describe in this paper X" -> "Lee et al. (2023) describe X"
+        rest = _OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", _SELF_ASIDE.sub(" ", lead.group(1)))
+        return Attributed(_pronouns(_with_subject(" ".join(rest.split()), label)), (label,))
     subject = _SUBJECT_SELF.match(text)
     if subject:
         opener = f"The {subject.group(1).lower()} by {label}"
-        return Attributed(_pronouns(opener + text[subject.end() :]), (opener,))
+        return Attributed(_pronouns(opener + text[subject.end() :]), (label,))
     if _PREPOSITION_SELF.search(text):
-        text = _PREPOSITION_SELF.sub(lambda m: f"{m.group(1)} {label}", text, count=1)
+        text = _PREPOSITION_SELF.sub(
+            lambda m: f"{m.group(1)} the {m.group(2).lower()} by {label}", text, count=1
+        )
         text = _OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", text)
         if re.search(r"\b[Ww]e\b", text):
             text = re.sub(r"\b([Ww])e\b", lambda m: "They" if m.group(1) == "W" else "they", text)
         return Attributed(_pronouns(text), (label,))
-    inner_we = re.search(r"(?<=[,;:] )we\s+(.*)$", text, re.DOTALL)
+    inner_we = re.search(r"\bwe\s+(.*)$", text, re.DOTALL)
     if inner_we:
         text = text[: inner_we.start()] + _with_subject(inner_we.group(1), label)
         text = _OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", text)
         return Attributed(_pronouns(text), (label,))
-    return _with_lead(_pronouns(_OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", text)), label, proper)
+    text = _pronouns(_OTHER_SELF.sub(lambda m: f"the {m.group(1).lower()}", text))
+    return _with_lead(text, label, proper, again)
 
 
-def _with_lead(text: str, label: str, proper: frozenset[str]) -> Attributed:
-    """A sentence with no subject of its authors: 'In 38 patients, Chen et al. (2017) report that …'."""
-    says = f"{label} {_agree('report', is_plural(label))} that"
+def _with_lead(text: str, label: str, proper: frozenset[str], again: bool = False) -> Attributed:
+    """A sentence with no subject of its authors: 'In 38 patients, Chen et al. (2017) report that …';
+    a question is what they ask. `again`: the sentence before was theirs too ('They also report that …')."""
+    if text.rstrip().endswith("?"):
+        asks = f"{label} {_agree('ask', is_plural(label))}:"
+        return Attributed(f"{asks} {text}", (asks,))
+    says = "They also report that" if again else f"{label} {_agree('report', is_plural(label))} that"
     leading = _LEADING_PHRASE.match(text)
     if leading and not re.search(r"\d", leading.group(1)[:2]):
         rest = text[leading.end() :]

@@ -94,6 +94,15 @@ def without_markers(text: str) -> str:
     return " ".join(_AUTHOR_YEAR_MARKER.sub(" ", _NUMERIC_MARKER.sub(" ", text)).split())
 
 
+_FIRST_PERSON = re.compile(r"\b(?:we|our|ours|us|ourselves)\b", re.I)
+_THIRD_PERSON = {"we": "they", "our": "their", "ours": "theirs", "us": "them", "ourselves": "themselves"}
+
+
+def as_reported(quote: str) -> str:
+    """The quote in the third person, as an attributed rewrite reports it ("we found" → "they found")."""
+    return _FIRST_PERSON.sub(lambda m: _THIRD_PERSON[m.group(0).lower()], without_markers(quote))
+
+
 def finding_of(shown: str) -> str:
     """What a shown sentence says, without our attribution frame, reference markers or expansions of
     abbreviations (the abbreviation stays)."""

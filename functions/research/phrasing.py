@@ -80,9 +80,10 @@ class Phrasing:
     def proper(self, source_id: str) -> frozenset[str]:
         return self._proper.get(source_id, frozenset())
 
-    def phrase(self, text: str, source_id: str, chunk_ids: Sequence[str]) -> Phrased:
-        """The sentence as shown: attributed, its abbreviations expanded where this is their first use."""
-        attributed = attribute(text, self.label(source_id), self.proper(source_id))
+    def phrase(self, text: str, source_id: str, chunk_ids: Sequence[str], *, again: bool = False) -> Phrased:
+        """The sentence as shown: attributed, its abbreviations expanded where this is their first use.
+        `again`: it follows a sentence of the same source in the same paragraph."""
+        attributed = attribute(text, self.label(source_id), self.proper(source_id), again=again)
         shown, ids = attributed.text, list(chunk_ids)
         for token in used(shown):
             definition = definition_of(token, self._definitions.get(source_id, {}))

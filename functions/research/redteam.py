@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from functions.research.attribution import finding
 from functions.research.evidence import EvidenceChunk
-from functions.research.faithfulness import finding_of
 from functions.research.untrusted_text import screen, signal_summary
 from functions.research.verifier import UNSUPPORTED, ClaimVerification, numbers_in
 
@@ -105,7 +105,8 @@ def claim_flags(claim: ClaimVerification, chunks: dict[str, EvidenceChunk]) -> l
     flags: list[RedTeamFlag] = []
     cited = [chunks[i] for i in claim.evidence_chunk_ids if i in chunks]
     quoted = {n for chunk in cited for n in numbers_in(chunk.text)}
-    missing = [n for n in numbers_in(finding_of(claim.claim_text)) if n not in quoted]
+    stated = finding(claim.claim_text)  # the writer's attributions are metadata, not the finding
+    missing = [n for n in numbers_in(stated) if n not in quoted]
     if missing:
         flags.append(
             RedTeamFlag(
@@ -126,7 +127,7 @@ def claim_flags(claim: ClaimVerification, chunks: dict[str, EvidenceChunk]) -> l
                 claim.evidence_chunk_ids,
             )
         )
-    cue = injection_cue(claim.claim_text)
+    cue = injection_cue(stated)
     if cue:
         flags.append(
             RedTeamFlag(

@@ -431,6 +431,11 @@ async def verify_report(context: JobContext, trace: TraceRecorder) -> None:
     except TimeoutError:
         context.notes.append("the LLM judge exceeded the synthesis budget; claims verified lexically")
         verifications = await Verifier(None, source_of).verify(to_verify, quotes)
+    # Each claim as the report shows it (its verdict is on the sentence without the writer's attribution).
+    verifications = [
+        replace(v, claim_text=sentence.text)
+        for v, sentence in zip(verifications, context.drafted, strict=True)
+    ]
     context.verifications = verifications
     context.claims = [
         Claim(v.claim_id, v.claim_text, v.evidence_chunk_ids, v.verdict, v.confidence, v.notes, v.kept)

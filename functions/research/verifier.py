@@ -27,7 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from functions.research.faithfulness import finding_of, finding_terms, read, unfaithful, without_markers
+from functions.research.faithfulness import (
+    as_reported,
+    finding_of,
+    finding_terms,
+    read,
+    unfaithful,
+    without_markers,
+)
 from functions.research.untrusted_text import is_hostile
 
 if TYPE_CHECKING:
@@ -111,7 +118,7 @@ def verify_claim(claim_text: str, quotes: Sequence[str]) -> tuple[str, float, st
     if problems:
         return UNSUPPORTED, 0.0, "; ".join(problems)
     claim = normalise(finding)
-    normalised = [normalise(without_markers(quote)) for quote in quotes]
+    normalised = [normalise(as_reported(quote)) for quote in quotes]
     containment = max(
         (fuzz.partial_ratio(claim, quote) / 100 for quote in normalised if len(claim) <= len(quote)),
         default=0.0,
@@ -127,7 +134,7 @@ def verify_claim(claim_text: str, quotes: Sequence[str]) -> tuple[str, float, st
 def corroborates(finding: str, passage: str) -> bool:
     """Another source's passage states the finding: most of its terms, no number or polarity against it."""
     terms = finding_terms(finding)
-    if not terms or len(terms & finding_terms(passage)) / len(terms) < CORROBORATION_COVERAGE:
+    if not terms or len(terms & finding_terms(as_reported(passage))) / len(terms) < CORROBORATION_COVERAGE:
         return False
     shown, other = read(finding), read(without_markers(passage))
     return shown.values <= other.values and shown.negated == other.negated

@@ -1,9 +1,13 @@
 """Writer: answers the question in prose from evidence ids only.
 
 The writer never writes a citation: it refers to evidence chunk ids, and references are rendered from
-the sources' metadata afterwards. `LLM_PROVIDER=none` is the extractive writer, which selects and orders
-evidence sentences (each one verbatim, so every sentence is stated by what it cites); with an LLM the
-model writes prose citing ids, its tokens are streamed as they come, and the Verifier decides what stays.
+the sources' metadata afterwards. `LLM_PROVIDER=none` is the extractive writer: it selects evidence
+sentences, opens with a direct answer (the finding that best answers the whole question and how strong
+the evidence is), orders the rest by the question's facets, and shows each finding attributed to its
+authors (functions/research/phrasing.py), its quote kept verbatim by the citation; with an LLM the model
+writes prose in the same structure citing ids, its tokens are streamed as they come, and the Verifier
+decides what stays. Either way the Verifier judges each sentence's `claim`, its text without the
+writer's own phrases.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from functions.common.text import sentence_spans
-from functions.research.attribution import author_label, continuing
+from functions.research.attribution import author_label, continuing, finding
 from functions.research.chunks import Bm25Index
 from functions.research.evidence import EvidenceChunk, SourceDoc
 from functions.research.facets import Facet
@@ -84,11 +88,9 @@ class DraftSentence:
 
     @property
     def claim(self) -> str:
-        """What the sentence says the evidence states: `text` without the writer's own phrases."""
-        claim = self.text
-        for phrase in self.attribution:
-            claim = claim.replace(phrase, " ")
-        return " ".join(claim.split())
+        """What the sentence says the evidence states: `text` without the writer's own phrases
+        (functions/research/attribution.py, `finding`)."""
+        return finding(self.text, self.attribution)
 
 
 @dataclass
@@ -272,7 +274,7 @@ def evidence_strength(
         facet.phrase for facet, row in zip(plan.facets, scores, strict=True) if not any(v > 0 for v in row)
     ]
     if silent and len(plan.facets) > 1:
-        strength += f"; none speaks to {' or '.join(silent)}"
+        strength += f"; no evidence found names {' or '.join(silent)}"
     return strength + ";"
 
 
@@ -286,8 +288,17 @@ def compose(
     style = plan.settings.preset.style
     scores = facet_scores(plan.facets, [chunk.text for chunk in picked])
     met = [sum(1 for row in scores if row[i] > 0) for i in range(len(picked))]
+    # A finding another contradicts is set out with its opposite, never alone as the answer.
+    disputed = {i for c in view.contradictions for i in c.evidence_chunk_ids}
     lead = max(
-        range(len(picked)), key=lambda i: (picked[i].source_id in view.primary, met[i], picked[i].score, -i)
+        range(len(picked)),
+        key=lambda i: (
+            picked[i].chunk_id not in disputed,
+            picked[i].source_id in view.primary,
+            met[i],
+            picked[i].score,
+            -i,
+        ),
     )
     rest = [i for i in range(len(picked)) if i != lead]
     placed: list[tuple[str | None, EvidenceChunk]] = []
@@ -302,11 +313,13 @@ def compose(
             heading = facet_heading(plan.facets[facet_of(i)]) if plan.facets else UNTITLED
             placed.append((heading if style == STYLE_ACADEMIC else UNTITLED, picked[i]))
     else:
-        disputed = {i for c in view.contradictions for i in c.evidence_chunk_ids}
         arranged = arrange(plan, [picked[i] for i in rest], disputed)
         by_id = {chunk.chunk_id: chunk for chunk in picked}
         placed = [(s.section or UNTITLED, by_id[s.chunk_ids[0]]) for s in arranged]
     phrasing = view.phrasing()
+    by_source: dict[str, set[str]] = {}
+    for chunk in picked:
+        by_source.setdefault(chunk.source_id, set()).add(chunk.chunk_id)
     first = phrasing.phrase(picked[lead].text, picked[lead].source_id, [picked[lead].chunk_id])
     strength = evidence_strength(plan, picked, view)
     opening = continuing(
@@ -317,7 +330,9 @@ def compose(
         DraftSentence(f"{strength} {opening}", first.chunk_ids, DIRECT_ANSWER, (strength, *first.attribution))
     ]
     for section, chunk in placed:
-        shown = phrasing.phrase(chunk.text, chunk.source_id, [chunk.chunk_id])
+        before = sentences[-1]
+        again = before.section == section and before.chunk_ids[0] in by_source.get(chunk.source_id, set())
+        shown = phrasing.phrase(chunk.text, chunk.source_id, [chunk.chunk_id], again=again)
         sentences.append(DraftSentence(shown.text, shown.chunk_ids, section, shown.attribution))
     return sentences
 

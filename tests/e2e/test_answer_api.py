@@ -334,9 +334,10 @@ def test_contracrow_sets_out_two_sources_that_disagree(served: Served) -> None:
     assert len(found) == 1, body["contradictions"]
     assert set(found[0]["source_ids"]) == expected_sources
     assert "62" in found[0]["description"] and "14" in found[0]["description"]
-    # The answer opens with the disagreement, both sides cited.
+    # After the direct answer comes the disagreement, both sides cited (each attributed to its authors).
     disagreement = body["content"].split("### Where the sources disagree", 1)[1].split("###", 1)[0]
-    assert HIGH_SAVING in disagreement and LOW_SAVING in disagreement
+    for side in (HIGH_SAVING, LOW_SAVING):
+        assert f"report that {side[:1].lower()}{side[1:]}" in disagreement
     cited = {citation["snippet"] for citation in body["citations"]}
     assert {HIGH_SAVING, LOW_SAVING} <= cited
 

@@ -17,6 +17,7 @@ from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
+from functions.research.attribution import finding
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, normalise, serve, topic_papers
 from tests.support.embedded_aws import events_queue
 from tests.support.scholarly_web import Reply, ScholarlyWeb
@@ -86,10 +87,10 @@ def _assert_grounded(results: dict[str, Any], papers: list[TopicPaper]) -> None:
     assert kept
     for claim in kept:
         assert claim["evidence_ids"] and set(claim["evidence_ids"]) <= set(evidence)
-        # A claim is its quote rewritten in the third person (pronouns, abbreviations expanded from the
-        # source, the paper's reference markers dropped): its numbers and nearly all its words are the quote's.
+        # A claim is its quote as shown, attributed to its authors (pronouns, abbreviations expanded from
+        # the source, the paper's reference markers dropped): its numbers and nearly all its words are the quote's.
         quoted = normalise(" ".join(evidence[i]["quote"] for i in claim["evidence_ids"])).split()
-        words = normalise(claim["claim_text"]).split()
+        words = normalise(finding(claim["claim_text"])).split()
         assert {w for w in words if w[:1].isdigit()} <= set(quoted), claim["claim_text"]
         assert sum(1 for w in words if w in quoted) >= 0.8 * len(words), claim["claim_text"]
     cited_in_text = set(

@@ -211,3 +211,15 @@ def test_the_synthesis_stages_emit_their_own_trace_events() -> None:
 def test_the_job_stage_list_is_data_every_driver_can_run() -> None:
     assert set(JOB_SYNTHESIS_STAGES) <= set(JOB_STAGES)
     assert JOB_SYNTHESIS_STAGES == (WRITE, VERIFY, RED_TEAM_STAGE, DECIDE, RENDER)
+
+
+def test_the_report_is_titled_by_the_goal_and_opens_with_what_the_evidence_shows() -> None:
+    goal_plan = plan("rapid")
+    result = synthesize(goal_plan, SOURCES)
+    title, _, paragraph = result.executive_summary.partition("\n\n")
+    assert title == f"## {goal_plan.goal}"  # the goal as asked, not a join of its concepts
+    assert "\n" not in paragraph.strip()  # one paragraph
+    assert paragraph.startswith("Across 3 analysed source(s) published 2025-2025, ")
+    assert "they speak to long documents; no verified finding names transformer architectures." in paragraph
+    assert "Smith and Doe (2025) report that block sparse attention" in paragraph
+    assert all(name in ("Long documents", OTHER_FINDINGS) for name in result.primary_themes)
