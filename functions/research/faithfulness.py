@@ -58,14 +58,9 @@ _NEGATION = re.compile(
     r"|n't\b",
     re.I,
 )
-_UP = re.compile(
-    r"\b(?:increas|higher|more\b|improv|greater|rais|rise|rose|gain|better|outperform|exceed|boost|enhanc)\w*",
-    re.I,
-)
-_DOWN = re.compile(
-    r"\b(?:decreas|lower|less\b|fewer|reduc|worse|declin|fell|fall|drop|diminish|underperform|shrink)\w*",
-    re.I,
-)
+_UP_STEMS = "increas|higher|more\\b|improv|greater|rais|rise|rose|gain|better|outperform|exceed|boost|enhanc"
+_DOWN_STEMS = "decreas|lower|less\\b|fewer|reduc|worse|declin|fell|fall|drop|diminish|underperform|shrink"
+_UP, _DOWN = (re.compile(rf"\b(?:{stems})\w*", re.I) for stems in (_UP_STEMS, _DOWN_STEMS))
 _HEDGE = re.compile(
     r"\b(?:may|might|could|suggests?|suggested|suggesting|possibl[ey]|potentially|likely|unlikely|"
     r"appears? to|appeared to|seems? to|seemed to|perhaps|probabl[ey]|preliminary|tentative(?:ly)?|"
