@@ -24,7 +24,8 @@ Scored per goal and preset:
     snippet) sliced [chunk_start:chunk_end]; a "page" citation must be found verbatim (after
     `bench.quality`'s normalisation) on that page of the real PDF, read here by pypdf;
   - claim verdicts: shares of the draft's claims supported, partially supported, unsupported (removed);
-  - latency: wall seconds of the answer;
+  - latency: wall seconds of the answer; and, per preset, the time to the first verified sentence (the
+    first `answer_delta` a streaming client hears) against the whole stream, p50/p95 over the goals.
   - readability of an answer that is not refused (issue 21): shown sentences in a paper's first person or
     self-reference ("we", "our", "this paper"; target 0), the papers' own reference markers left in shown
     sentences ("[8, 9]", "(Smith et al., 2019)"; target 0), headings that are the plan's facets (100%),
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import os
 import re
 import statistics
@@ -130,6 +132,7 @@ class Outcome:
     offsets_page_unverifiable: int = 0  # a page citation of a source with no corpus PDF
     offset_failures: list[str] = field(default_factory=list)
     verdicts: Counter[str] = field(default_factory=Counter)
+    first_sentence: float | None = None  # seconds to the first verified sentence (answer_delta)
     details: list[str] = field(default_factory=list)  # the failure analysis, printed with --verbose
     cause: str = ""  # one line: why an answerable goal missed, or why a refusal did not happen
     error: str | None = None
@@ -439,11 +442,16 @@ async def run_goal(
     async def heard(event: dict[str, Any]) -> None:
         events.append(event)
 
+    async def first_sentence(text: str) -> None:
+        if outcome.first_sentence is None:
+            outcome.first_sentence = time.perf_counter() - started
+
     recorder.records = []
     site.web.reset_requests()
     started = time.perf_counter()
+    listeners = Listeners(on_trace=heard, on_delta=first_sentence)
     async with asyncio.timeout(ANSWER_TIMEOUT_SECONDS):
-        result = await service.answer(request, trace_id=new_trace_id(), listeners=Listeners(on_trace=heard))
+        result = await service.answer(request, trace_id=new_trace_id(), listeners=listeners)
     outcome.seconds = time.perf_counter() - started
     decision = result.decision
     outcome.status = "refused" if decision.refusal else "answered"
@@ -530,6 +538,7 @@ def _line(o: Outcome) -> str:
     return (
         f"  {verdict} {o.goal.goal_id:<21} {o.goal.split:<8} {o.goal.kind:<12} {o.status:<9} "
         f"{o.refusal_code or '-':<24} {recall:<12} {precision:<9} {o.seconds:7.1f}s"
+        + (f" (first sentence {o.first_sentence:.1f}s)" if o.first_sentence is not None else "")
     )
 
 
@@ -607,6 +616,30 @@ def summary(outcomes: list[Outcome], label: str) -> None:
         )
 
 
+def _percentile(values: list[float], share: float) -> float:
+    """Nearest rank: the smallest value with at least `share` of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def time_to_first_sentence(outcomes: list[Outcome], preset: str) -> None:
+    """When the first verified sentence reaches a streaming client, against the whole stream (the
+    request to `final`), over the answered goals of one preset (a refusal streams no sentence)."""
+    streamed = [o for o in outcomes if o.preset == preset and o.first_sentence is not None]
+    if not streamed:
+        print(f"{preset}: no answer streamed a sentence")
+        return
+    first = [o.first_sentence or 0.0 for o in streamed]
+    total = [o.seconds for o in streamed]
+    lead = [o.seconds - (o.first_sentence or 0.0) for o in streamed]
+    print(
+        f"{preset}: time to the first verified sentence p50 {_percentile(first, 0.5):.1f} s, "
+        f"p95 {_percentile(first, 0.95):.1f} s; whole stream p50 {_percentile(total, 0.5):.1f} s, "
+        f"p95 {_percentile(total, 0.95):.1f} s; first sentence ahead of final by p50 "
+        f"{_percentile(lead, 0.5):.2f} s, max {max(lead):.2f} s ({len(streamed)} streamed answers)"
+    )
+
+
 def readability(outcomes: list[Outcome]) -> None:
     """Issue 21's readability figures over the answers that were not refused."""
     scores = [o.readability for o in outcomes if o.status == "answered"]
@@ -657,6 +690,9 @@ def main() -> None:
             summary(
                 [o for o in outcomes if o.preset == preset and o.goal.split == split], f"{preset} / {split}"
             )
+    print()
+    for preset in presets:
+        time_to_first_sentence(outcomes, preset)
     print(f"\ntotal wall {time.perf_counter() - started:.0f} s")
     print(f"conditions: {describe_conditions(no_politeness=args.no_politeness, latency=not args.no_latency)}")
 

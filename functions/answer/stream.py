@@ -1,7 +1,10 @@
 """One answer as Server-Sent Events: `trace_event`, `answer_delta`, `citation`, then `final` (or `error`).
 
 `answer_delta` carries verified text only (`"verified": true`): each sentence once the Verifier kept it,
-never the writer's draft. A `final` refusal carries no draft either.
+never the writer's draft, and only from the moment the decision gate admits the answer, so a refused
+answer streams nothing and a `final` refusal carries no draft either. The critique and Red-Team come
+after the first deltas and never retract them: they may lower the confidence `final` reports
+(functions/research/verified_stream.py). The deltas add up to `final.answer`.
 
 The pipeline runs as its own task and its listeners put each event, already framed, on a queue; the
 response body is that queue, so every event is written the moment it happens. The first event

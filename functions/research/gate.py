@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from functions.research.critic import Critique
+from functions.research.critic import Contradiction
 from functions.research.evidence import EvidenceChunk, SourceDoc
 from functions.research.redteam import RedTeamReport
 from functions.research.verifier import SUPPORTED, ClaimVerification
@@ -23,7 +23,7 @@ SINGLE_SOURCE_CONFIDENCE_CAP = 0.5
 # Lexical verification cannot prove entailment, so confidence stays below certainty.
 MAX_CONFIDENCE = 0.95
 # The answer's signals: supported share, independent sources cited, relevance of the cited sources,
-# agreement (no contradiction among the cited chunks).
+# agreement (how many independent sources state each kept finding, none of it disputed).
 CONFIDENCE_WEIGHTS = (0.3, 0.25, 0.3, 0.15)
 # The job's signals: sources with evidence against its target, verified share, themes backed by two or
 # more sources, share of the sources with evidence that are cited.
@@ -187,25 +187,46 @@ def decide(facts: GateFacts, policy: GatePolicy) -> Decision:
     return Decision(False, None, None, value, facts.rationale)
 
 
+def after_admission(decision: Decision, facts: GateFacts, policy: GatePolicy) -> Decision:
+    """The decision on an answer the gate admitted while it streamed: what was sent is not taken back.
+    Should a later check object (the rest of an LLM's draft, the Red-Team), the answer stands with its
+    confidence lowered to at most the floor (or the single-source cap without one), and says why."""
+    if not decision.refusal:
+        return decision
+    value = confidence(facts.signals, policy, facts.cited_sources)
+    floor = policy.min_confidence if policy.min_confidence is not None else policy.single_source_cap
+    return Decision(
+        False,
+        None,
+        None,
+        min(value, floor),
+        f"{facts.rationale}; after the answer was sent, the gate objected: {decision.reason}",
+    )
+
+
 def answer_facts(
     *,
     sources: Sequence[SourceDoc],
     chunks: dict[str, EvidenceChunk],
     kept: Sequence[ClaimVerification],
     all_claims: Sequence[ClaimVerification],
-    critique: Critique | None,
-    red_team: RedTeamReport,
+    contradictions: Sequence[Contradiction] = (),
+    red_team: RedTeamReport | None = None,
 ) -> GateFacts:
-    """The answer engine's measures of its verified draft."""
+    """The answer engine's measures of its verified draft (or of the part verified so far). Agreement is
+    the kept claims' mean confidence, which the Verifier draws from the independent sources that state
+    each finding (a lone source is 0.5), less the share of cited evidence another source contradicts."""
     by_id = {source.source_id: source for source in sources}
     cited = {chunks[i].source_id for claim in kept for i in claim.evidence_chunk_ids if i in chunks}
     supported = sum(1.0 if claim.verdict == SUPPORTED else 0.5 for claim in kept)
     share = supported / len(all_claims) if all_claims else 0.0
     strength = min(1.0, len(cited) / SOURCES_FOR_FULL_STRENGTH)
     relevance = sum(by_id[s].relevance for s in cited if s in by_id) / len(cited) if cited else 0.0
-    disputed = {i for c in (critique.contradictions if critique else []) for i in c.evidence_chunk_ids}
+    disputed = {i for c in contradictions for i in c.evidence_chunk_ids}
     cited_chunks = {i for claim in kept for i in claim.evidence_chunk_ids}
-    agreement = 1.0 - (len(disputed & cited_chunks) / len(cited_chunks) if cited_chunks else 0.0)
+    undisputed = 1.0 - (len(disputed & cited_chunks) / len(cited_chunks) if cited_chunks else 0.0)
+    corroboration = sum(claim.confidence for claim in kept) / len(kept) if kept else 0.0
+    agreement = undisputed * corroboration
     rationale = (
         f"{len(kept)}/{len(all_claims)} claim(s) verified; {len(cited)} source(s) cited; "
         f"mean relevance of cited sources {relevance:.2f}; agreement {agreement:.2f}"

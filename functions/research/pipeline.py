@@ -1,9 +1,17 @@
-"""The answer pipeline: Planner → Retriever → Writer → Critic → Verifier → Red-Team → Decision gate →
+"""The answer pipeline: Planner → Retriever → Writer → Verifier → Critic → Red-Team → Decision gate →
 Finalize, each stage emitting its trace events as it finishes. The preset lists its stages
 (functions/research/presets.py); `AnswerPipeline.run` runs them in order over one `AnswerContext`.
 
-A streaming caller hears only verified text: each sentence of the draft is verified as soon as the
-writer finishes it and sent if kept (functions/research/verified_stream.py); a refusal carries no draft.
+A streaming caller hears only verified text, and only once the decision gate admits the answer: each
+sentence of the draft is verified as soon as the writer finishes it (with an LLM while it still writes;
+the extractive writer's draft, direct answer first, in one go), and kept sentences are sent from the
+moment the gate, asked about the sentences verified so far, would answer rather than refuse
+(functions/research/verified_stream.py; the `answer_admitted` trace event marks it). Nothing is sent that
+is later refused: a refusal carries no draft. Without an LLM, when the preset reads full text, the
+direct answer is drafted from the abstracts while the PDFs are read (`Retriever.retrieve(on_abstracts=…)`)
+and sent if the gate admits it on that evidence; it then opens the final answer. The critique and
+Red-Team run after the stream and only annotate it: an admitted answer is not refused afterwards, a later
+objection lowers its confidence (`gate.after_admission`), and `final` carries the authoritative answer.
 
 Domain code only: the search, full-text, document and LLM ports are handed in by a composition root
 (`functions/answer/wiring.py` for the API). The streaming route passes listeners and receives the
@@ -20,7 +28,15 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from functions.common.errors import UpstreamError
 from functions.research.critic import Contradiction, Critique, critique, find_contradictions
 from functions.research.evidence import EvidenceChunk, SourceDoc
-from functions.research.gate import Decision, answer_facts, answer_policy
+from functions.research.gate import (
+    Decision,
+    GateFacts,
+    GatePolicy,
+    after_admission,
+    answer_facts,
+    answer_policy,
+    decide,
+)
 from functions.research.plan import AnswerSettings, ResearchPlan
 from functions.research.planner import plan_answer
 from functions.research.presets import (
@@ -37,7 +53,7 @@ from functions.research.presets import (
     Preset,
     preset_named,
 )
-from functions.research.redteam import RedTeamReport
+from functions.research.redteam import RedTeamReport, red_team
 from functions.research.retriever import Retrieval, Retriever
 from functions.research.stages import (
     PipelineContext,
@@ -222,6 +238,10 @@ class AnswerContext(PipelineContext):
     contradictions: list[Contradiction] = field(default_factory=list)
     verifier: Verifier | None = None
     shown: VerifiedStream | None = None  # the draft's sentences, each verified as the writer ends it
+    # The direct answer sent from the abstracts while the full text was read: it opens the final answer.
+    lead: list[DraftSentence] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # what the Verifier checks against, by chunk id
+    source_of: dict[str, str] = field(default_factory=dict)  # each chunk's source, for agreement
     review: Critique | None = None
     result: AnswerResult | None = None
 
@@ -266,20 +286,57 @@ class AnswerPipeline:
 
     async def retrieve(self, context: AnswerContext, trace: TraceRecorder) -> None:
         plan = context.planned()
-        retrieval = await self.retriever.retrieve(plan, trace, context.request.documents)
+        # Only verified sentences are ever streamed, and only once the gate admits the answer.
+        context.verifier = Verifier(self.llm if context.request.enable_verifier else None, context.source_of)
+
+        async def admits(verifications: Sequence[ClaimVerification]) -> bool:
+            return await self._admits(context, trace, verifications)
+
+        context.shown = VerifiedStream(context.verifier, context.texts, context.on_delta, admits)
+
+        async def lead(abstracts: Retrieval) -> None:
+            await self._lead(context, abstracts)
+
+        # Without an LLM the direct answer is written from the abstracts while the full text is read.
+        early = lead if self.llm is None else None
+        retrieval = await self.retriever.retrieve(plan, trace, context.request.documents, on_abstracts=early)
+        self._use(context, retrieval)
+
+    def _use(self, context: AnswerContext, retrieval: Retrieval) -> None:
+        """The evidence the next stages work on, with that of a direct answer already sent."""
         context.retrieval = retrieval
-        context.chunks = {chunk.chunk_id: chunk for chunk in retrieval.chunks}
+        pinned = {i: context.chunks[i] for sentence in context.lead for i in sentence.chunk_ids}
+        context.chunks = {**{chunk.chunk_id: chunk for chunk in retrieval.chunks}, **pinned}
         context.quarantined = retrieval.quarantined
         context.hostile_sources = retrieval.hostile_sources
-        context.contradictions = find_contradictions(retrieval.chunks) if plan.settings.preset.critic else []
-        # Only verified sentences are ever streamed: each is verified as the writer finishes it.
-        context.verifier = Verifier(self.llm if context.request.enable_verifier else None)
-        texts = {chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()}
+        critic = context.planned().settings.preset.critic
+        context.contradictions = find_contradictions(list(context.chunks.values())) if critic else []
+        context.texts.update({chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()})
+        context.source_of.update({chunk_id: chunk.source_id for chunk_id, chunk in context.chunks.items()})
         labels = attribution_labels({source.source_id: source for source in retrieval.sources})
-        context.shown = VerifiedStream(context.verifier, texts, context.on_delta, list(labels.values()))
+        context.streamed().attributions = list(labels.values())
+
+    async def _lead(self, context: AnswerContext, abstracts: Retrieval) -> None:
+        """The direct answer from the abstracts, verified and sent if the gate would answer with the whole
+        draft the abstracts support and admits the lead itself; else forgotten, and the full text decides."""
+        self._use(context, abstracts)
+        draft = await self._draft(context)
+        claims = [(sentence.claim, sentence.chunk_ids) for sentence in draft.sentences]
+        whole = await Verifier(None, context.source_of).verify(claims, context.texts)
+        if self._gate_on(context, whole).refusal:
+            return
+        await context.streamed().add(draft.sentences[:1])
+        if context.streamed().admitted:
+            context.lead = draft.sentences[:1]
+        else:
+            context.streamed().withdraw()
 
     async def write(self, context: AnswerContext, trace: TraceRecorder) -> None:
         draft = await self._draft(context)
+        if context.lead:  # sent already: it opens the answer, and the draft's own direct answer goes
+            sent = {i for sentence in context.lead for i in sentence.chunk_ids}
+            rest = [s for s in draft.sentences[1:] if not sent.intersection(s.chunk_ids)]
+            draft.sentences = [*context.lead, *rest]
         context.draft = draft
         await trace.emit(
             WRITER,
@@ -340,22 +397,58 @@ class AnswerPipeline:
         context.verifications = await context.streamed().finish(context.written().sentences)
         await verified(trace, context.verifications)
 
-    async def decide(self, context: AnswerContext, trace: TraceRecorder) -> None:
-        request, plan, retrieval = context.request, context.planned(), context.retrieved()
-        facts = answer_facts(
-            sources=retrieval.sources,
+    def _facts(
+        self,
+        context: AnswerContext,
+        verifications: Sequence[ClaimVerification],
+        challenged: RedTeamReport,
+    ) -> GateFacts:
+        return answer_facts(
+            sources=context.retrieved().sources,
             chunks=context.chunks,
-            kept=context.kept,
-            all_claims=context.verifications,
-            critique=context.review,
-            red_team=context.challenged(),
+            kept=[v for v in verifications if v.kept],
+            all_claims=verifications,
+            contradictions=context.contradictions,
+            red_team=challenged,
         )
-        policy = answer_policy(
-            quality_gate=plan.settings.preset.quality_gate,
+
+    def _policy(self, context: AnswerContext) -> GatePolicy:
+        request = context.request
+        return answer_policy(
+            quality_gate=context.planned().settings.preset.quality_gate,
             min_confidence=request.min_confidence,
             min_sources=request.min_sources,
         )
-        decision = gate(context, facts, policy)
+
+    def _gate_on(self, context: AnswerContext, verifications: Sequence[ClaimVerification]) -> Decision:
+        """What the gate would decide on these verifications, with the Red-Team's view of them."""
+        kept = [v for v in verifications if v.kept]
+        challenged = red_team(
+            kept, verifications, context.chunks, context.quarantined, context.hostile_sources
+        )
+        return decide(self._facts(context, verifications, challenged), self._policy(context))
+
+    async def _admits(
+        self, context: AnswerContext, trace: TraceRecorder, verifications: Sequence[ClaimVerification]
+    ) -> bool:
+        """The gate on the sentences verified so far: would it answer? It says so in the trace when it would."""
+        decision = self._gate_on(context, verifications)
+        if not decision.refusal:
+            await trace.emit(
+                DECISION,
+                "stream",
+                "answer_admitted",
+                claims=len(verifications),
+                confidence=decision.confidence,
+                elapsed_ms=round((time.perf_counter() - context.started) * 1000, 1),
+            )
+        return not decision.refusal
+
+    async def decide(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        facts = self._facts(context, context.verifications, context.challenged())
+        decision = gate(context, facts, self._policy(context))
+        if context.streamed().admitted:  # sent: later objections lower confidence, never retract
+            decision = context.decision = after_admission(decision, facts, self._policy(context))
         await trace.emit(
             DECISION,
             "refuse" if decision.refusal else "finalize",
@@ -389,7 +482,7 @@ class AnswerPipeline:
             sentences=[] if decision.refusal else kept_sentences,
             citations=citations,
             sources=retrieval.sources,
-            chunks=retrieval.chunks,
+            chunks=list(context.chunks.values()),  # with a direct answer sent from the abstracts
             # A refusal carries no draft: its sentences were not verified, or not enough of them were.
             claim_verifications=[] if decision.refusal else context.verifications,
             critique=context.review,

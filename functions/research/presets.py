@@ -34,7 +34,9 @@ PLAN, RETRIEVE, WRITE, CRITIQUE, VERIFY, RED_TEAM, DECIDE, FINALIZE, RENDER = (
     "finalize",
     "render",
 )
-FULL_STAGES = (PLAN, RETRIEVE, WRITE, CRITIQUE, VERIFY, RED_TEAM, DECIDE, FINALIZE)
+# Verification right after writing: the answer streams from there (functions/research/verified_stream.py),
+# and the critique and Red-Team that follow annotate what was sent rather than delay it.
+FULL_STAGES = (PLAN, RETRIEVE, WRITE, VERIFY, CRITIQUE, RED_TEAM, DECIDE, FINALIZE)
 UNCRITICAL_STAGES = tuple(stage for stage in FULL_STAGES if stage != CRITIQUE)
 # The research job's Synthesize step: planning, search, screening and extraction are steps of its own.
 JOB_SYNTHESIS_STAGES = (WRITE, VERIFY, RED_TEAM, DECIDE, RENDER)

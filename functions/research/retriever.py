@@ -1,6 +1,8 @@
 """Retriever: every planned search at once, fused by reciprocal rank (functions/research/fusion.py),
 sources ranked by calibrated relevance to the question, and evidence chunks cut from abstracts (and from
 the full text of the top sources when the preset and effort allow) and ranked against the question.
+While the full text is read, a caller may hear the evidence of the abstracts alone (`on_abstracts`): the
+answer engine writes and streams its direct answer from it instead of waiting for the PDFs.
 
 Retrieved text is data: chunks that carry instructions aimed at the model are quarantined here, never
 shown to the writer, and reported by the Red-Team.
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -19,7 +21,7 @@ from functions.common.errors import DomainError, InvalidInput, NotFound
 from functions.common.models import ExtractedPaper, FullTextPort, Paper
 from functions.research.chunks import Bm25Index, bounded, chunk_spans
 from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc, chunk_id_for, source_id_for
-from functions.research.fusion import SearchPort, fused_search
+from functions.research.fusion import FusedResults, SearchPort, fused_search
 from functions.research.plan import AnswerSettings, ResearchPlan
 from functions.research.planner import broadened
 from functions.research.presets import EFFORT_LOW
@@ -62,6 +64,9 @@ class Retrieval:
     hostile_sources: list[str] = field(default_factory=list)  # sources full of it: nothing of them used
     full_text_read: list[str] = field(default_factory=list)  # source ids
     notes: list[str] = field(default_factory=list)
+
+
+AbstractsListener = Callable[["Retrieval"], Awaitable[None]]
 
 
 def published_at(year: int | None) -> str | None:
@@ -308,7 +313,11 @@ class Retriever:
         return picked
 
     async def retrieve(
-        self, plan: ResearchPlan[AnswerSettings], trace: TraceRecorder, documents: Sequence[str] = ()
+        self,
+        plan: ResearchPlan[AnswerSettings],
+        trace: TraceRecorder,
+        documents: Sequence[str] = (),
+        on_abstracts: AbstractsListener | None = None,
     ) -> Retrieval:
         uploads = await self.uploaded(plan, documents)
         scorer, prefetch, prefetched = self._prefetching_scorer(plan)
@@ -336,10 +345,30 @@ class Retriever:
             filtered=filtered,
             method=self._scorer(plan).method,
         )
-        full_texts, notes = await self._read_full_text(sources, plan, trace)
-        sources, chunks, quarantined, hostile = await self._evidence(
-            plan, trace, sources, full_texts, uploads
-        )
+        reading = asyncio.create_task(self._read_full_text(sources, plan, trace))
+        try:
+            if on_abstracts is not None and self.reads_full_text(plan):
+                early = await self._evidence(plan, trace, sources, {}, uploads, announce=False)
+                await on_abstracts(self._retrieval(found, filtered, uploads, early, {}, []))
+            full_texts, notes = await reading
+        finally:
+            reading.cancel()  # only when the listener failed: the reading is done otherwise
+        evidence = await self._evidence(plan, trace, sources, full_texts, uploads)
+        return self._retrieval(found, filtered, uploads, evidence, full_texts, notes)
+
+    def reads_full_text(self, plan: ResearchPlan[AnswerSettings]) -> bool:
+        return self.full_text is not None and plan.settings.full_text_papers > 0
+
+    @staticmethod
+    def _retrieval(
+        found: FusedResults,
+        filtered: int,
+        uploads: list[tuple[SourceDoc, ExtractedPaper]],
+        evidence: tuple[list[SourceDoc], list[EvidenceChunk], list[tuple[EvidenceChunk, str]], list[str]],
+        full_texts: dict[str, ExtractedPaper],
+        notes: list[str],
+    ) -> Retrieval:
+        sources, chunks, quarantined, hostile = evidence
         used = found.connectors_used
         return Retrieval(
             sources=sources,
@@ -361,9 +390,11 @@ class Retriever:
         sources: list[SourceDoc],
         full_texts: dict[str, ExtractedPaper],
         uploads: list[tuple[SourceDoc, ExtractedPaper]],
+        *,
+        announce: bool = True,
     ) -> tuple[list[SourceDoc], list[EvidenceChunk], list[tuple[EvidenceChunk, str]], list[str]]:
         """The chunks of the kept sources' abstracts, of what was read in full and of the uploaded
-        documents, screened, ranked and cut to the effort's budget."""
+        documents, screened, ranked and cut to the effort's budget (`announce`: in the trace)."""
         candidates: list[EvidenceChunk] = []
         for source in sources:
             candidates += abstract_chunks(source, source.snippet)
@@ -375,6 +406,8 @@ class Retriever:
         clean, quarantined, hostile = screen_chunks(candidates, sources)
         sources = [scrubbed(source, hostile) for source in sources]
         chunks = await asyncio.to_thread(self.rank_chunks, plan, sources, clean)
+        if not announce:
+            return sources, chunks, quarantined, sorted(hostile)
         covered = covered_sub_questions(plan, chunks)
         await trace.emit(
             RETRIEVER,

@@ -423,16 +423,17 @@ async def verify_report(context: JobContext, trace: TraceRecorder) -> None:
     loop = asyncio.get_running_loop()
     to_verify = [(sentence.claim, list(sentence.chunk_ids)) for sentence in context.drafted]
     quotes = {chunk_id: chunk.text for chunk_id, chunk in context.chunks.items()}
+    source_of = {chunk_id: chunk.source_id for chunk_id, chunk in context.chunks.items()}  # agreement
     remaining = context.deadline - loop.time()
     judge = context.provider if remaining >= MIN_JUDGE_SECONDS else None
     if context.provider is not None and judge is None:
         context.notes.append("no time left for the LLM judge; claims verified lexically")
     try:
         async with asyncio.timeout(max(remaining, 0.0) if judge is not None else None):
-            verifications = await Verifier(judge).verify(to_verify, quotes)
+            verifications = await Verifier(judge, source_of).verify(to_verify, quotes)
     except TimeoutError:
         context.notes.append("the LLM judge exceeded the synthesis budget; claims verified lexically")
-        verifications = await Verifier(None).verify(to_verify, quotes)
+        verifications = await Verifier(None, source_of).verify(to_verify, quotes)
     # Each claim as the report shows it (its verdict is on the sentence without the writer's attribution).
     verifications = [
         replace(v, claim_text=sentence.text)

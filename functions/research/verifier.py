@@ -1,22 +1,40 @@
-"""Verifier: every claim of a draft against the evidence it cites.
+"""Verifier: every sentence shown to the reader against the evidence it cites.
 
-Without an LLM the check is lexical and numeric (no registry package ships an entailment model): a claim
-is supported when the cited text contains it (fuzzy containment) or nearly all its terms, and never when
-it carries a number the evidence does not. With an LLM configured, claims in the uncertain band (partly
-covered) go to the model as a judge, which can only confirm or reject them; a clear lexical verdict
-stands. A claim addressed to the reader or a model (functions/research/untrusted_text.py) is never
-supported. Unsupported claims are removed from the answer, never shipped as supported.
+The sentence judged is the one SHOWN, which may be an attributed rewrite of its quote ("Lee et al.
+(2023) found that…"; functions/research/faithfulness.py says what such a rewrite may change). A verdict
+is earned by the check, not by copying: the finding (the sentence without its attribution frame) must lie
+in the cited text (fuzzy containment) or share nearly all its terms with it, AND keep the quote's
+numbers and units, polarity, hedges and population; any change there makes it unsupported, however much
+of the quote it repeats. A claim addressed to the reader or a model (functions/research/untrusted_text.py)
+is never supported. Unsupported claims are removed from the answer, never shipped as supported.
+
+A claim's confidence is not how well it matches its own quote (a quote matches itself): it is how many
+independent sources state the finding, each halving the remaining doubt (one source 0.5, two 0.75, three
+0.875, never above MAX_CLAIM_CONFIDENCE), scaled by the match. Other sources count when the evidence of
+this answer holds a passage of theirs that states the same finding without contradicting its numbers
+or polarity.
+
+Without an LLM that is the whole check (no registry package ships an entailment model). With an LLM
+configured, claims in the uncertain band (partly covered, faithful) go to the model as a judge, which can
+only confirm or reject them; a deterministic verdict (a clear match, or an unfaithful rewrite) stands.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from functions.common.text import stems
+from functions.research.faithfulness import (
+    as_reported,
+    finding_of,
+    finding_terms,
+    read,
+    unfaithful,
+    without_markers,
+)
 from functions.research.untrusted_text import is_hostile
 
 if TYPE_CHECKING:
@@ -29,8 +47,10 @@ COVERAGE_SUPPORTED = 0.85
 COVERAGE_PARTIAL = 0.7
 MIN_CLAIM_TERMS = 3
 MAX_JUDGED_CLAIMS = 8  # each judgement is an LLM call: the rest keep their lexical verdict
+# Corroboration: how much of a finding's terms another source's passage must state to count as agreeing.
+CORROBORATION_COVERAGE = COVERAGE_PARTIAL
+MAX_CLAIM_CONFIDENCE = 0.95
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_NEGATION = re.compile(r"\b(?:no|not|never|cannot|neither|nor|without|fails? to|failed to)\b|n't\b", re.I)
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -70,59 +90,62 @@ def numbers_in(text: str) -> list[str]:
     return _NUMBER.findall(normalise(text))
 
 
-def _terms(text: str) -> set[str]:
-    """Every word that says something (stopwords and bare numbers aside), lightly stemmed."""
-    return set(stems(text, numbers=False))
-
-
-def _negated(text: str) -> bool:
-    return bool(_NEGATION.search(text))
+def agreement(independent_sources: int) -> float:
+    """Confidence from agreement: each independent source that states a finding halves the doubt."""
+    if independent_sources <= 0:
+        return 0.0
+    return min(MAX_CLAIM_CONFIDENCE, 1.0 - 0.5**independent_sources)
 
 
 def verify_claim(claim_text: str, quotes: Sequence[str]) -> tuple[str, float, str]:
-    """Verdict of one claim against the quotes it cites: lexical containment plus number agreement.
+    """Verdict of one shown sentence against the quotes it cites, and how closely it matches them.
 
-    Containment is how much of the claim lies inside a quote, never the other way round: a claim that
-    repeats a quote and adds to it is judged on what it adds (its terms), and a claim that negates
-    what the quote states, or is too short to state anything, is not supported by it."""
+    Containment is how much of the finding lies inside a quote, never the other way round: a claim that
+    repeats a quote and adds to it is judged on what it adds (its terms). A rewrite that changes a
+    number or unit, drops or adds a negation, turns a hedge into certainty or changes the population is
+    unsupported (functions/research/faithfulness.py), and so is a claim too short to state anything."""
     from rapidfuzz import fuzz  # on first use, not with the handler (bench/cold_start.py)
 
     if not quotes:
         return UNSUPPORTED, 0.0, "cites no known evidence"
     if is_hostile(claim_text):
         return UNSUPPORTED, 0.0, "addressed to the reader or a model: not a finding"
-    claim = normalise(claim_text)
-    normalised = [normalise(quote) for quote in quotes]
-    joined = " ".join(normalised)
-    claim_terms = _terms(claim_text)
+    finding = finding_of(claim_text)
+    claim_terms = finding_terms(finding)
     if len(claim_terms) < MIN_CLAIM_TERMS:
         return UNSUPPORTED, 0.0, "too short to state a checkable finding"
+    problems = unfaithful(finding, quotes)
+    if problems:
+        return UNSUPPORTED, 0.0, "; ".join(problems)
+    claim = normalise(finding)
+    normalised = [normalise(as_reported(quote)) for quote in quotes]
     containment = max(
         (fuzz.partial_ratio(claim, quote) / 100 for quote in normalised if len(claim) <= len(quote)),
         default=0.0,
     )
-    quote_terms = _terms(joined)
-    coverage = len(claim_terms & quote_terms) / len(claim_terms)
-    quoted_numbers = set(_NUMBER.findall(joined))
-    missing_numbers = [n for n in _NUMBER.findall(claim) if n not in quoted_numbers]
-    if missing_numbers:
-        return (
-            UNSUPPORTED,
-            round(min(containment, coverage) * 0.3, 3),
-            f"numbers not in the cited evidence: {', '.join(missing_numbers[:3])}",
-        )
-    if _negated(claim_text) and not any(_negated(quote) for quote in quotes):
-        return UNSUPPORTED, round(coverage * 0.3, 3), "negates what the cited evidence states"
+    coverage = len(claim_terms & finding_terms(" ".join(normalised))) / len(claim_terms)
     if containment >= CONTAINMENT_SUPPORTED or coverage >= COVERAGE_SUPPORTED:
-        return SUPPORTED, round(max(containment, coverage), 3), "stated in the cited evidence"
+        return SUPPORTED, round(max(containment, coverage), 3), "states what the cited evidence states"
     if coverage >= COVERAGE_PARTIAL:
         return PARTIAL, round(coverage, 3), "only partly stated in the cited evidence"
     return UNSUPPORTED, round(coverage, 3), "not stated in the cited evidence"
 
 
+def corroborates(finding: str, passage: str) -> bool:
+    """Another source's passage states the finding: most of its terms, no number or polarity against it."""
+    terms = finding_terms(finding)
+    if not terms or len(terms & finding_terms(as_reported(passage))) / len(terms) < CORROBORATION_COVERAGE:
+        return False
+    shown, other = read(finding), read(without_markers(passage))
+    return shown.values <= other.values and shown.negated == other.negated
+
+
 class Verifier:
-    def __init__(self, judge: LlmProvider | None = None) -> None:
+    def __init__(self, judge: LlmProvider | None = None, source_of: Mapping[str, str] | None = None) -> None:
+        """`source_of`: each evidence id's source, so that agreement counts sources, not passages;
+        without it every evidence id counts as a source of its own and only the cited ones are counted."""
         self.judge = judge
+        self.source_of = source_of
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self._judged = 0  # LLM judgements so far, across calls (at most MAX_JUDGED_CLAIMS)
@@ -137,20 +160,36 @@ class Verifier:
             claim_id = f"clm-{first_id + offset:03d}"
             known = [i for i in ids if i in evidence]
             if not ids or len(known) != len(ids):
-                verdict, confidence, why = (
+                verdict, match, why = (
                     UNSUPPORTED,
                     0.0,
                     "cites no evidence, or ids that are not evidence here",
                 )
             else:
-                verdict, confidence, why = verify_claim(text, [evidence[i] for i in known])
+                verdict, match, why = verify_claim(text, [evidence[i] for i in known])
                 if verdict == PARTIAL and self.judge is not None and self._judged < MAX_JUDGED_CLAIMS:
                     self._judged += 1
-                    verdict, confidence, why = await self._judge(
-                        text, [evidence[i] for i in known], confidence
-                    )
+                    verdict, match, why = await self._judge(text, [evidence[i] for i in known], match)
+            confidence = 0.0
+            if verdict != UNSUPPORTED:
+                sources = self.agreeing_sources(text, known, evidence)
+                confidence = round(agreement(len(sources)) * match, 3)
+                why += f"; {len(sources)} independent source(s) state it"
             results.append(ClaimVerification(claim_id, text, verdict, list(ids), confidence, why))
         return results
+
+    def agreeing_sources(self, text: str, cited: Sequence[str], evidence: Mapping[str, str]) -> set[str]:
+        """The sources of the cited evidence, and of any other evidence here that states the same finding."""
+        if self.source_of is None:
+            return set(cited)
+        source_of = self.source_of
+        sources = {source_of.get(i, i) for i in cited}
+        finding = finding_of(text)
+        for evidence_id, passage in evidence.items():
+            source = source_of.get(evidence_id, evidence_id)
+            if source not in sources and corroborates(finding, passage):
+                sources.add(source)
+        return sources
 
     async def _judge(self, claim: str, quotes: list[str], lexical: float) -> tuple[str, float, str]:
         assert self.judge is not None

@@ -1,4 +1,4 @@
-"""The answer pipeline end to end in memory: plan, retrieve, write, critique, verify, red-team, decide."""
+"""The answer pipeline end to end in memory: plan, retrieve, write, verify, critique, red-team, decide."""
 
 from __future__ import annotations
 
@@ -161,8 +161,9 @@ def test_each_preset_runs_its_listed_stages_and_only_those() -> None:
     assert [e.name for e in full if e.agent != "Retriever"] == [
         "plan_created",
         "draft_written",
-        "critique_generated",
+        "answer_admitted",
         "verification_completed",
+        "critique_generated",
         "redteam_completed",
         "decision",
     ]

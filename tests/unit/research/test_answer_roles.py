@@ -186,7 +186,10 @@ def test_verifier_drops_foreign_ids_and_unquoted_numbers_and_asks_the_judge_only
                 ("Dense passage retrieval improved top-20 accuracy by 9 points over BM25.", ["chunk-a"]),
                 ("Dense passage retrieval improved accuracy by 30 points.", ["chunk-a"]),
                 ("Sparse attention is universal.", ["chunk-zzz"]),
-                ("Dense passage retrieval improved accuracy over BM25 in several surveys.", ["chunk-a"]),
+                (
+                    "Dense passage retrieval improved top-20 accuracy by 9 points over BM25 in several surveys.",
+                    ["chunk-a"],
+                ),
             ],
             evidence,
         )
@@ -196,7 +199,12 @@ def test_verifier_drops_foreign_ids_and_unquoted_numbers_and_asks_the_judge_only
     assert len(judge.prompts) == 1  # only the partly covered claim went to the judge
     rejected = asyncio.run(
         Verifier(ScriptedLlm("", verdict="unsupported")).verify(
-            [("Dense passage retrieval improved accuracy over BM25 in several surveys.", ["chunk-a"])],
+            [
+                (
+                    "Dense passage retrieval improved top-20 accuracy by 9 points over BM25 in several surveys.",
+                    ["chunk-a"],
+                )
+            ],
             evidence,
         )
     )
@@ -243,7 +251,7 @@ def _decide(
     min_sources: int | None = None,
 ) -> Decision:
     facts = answer_facts(
-        sources=sources, chunks=chunks, kept=supported, all_claims=supported, critique=None, red_team=red_team
+        sources=sources, chunks=chunks, kept=supported, all_claims=supported, red_team=red_team
     )
     policy = answer_policy(quality_gate=quality_gate, min_confidence=min_confidence, min_sources=min_sources)
     return decide(facts, policy)

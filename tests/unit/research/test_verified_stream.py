@@ -39,7 +39,7 @@ def test_kept_sentences_go_out_as_they_are_verified_and_the_rest_never() -> None
         answer = (
             f"Retrieval augmented generation improved exact match by 11 points [{CHUNK}]. "
             f"{PHISHING} [{CHUNK}]. It also doubled recall on every benchmark [{CHUNK}]. "
-            f"Retrieval augmented generation improved exact match on open-domain question answering [{CHUNK}]."
+            f"On open-domain question answering, retrieval augmented generation improved exact match by 11 points [{CHUNK}]."
         )
         for start in range(0, len(answer), 5):
             model_text += answer[start : start + 5]
@@ -50,7 +50,7 @@ def test_kept_sentences_go_out_as_they_are_verified_and_the_rest_never() -> None
                 "Retrieval augmented generation improved exact match by 11 points.",
                 PHISHING + ".",
                 "It also doubled recall on every benchmark.",
-                "Retrieval augmented generation improved exact match on open-domain question answering.",
+                "On open-domain question answering, retrieval augmented generation improved exact match by 11 points.",
             )
         ]
         verdicts = await stream.finish(sentences)
@@ -61,7 +61,7 @@ def test_kept_sentences_go_out_as_they_are_verified_and_the_rest_never() -> None
     assert verdicts[1] == verdicts[2] == "unsupported" and verdicts[0] != "unsupported"
     assert shown == [
         "Retrieval augmented generation improved exact match by 11 points. [1]",
-        " Retrieval augmented generation improved exact match on open-domain question answering. [1]",
+        " On open-domain question answering, retrieval augmented generation improved exact match by 11 points. [1]",
     ]
     assert fed[0] < len(model_text)  # the first kept sentence went out while the model was still writing
     assert not any("evil.example" in text or "token" in text for text in shown)
