@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from functions.common.documents import DocumentRepository
     from functions.research.pipeline import AnswerPipeline
     from functions.research.relevance import RelevanceScorer
-    from functions.research.retriever import UploadedDocument
+    from functions.research.uploads import UploadedDocument
 
 
 class UploadedDocuments:
@@ -34,7 +34,7 @@ class UploadedDocuments:
         self._repository = repository
 
     def get(self, team_id: str, document_id: str) -> UploadedDocument | None:
-        from functions.research.retriever import UploadedDocument
+        from functions.research.uploads import UploadedDocument
 
         record = self._repository.get(team_id, document_id)
         if record is None or record.status != "indexed":

@@ -60,3 +60,8 @@ class EvidenceChunk:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def published_at(year: int | None) -> str | None:
+    """A source's publication date as the contracts write it, from its year alone."""
+    return f"{year:04d}-01-01T00:00:00Z" if year else None

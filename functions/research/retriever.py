@@ -14,13 +14,20 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from functions.common.embedder import MemoEmbedder
-from functions.common.errors import DomainError, InvalidInput, NotFound
+from functions.common.errors import DomainError
 from functions.common.models import ExtractedPaper, FullTextPort, Paper
 from functions.research.chunks import Bm25Index, bounded, chunk_spans
-from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc, chunk_id_for, source_id_for
+from functions.research.evidence import (
+    ABSTRACT,
+    PAGE,
+    EvidenceChunk,
+    SourceDoc,
+    chunk_id_for,
+    published_at,
+    source_id_for,
+)
 from functions.research.fusion import FusedResults, SearchPort, fused_search
 from functions.research.plan import AnswerSettings, ResearchPlan
 from functions.research.planner import broadened
@@ -29,26 +36,13 @@ from functions.research.relevance import RelevanceScorer
 from functions.research.screening import document_text
 from functions.research.trace import RETRIEVER, TraceRecorder
 from functions.research.untrusted_text import Screened, hostile_source, own_links, screen, without_hostile
+from functions.research.uploads import FULL_TEXT_BUDGET_SECONDS, DocumentPort, uploaded_sources
 
 MIN_COVERAGE = 0.5  # below this share of concepts covered, one broader round of searches runs
 RELEVANCE_THRESHOLD = 0.5  # the relevance model's decision boundary (as in screening)
-FULL_TEXT_BUDGET_SECONDS = 12.0  # a slow PDF host must not hold the answer past API Gateway's 29 s
 MAX_CHUNKS_PER_SOURCE = 3
 # Chunk rank: its own match to the question, its source's relevance, and the focus mode's cues.
 CHUNK_WEIGHTS = (0.6, 0.4, 0.15)
-
-
-@dataclass(frozen=True)
-class UploadedDocument:
-    document_id: str
-    title: str
-    source_url: str  # what the extraction service reads it by
-
-
-class DocumentPort(Protocol):
-    def get(self, team_id: str, document_id: str) -> UploadedDocument | None:
-        """The team's uploaded document; another team's id reads as unknown."""
-        ...
 
 
 @dataclass
@@ -67,10 +61,6 @@ class Retrieval:
 
 
 AbstractsListener = Callable[["Retrieval"], Awaitable[None]]
-
-
-def published_at(year: int | None) -> str | None:
-    return f"{year:04d}-01-01T00:00:00Z" if year else None
 
 
 def abstract_chunks(source: SourceDoc, abstract: str) -> list[EvidenceChunk]:
@@ -249,43 +239,6 @@ class Retriever:
         )
         return papers, notes
 
-    async def uploaded(
-        self, plan: ResearchPlan[AnswerSettings], document_ids: Sequence[str]
-    ) -> list[tuple[SourceDoc, ExtractedPaper]]:
-        """The uploaded documents a request names: unknown ids are the caller's error (404)."""
-        if not document_ids:
-            return []
-        if self.documents is None or self.full_text is None or plan.settings.team_id is None:
-            raise InvalidInput("documents: uploaded documents are not available here", field="documents")
-        found: list[tuple[SourceDoc, ExtractedPaper]] = []
-        for document_id in dict.fromkeys(document_ids):
-            record = self.documents.get(plan.settings.team_id, document_id)
-            if record is None:
-                raise NotFound(f"document {document_id} not found")
-            paper = await self.full_text.extract(
-                record.source_url,
-                focus_areas=[f.phrase for f in plan.facets],
-                max_length=20000,
-                budget_seconds=FULL_TEXT_BUDGET_SECONDS,
-                team_id=plan.settings.team_id,
-            )
-            source = SourceDoc(
-                source_id=source_id_for(self.search.connector_prefix("library"), record.source_url),
-                title=paper.title or record.title,
-                url=record.source_url,
-                connector="library",
-                score=1.0,
-                snippet=paper.abstract,
-                published_at=published_at(paper.year),
-                year=paper.year,
-                authors=list(paper.authors),
-                relevance=1.0,
-                answers_question=True,
-                document_id=document_id,
-            )
-            found.append((source, paper))
-        return found
-
     def rank_chunks(
         self, plan: ResearchPlan[AnswerSettings], sources: list[SourceDoc], chunks: list[EvidenceChunk]
     ) -> list[EvidenceChunk]:
@@ -319,7 +272,7 @@ class Retriever:
         documents: Sequence[str] = (),
         on_abstracts: AbstractsListener | None = None,
     ) -> Retrieval:
-        uploads = await self.uploaded(plan, documents)
+        uploads = await uploaded_sources(plan, documents, self.documents, self.full_text, self.search)
         scorer, prefetch, prefetched = self._prefetching_scorer(plan)
         found = await fused_search(self.search, plan, trace, prefetch)
         await asyncio.gather(*prefetched)
