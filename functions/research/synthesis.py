@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
 from functions.research.attribution import author_label
+from functions.research.critic import find_contradictions
 from functions.research.evidence import PAGE, EvidenceChunk
 from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
 from functions.research.phrasing import Authorship, Phrasing
@@ -42,6 +43,7 @@ from functions.research.stages import (
     stage_result,
     verified,
 )
+from functions.research.stances import stance
 from functions.research.trace import WRITER, TraceRecorder
 from functions.research.untrusted_text import Screened, hostile_source, own_links, screen
 from functions.research.verifier import Verifier
@@ -547,6 +549,28 @@ def executive_summary(context: JobContext, title: str, span: str, single_source:
     return "\n".join([f"## {title}", "", *caveat, evidence_paragraph(context, span)])
 
 
+def theme_stances(context: JobContext) -> dict[str, str]:
+    """Each facet's stance (functions/research/stances.py) by its heading, from the verified themes, the
+    critic's contradictions among the evidence and the Verifier's corroboration: in the goal's order,
+    facets no verified finding addresses included."""
+    cited = {
+        name: [i for _, ids in sentences for i in ids] for name, sentences in context.verified_report().themes
+    }
+    evidence = {item.evidence_id: item.quote for item in context.evidence}
+    source_of = {item.evidence_id: item.source_id for item in context.evidence}
+    labels = {
+        c.source_id: author_label(c.paper.authors, c.paper.year, c.paper.title) for c, _ in context.sources
+    }
+    opposed = find_contradictions(
+        [item.as_chunk() for item in context.evidence if item.evidence_id in source_of]
+    )
+    headings = [facet_heading(facet) for facet in context.plan.facets]
+    return {
+        name: stance(name, cited.get(name, []), evidence, source_of, opposed, lambda s: labels.get(s, s))
+        for name in headings
+    }
+
+
 def synthesis_body(context: JobContext, span: str, methodologies: dict[str, int]) -> str:
     report = context.verified_report()
     verified_count = sum(1 for claim in context.claims if claim.kept)
@@ -554,8 +578,15 @@ def synthesis_body(context: JobContext, span: str, methodologies: dict[str, int]
         f"Based on analysis of {len(context.sources)} research paper(s) from {span}, "
         f"{verified_count} verified statement(s) are cited below.",
     ]
+    stances = theme_stances(context)
     for name, sentences in report.themes:
-        lines += ["", f"### {name}", "", " ".join(_cite(text, ids) for text, ids in sentences)]
+        # The stance cites the findings it summarises: a reviewer's strike takes it with them.
+        summarised = list(dict.fromkeys(i for _, ids in sentences for i in ids))
+        said = [_cite(f"{stances[name]}.", summarised)] if name in stances else []
+        lines += ["", f"### {name}", "", " ".join([*said, *(_cite(text, ids) for text, ids in sentences)])]
+    for name, said in stances.items():
+        if name not in {theme for theme, _ in report.themes}:
+            lines += ["", f"### {name}", "", f"{said}."]
     if methodologies:
         lines += ["", "### Methodologies", ""]
         lines += [f"- {name}: {count} source(s)" for name, count in methodologies.items()]

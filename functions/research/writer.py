@@ -31,6 +31,7 @@ from functions.research.presets import (
     STYLE_REPORT,
     STYLE_TUTORIAL,
 )
+from functions.research.stances import stance
 
 if TYPE_CHECKING:
     from functions.common.llm import LlmProvider
@@ -333,8 +334,22 @@ def compose(
         before = sentences[-1]
         again = before.section == section and before.chunk_ids[0] in by_source.get(chunk.source_id, set())
         shown = phrasing.phrase(chunk.text, chunk.source_id, [chunk.chunk_id], again=again)
-        sentences.append(DraftSentence(shown.text, shown.chunk_ids, section, shown.attribution))
+        sentence = DraftSentence(shown.text, shown.chunk_ids, section, shown.attribution)
+        if section and section != before.section:
+            sentence = with_stance(sentence, [c.chunk_id for s, c in placed if s == section], view, phrasing)
+        sentences.append(sentence)
     return sentences
+
+
+def with_stance(
+    sentence: DraftSentence, cited: Sequence[str], view: EvidenceView, phrasing: Phrasing
+) -> DraftSentence:
+    """The first finding under a facet heading, led by the sources' stance on the facet
+    (functions/research/stances.py): the writer's own words, so part of its `attribution`."""
+    evidence = {chunk.chunk_id: chunk.text for chunk in view.chunks}
+    source_of = {chunk.chunk_id: chunk.source_id for chunk in view.chunks}
+    said = stance(sentence.section or "", cited, evidence, source_of, view.contradictions, phrasing.label)
+    return replace(sentence, text=f"{said}: {sentence.text}", attribution=(f"{said}:", *sentence.attribution))
 
 
 class ExtractiveWriter:
