@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from functions.research.critic import Contradiction
 
 
-def _joined(labels: Sequence[str]) -> str:
+def _named(labels: Sequence[str]) -> str:
+    """The sources by their attributions; by their number when two read alike (same authors and year)."""
+    if len(set(labels)) < len(labels):
+        return f"{counted(len(labels))} sources"
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
@@ -59,10 +62,11 @@ def stance(
     for contradiction in contradictions:
         if ids.intersection(contradiction.evidence_chunk_ids):
             sides = [label(source) for source in dict.fromkeys(contradiction.source_ids)]
-            return f"On {about}, {_joined(sides)} disagree"
+            return f"On {about}, {_named(sides)} disagree"
     agreeing = agreeing_sources(list(dict.fromkeys(cited)), evidence, source_of)
     if len(agreeing) >= 2:
-        return f"{_joined([label(source) for source in agreeing])} agree on {about}"
+        named = _named([label(source) for source in agreeing])
+        return f"{named[:1].upper()}{named[1:]} agree on {about}"
     sources = list(dict.fromkeys(source_of.get(i, i) for i in cited))
     if len(sources) >= 2:
         return f"{counted(len(sources)).capitalize()} sources report on {about}"

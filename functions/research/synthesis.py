@@ -582,11 +582,11 @@ def synthesis_body(context: JobContext, span: str, methodologies: dict[str, int]
     for name, sentences in report.themes:
         # The stance cites the findings it summarises: a reviewer's strike takes it with them.
         summarised = list(dict.fromkeys(i for _, ids in sentences for i in ids))
-        said = [_cite(f"{stances[name]}.", summarised)] if name in stances else []
-        lines += ["", f"### {name}", "", " ".join([*said, *(_cite(text, ids) for text, ids in sentences)])]
-    for name, said in stances.items():
+        led = [_cite(f"{stances[name]}.", summarised)] if name in stances else []
+        lines += ["", f"### {name}", "", " ".join([*led, *(_cite(text, ids) for text, ids in sentences)])]
+    for name, silence in stances.items():  # the facets no verified finding addresses
         if name not in {theme for theme, _ in report.themes}:
-            lines += ["", f"### {name}", "", f"{said}."]
+            lines += ["", f"### {name}", "", f"{silence}."]
     if methodologies:
         lines += ["", "### Methodologies", ""]
         lines += [f"- {name}: {count} source(s)" for name, count in methodologies.items()]

@@ -275,7 +275,7 @@ def evidence_strength(
         facet.phrase for facet, row in zip(plan.facets, scores, strict=True) if not any(v > 0 for v in row)
     ]
     if silent and len(plan.facets) > 1:
-        strength += f"; no evidence found names {' or '.join(silent)}"
+        strength += f"; no source found addresses {' or '.join(silent)}"
     return strength + ";"
 
 
