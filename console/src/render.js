@@ -55,8 +55,9 @@ export function renderStructure(container, markdown) {
   );
 }
 
-// A reference marker: [3] (an answer's citation number) or [ev-…] (a job's evidence id).
-const MARKER = /\[([A-Za-z0-9][\w.:-]{0,63})\]/g;
+// A reference marker: [3] (an answer's citation number) or [ev-…] (a job's evidence id), or a list of them
+// ([ev-…, ev-…]: a statement that cites several findings).
+const MARKER = /\[([A-Za-z0-9][\w.:-]{0,63}(?:,\s*[A-Za-z0-9][\w.:-]{0,63}){0,15})\]/g;
 
 function markerLink(found, onFollow) {
   const link = el("a", { href: `#${found.target}`, className: "cite-marker", title: found.title, text: `[${found.label}]` });
@@ -79,9 +80,10 @@ export function linkMarkers(container, resolve, onFollow) {
     const parts = [];
     let last = 0;
     for (const match of node.data.matchAll(MARKER)) {
-      const found = resolve(match[1]);
-      if (!found) continue;
-      parts.push(node.data.slice(last, match.index), markerLink(found, onFollow));
+      const found = match[1].split(/,\s*/).map(resolve);
+      if (!found.every(Boolean)) continue;
+      const targets = new Map(found.map((entry) => [entry.target, entry])); // one link per source
+      parts.push(node.data.slice(last, match.index), ...[...targets.values()].map((entry) => markerLink(entry, onFollow)));
       last = match.index + match[0].length;
     }
     if (!parts.length) continue;
