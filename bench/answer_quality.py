@@ -53,9 +53,11 @@ from typing import TYPE_CHECKING, Any
 from bench.corpus_web import (
     CorpusMissing,
     CorpusWeb,
+    Figure,
     WebPaper,
     add_condition_options,
     describe_conditions,
+    figure_printer,
     literature,
 )
 from bench.quality import GOALS, WINDOW_YEARS, Goal, Matcher, _upstream_queries, quote_found
@@ -466,7 +468,7 @@ async def run_goal(
 
 
 async def run_preset(
-    goals: list[Goal], preset: str, matcher: Matcher, site: CorpusWeb, verbose: bool
+    goals: list[Goal], preset: str, matcher: Matcher, site: CorpusWeb, verbose: bool, figure: Figure = print
 ) -> list[Outcome]:
     from functions.answer.service import GuardedSearch
     from functions.answer.wiring import build_service
@@ -484,7 +486,7 @@ async def run_preset(
             outcome = Outcome(goal, preset, status="error", error=f"{type(exc).__name__}: {exc}")
             outcome.cause = outcome.error or ""
         outcomes.append(outcome)
-        print(_line(outcome), flush=True)
+        figure(_line(outcome), flush=True)
         if verbose:
             _details(outcome)
         elif outcome.cause and not outcome.success:
@@ -515,7 +517,9 @@ def run(
             print(_header())
             # A fresh account per preset: no search cache carried from the other preset's answers.
             with EmbeddedAws(extra_environment=site.environment(no_politeness=no_politeness)):
-                outcomes += asyncio.run(run_preset(goals, preset, matcher, site, verbose))
+                outcomes += asyncio.run(
+                    run_preset(goals, preset, matcher, site, verbose, figure_printer(no_politeness))
+                )
     finally:
         site.stop()
     return outcomes
@@ -556,7 +560,7 @@ def _share(part: float, whole: float) -> str:
     return f"{part:g}/{whole:g} = {100 * part / whole:.0f}%" if whole else f"{part:g}/0 = n/a"
 
 
-def summary(outcomes: list[Outcome], label: str) -> None:
+def summary(outcomes: list[Outcome], label: str, figure: Figure = print) -> None:
     if not outcomes:
         return
     answerable = [o for o in outcomes if o.answerable]
@@ -577,18 +581,18 @@ def summary(outcomes: list[Outcome], label: str) -> None:
         verdicts.update(o.verdicts)
     claims = sum(verdicts.values())
     latencies = [o.seconds for o in outcomes if o.status != "error"]
-    print(
+    figure(
         f"\n{label}: {len(outcomes)} goals ({len(answerable)} answerable, {len(unanswerable)} unanswerable)"
     )
-    print(
+    figure(
         f"  outcome: {ok_answerable + refused}/{len(outcomes)} (answerable answered citing an expected paper "
         f"{ok_answerable}/{len(answerable)}; unanswerable refused {refused}/{len(unanswerable)})"
     )
-    print(
+    figure(
         f"  refusal codes: {dict(Counter(o.refusal_code for o in outcomes if o.status == 'refused'))}; "
         f"errors {sum(1 for o in outcomes if o.status == 'error')}"
     )
-    print(
+    figure(
         f"  mean cited recall {recall:.2f} (mean recall among kept sources {kept_recall:.2f}); "
         f"citation precision on answerable goals {_share(cited_expected, cited)}; "
         f"sources cited on unanswerable goals {noise}"
@@ -597,20 +601,20 @@ def summary(outcomes: list[Outcome], label: str) -> None:
     abstract_ok = sum(o.offsets_abstract_ok for o in outcomes)
     page = sum(o.offsets_page for o in outcomes)
     page_ok = sum(o.offsets_page_ok for o in outcomes)
-    print(
+    figure(
         f"  citation offsets: abstract slices exact {_share(abstract_ok, abstract)}; page snippets on the "
         f"cited PDF page {_share(page_ok, page)} (elsewhere in the PDF "
         f"{sum(o.offsets_page_elsewhere for o in outcomes)}, no corpus PDF "
         f"{sum(o.offsets_page_unverifiable for o in outcomes)})"
     )
-    print(
+    figure(
         f"  claims {claims}: supported {_share(verdicts['supported'], claims)}, partially "
         f"{_share(verdicts['partially_supported'], claims)}, unsupported and removed "
         f"{_share(verdicts['unsupported'], claims)}"
     )
-    readability(outcomes)
+    readability(outcomes, figure)
     if latencies:
-        print(
+        figure(
             f"  latency: mean {statistics.mean(latencies):.1f} s, median {statistics.median(latencies):.1f} s, "
             f"max {max(latencies):.1f} s; wall {sum(latencies):.0f} s"
         )
@@ -622,7 +626,7 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
-def time_to_first_sentence(outcomes: list[Outcome], preset: str) -> None:
+def time_to_first_sentence(outcomes: list[Outcome], preset: str, figure: Figure = print) -> None:
     """When the first verified sentence reaches a streaming client, against the whole stream (the
     request to `final`), over the answered goals of one preset (a refusal streams no sentence)."""
     streamed = [o for o in outcomes if o.preset == preset and o.first_sentence is not None]
@@ -632,7 +636,7 @@ def time_to_first_sentence(outcomes: list[Outcome], preset: str) -> None:
     first = [o.first_sentence or 0.0 for o in streamed]
     total = [o.seconds for o in streamed]
     lead = [o.seconds - (o.first_sentence or 0.0) for o in streamed]
-    print(
+    figure(
         f"{preset}: time to the first verified sentence p50 {_percentile(first, 0.5):.1f} s, "
         f"p95 {_percentile(first, 0.95):.1f} s; whole stream p50 {_percentile(total, 0.5):.1f} s, "
         f"p95 {_percentile(total, 0.95):.1f} s; first sentence ahead of final by p50 "
@@ -640,11 +644,11 @@ def time_to_first_sentence(outcomes: list[Outcome], preset: str) -> None:
     )
 
 
-def readability(outcomes: list[Outcome]) -> None:
+def readability(outcomes: list[Outcome], figure: Figure = print) -> None:
     """Issue 21's readability figures over the answers that were not refused."""
     scores = [o.readability for o in outcomes if o.status == "answered"]
     sentences = sum(r.sentences for r in scores)
-    print(
+    figure(
         f"  readability of {len(scores)} answer(s), {sentences} shown sentence(s): first person or "
         f"self-reference {sum(r.first_person for r in scores)} (target 0); foreign reference markers "
         f"{sum(r.foreign_markers for r in scores)} (target 0); headings that are plan facets "
@@ -685,14 +689,17 @@ def main() -> None:
         )
     except CorpusMissing as exc:
         sys.exit(f"bench.answer_quality: {exc}")
+    figure = figure_printer(args.no_politeness)
     for preset in presets:
         for split in ("dev", "heldout"):
             summary(
-                [o for o in outcomes if o.preset == preset and o.goal.split == split], f"{preset} / {split}"
+                [o for o in outcomes if o.preset == preset and o.goal.split == split],
+                f"{preset} / {split}",
+                figure,
             )
     print()
     for preset in presets:
-        time_to_first_sentence(outcomes, preset)
+        time_to_first_sentence(outcomes, preset, figure)
     print(f"\ntotal wall {time.perf_counter() - started:.0f} s")
     print(f"conditions: {describe_conditions(no_politeness=args.no_politeness, latency=not args.no_latency)}")
 

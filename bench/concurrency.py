@@ -49,8 +49,10 @@ import httpx
 from bench.corpus_web import (
     CorpusMissing,
     CorpusWeb,
+    Figure,
     add_condition_options,
     describe_conditions,
+    figure_printer,
     literature,
     project_intervals,
 )
@@ -340,50 +342,50 @@ def run_summary(run: Run, solo: Mapping[str, float]) -> dict[str, Any]:
     }
 
 
-def print_run(summary: Mapping[str, Any]) -> None:
+def print_run(summary: Mapping[str, Any], figure: Figure = print) -> None:
     teams = summary["teams"]
     split = ", ".join(f"{name} {teams[name]['jobs']}" for name, _ in TEAMS if teams[name]["jobs"])
     print(
         f"\n=== {summary['label']}: {summary['concurrent_jobs']} {DEPTH} job(s) at once (teams {split}) ==="
     )
     statuses = ", ".join(f"{status} {count}" for status, count in sorted(summary["statuses"].items()))
-    print(f"statuses: {statuses}; wall {summary['wall_seconds']:.0f} s")
+    figure(f"statuses: {statuses}; wall {summary['wall_seconds']:.0f} s")
     if summary["not_terminal"]:
-        print(f"NOT TERMINAL when the run stopped ({len(summary['not_terminal'])}):")
+        figure(f"NOT TERMINAL when the run stopped ({len(summary['not_terminal'])}):")
         for job in summary["not_terminal"]:
-            print(f"  team {job['team']} {job['goal']:<20} {job['job_id']} last seen {job['last_seen']}")
+            figure(f"  team {job['team']} {job['goal']:<20} {job['job_id']} last seen {job['last_seen']}")
     if summary["causes_of_non_completed"]:
-        print("causes of every status short of COMPLETED (jobs naming each):")
+        figure("causes of every status short of COMPLETED (jobs naming each):")
         for cause, count in summary["causes_of_non_completed"].items():
-            print(f"  {count:>3} x {cause}")
-    print(
+            figure(f"  {count:>3} x {cause}")
+    figure(
         f"job time, submit to terminal: p50 {_seconds(summary['job_seconds_p50'])}, "
         f"p95 {_seconds(summary['job_seconds_p95'])}, max {_seconds(summary['job_seconds_max'])}"
     )
     per_job = summary["upstream_requests_per_job"]
-    print(
+    figure(
         "upstream requests per job: "
         + ", ".join(f"{name} {count:.1f}" for name, count in per_job.items())
         + f" (all {sum(per_job.values()):.1f})"
     )
     hits, coalesced = summary["search_cache_hits"], summary["search_coalesced"]
-    print(
+    figure(
         "search cache hits / coalesced: "
         + (f"{hits} / {coalesced}" if hits is not None else "n/a (the results carry no search_stats)")
     )
     if not any(team["solo_seconds"] for team in teams.values()):
-        print("team times against solo: n/a (no solo time)")
+        figure("team times against solo: n/a (no solo time)")
     else:
-        print(f"{'team':<6}{'jobs':>5}{'solo':>10}{'median':>10}{'x solo':>8}")
+        figure(f"{'team':<6}{'jobs':>5}{'solo':>10}{'median':>10}{'x solo':>8}")
     for name, _ in TEAMS:
         team = teams[name]
         if team["jobs"] and team["solo_seconds"]:
             ratio = f"{team['ratio_to_solo']:.2f}" if team["ratio_to_solo"] is not None else "-"
-            print(
+            figure(
                 f"{name:<6}{team['jobs']:>5}{_seconds(team['solo_seconds']):>10}"
                 f"{_seconds(team['median_seconds']):>10}{ratio:>8}"
             )
-    print(
+    figure(
         f"as the web saw it: {'provider':<17}{'requests':>9}{'smallest gap':>14}{'gaps < interval':>17}{'max open':>10}"
     )
     for name, web in summary["web"].items():
@@ -393,10 +395,10 @@ def print_run(summary: Mapping[str, Any]) -> None:
             else "-"
         )
         gap = f"{web['smallest_gap']:.2f} s" if web["smallest_gap"] is not None else "-"
-        print(f"{'':<19}{name:<17}{web['requests']:>9}{gap:>14}{under:>17}{web['max_open']:>10}")
+        figure(f"{'':<19}{name:<17}{web['requests']:>9}{gap:>14}{under:>17}{web['max_open']:>10}")
 
 
-def print_overview(summaries: Sequence[Mapping[str, Any]]) -> None:
+def print_overview(summaries: Sequence[Mapping[str, Any]], figure: Figure = print) -> None:
     print(
         f"\n{'run':<16}{'jobs':>5}{'COMPLETED':>10}{'PARTIAL':>8}{'other':>6}{'p50':>8}{'p95':>8}"
         f"{'arXiv/job':>10}{'arXiv gap':>10}{'arXiv open':>11}{'worst x solo':>13}"
@@ -408,7 +410,7 @@ def print_overview(summaries: Sequence[Mapping[str, Any]]) -> None:
         gap = arxiv.get("smallest_gap")
         ratios = [t["ratio_to_solo"] for t in summary["teams"].values() if t["ratio_to_solo"] is not None]
         p50, p95 = summary["job_seconds_p50"], summary["job_seconds_p95"]
-        print(
+        figure(
             f"{summary['label']:<16}{summary['concurrent_jobs']:>5}{statuses.get('COMPLETED', 0):>10}"
             f"{statuses.get('PARTIAL', 0):>8}{other:>6}"
             f"{(f'{p50:.0f} s' if p50 is not None else '-'):>8}{(f'{p95:.0f} s' if p95 is not None else '-'):>8}"
@@ -455,7 +457,7 @@ async def bench(
             jobs, wall, timed_out = await run_jobs(base, teams, plan, args.timeout)
         run = Run(label, len(plan), jobs, wall, provider_figures(site, intervals), timed_out)
         summary = run_summary(run, solo)
-        print_run(summary)
+        print_run(summary, figure_printer(args.no_politeness))
         summaries.append(summary)
         if args.json:  # after every run, so a run stopped by hand keeps the figures of those before it
             write_json(Path(args.json), conditions, summaries)
@@ -518,7 +520,7 @@ def main() -> None:
             summaries = asyncio.run(bench(args, counts, conditions, log))
     except CorpusMissing as exc:
         sys.exit(f"bench.concurrency: {exc}")
-    print_overview(summaries)
+    print_overview(summaries, figure_printer(args.no_politeness))
     print(
         f"conditions: {conditions}; total wall {time.monotonic() - started:.0f} s, "
         f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"

@@ -41,9 +41,11 @@ from typing import Any
 from bench.corpus_web import (
     CorpusMissing,
     CorpusWeb,
+    Figure,
     WebPaper,
     add_condition_options,
     describe_conditions,
+    figure_printer,
     literature,
     normalise_title,
 )
@@ -444,6 +446,7 @@ def run(
     )
     print(f"conditions: {describe_conditions(no_politeness=no_politeness, latency=latency)}")
     matcher = Matcher(papers)
+    figure = figure_printer(no_politeness)
     site = CorpusWeb(papers, latency=latency)
     site.start()
     outcomes: list[Outcome] = []
@@ -461,7 +464,7 @@ def run(
                 except Exception as exc:  # a crash of one job must not hide the others' figures
                     outcome = Outcome(goal, status="BENCH_ERROR", error=f"{type(exc).__name__}: {exc}")
                 outcomes.append(outcome)
-                print(_line(outcome), flush=True)
+                figure(_line(outcome), flush=True)
                 if outcome.status in ("PARTIAL", "FAILED"):
                     causes = "; ".join(outcome.causes) or "no cause given"
                     print(f"       {outcome.status}: {causes}", flush=True)
@@ -509,7 +512,7 @@ def _details(o: Outcome) -> None:
     )
 
 
-def summary(outcomes: list[Outcome], label: str) -> None:
+def summary(outcomes: list[Outcome], label: str, figure: Figure = print) -> None:
     if not outcomes:
         return
     answerable = [o for o in outcomes if o.answerable]
@@ -522,27 +525,27 @@ def summary(outcomes: list[Outcome], label: str) -> None:
     statuses = dict(Counter(o.status for o in outcomes))
     completed = sum(1 for o in answerable if o.status == "COMPLETED")
     partial = [o for o in outcomes if o.status == "PARTIAL"]
-    print(
+    figure(
         f"\n{label}: {len(outcomes)} goals ({len(answerable)} answerable, {len(unanswerable)} unanswerable)"
     )
-    print(
+    figure(
         f"  jobs completed or correctly refused: {ok_answerable + refused}/{len(outcomes)} "
         f"(answerable COMPLETED with >= half expected selected: {ok_answerable}/{len(answerable)}; "
         f"unanswerable refused: {refused}/{len(unanswerable)})"
     )
-    print(
+    figure(
         f"  answerable goals COMPLETED {completed}/{len(answerable)}, PARTIAL "
         f"{sum(1 for o in answerable if o.status == 'PARTIAL')}/{len(answerable)} (PARTIAL is not a success)"
     )
     if partial:
         causes = Counter(cause for o in partial for cause in o.causes or ["no cause given"])
-        print(f"  PARTIAL causes (jobs naming each, of {len(partial)} PARTIAL):")
+        figure(f"  PARTIAL causes (jobs naming each, of {len(partial)} PARTIAL):")
         for cause, count in causes.most_common():
-            print(f"    {count:>3} x {cause}")
-    print(f"  mean recall of expected papers among selected sources: {recall:.2f}")
+            figure(f"    {count:>3} x {cause}")
+    figure(f"  mean recall of expected papers among selected sources: {recall:.2f}")
     share = f"{100 * on_page / cited:.0f}%" if cited else "n/a (no cited quotes)"
-    print(f"  quotes verified on the cited page of the real PDF: {on_page}/{cited} = {share}")
-    print(f"  statuses: {statuses}; wall {sum(o.seconds for o in outcomes):.0f} s")
+    figure(f"  quotes verified on the cited page of the real PDF: {on_page}/{cited} = {share}")
+    figure(f"  statuses: {statuses}; wall {sum(o.seconds for o in outcomes):.0f} s")
 
 
 def main() -> None:
@@ -573,10 +576,11 @@ def main() -> None:
         )
     except CorpusMissing as exc:
         sys.exit(f"bench.quality: {exc}")
+    figure = figure_printer(args.no_politeness)
     for split in ("dev", "heldout"):
-        summary([o for o in outcomes if o.goal.split == split], split)
+        summary([o for o in outcomes if o.goal.split == split], split, figure)
     if args.split == "all":
-        summary(outcomes, "all")
+        summary(outcomes, "all", figure)
     print(f"\ntotal wall {time.perf_counter() - started:.0f} s")
     print(f"conditions: {describe_conditions(no_politeness=args.no_politeness, latency=not args.no_latency)}")
 

@@ -37,17 +37,26 @@ from bench.corpus_web.distractors import load_distractors
 from bench.corpus_web.literature import literature, redate
 from bench.corpus_web.paper import WebPaper
 from bench.corpus_web.text import normalise_title
-from bench.corpus_web.web import CorpusWeb, add_condition_options, describe_conditions, project_intervals
+from bench.corpus_web.web import (
+    CorpusWeb,
+    Figure,
+    add_condition_options,
+    describe_conditions,
+    figure_printer,
+    project_intervals,
+)
 
 __all__ = [
     "CORPUS_PAPERS",
     "CorpusEntry",
     "CorpusMissing",
     "CorpusWeb",
+    "Figure",
     "WebPaper",
     "add_condition_options",
     "corpus_dir",
     "describe_conditions",
+    "figure_printer",
     "literature",
     "load_corpus_papers",
     "load_distractors",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
 from bench.corpus_web.paper import WebPaper
 from bench.corpus_web.search import ArxivQueryError, Engines
+from tests.e2e.scholarly_topic import INTERVALS_OFF
 from tests.support.scholarly_fixtures import (
     SamplePaper,
     arxiv_feed,
@@ -58,6 +60,20 @@ def add_condition_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-latency", action="store_true", help="the web answers at once (no simulated network latency)"
     )
+
+
+Figure = Callable[..., None]
+
+
+def figure_printer(no_politeness: bool) -> Figure:
+    """`print` for a bench's figure lines: with the provider intervals off, each line says so beside it."""
+    if not no_politeness:
+        return print
+
+    def figure(*values: object, **options: Any) -> None:
+        print(*values, INTERVALS_OFF, **options)
+
+    return figure
 
 
 def describe_conditions(*, no_politeness: bool, latency: bool) -> str:
