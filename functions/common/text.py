@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 _WORD = re.compile(r"[0-9a-z]+(?:[-'][0-9a-z]+)*")
 
@@ -132,3 +133,14 @@ def first_sentence(text: str) -> str:
     stripped = text.strip()
     spans = sentence_spans(stripped)
     return stripped[spans[0][0] : spans[0][1]] if spans else stripped
+
+
+def listed(items: Sequence[str]) -> str:
+    """Items as prose lists them: "a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def mid_sentence(phrase: str) -> str:
+    """A phrase as it reads inside a sentence: its first letter lowered, unless it opens an acronym or a
+    capitalised name ("Stroke risk" -> "stroke risk", "BCR values" and "GPT-4" unchanged)."""
+    return phrase[:1].lower() + phrase[1:] if phrase[1:2].islower() else phrase

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from itertools import combinations
 from typing import Any
 
-from functions.common.text import STOPWORDS, terms
+from functions.common.text import STOPWORDS, listed, terms
 from functions.research.facets import Facet, decompose, facet_questions
 from functions.research.plan import (
     DEFAULT_MIN_SOURCES,
@@ -307,8 +307,7 @@ def policies_for(
 
 
 def _topic(facets: list[Facet]) -> str:
-    phrases = [facet.phrase for facet in facets[:3]]
-    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+    return listed([facet.phrase for facet in facets[:3]])
 
 
 def build_plan(

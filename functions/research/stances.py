@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from functions.common.text import listed, mid_sentence
 from functions.research.phrasing import counted
 from functions.research.verifier import Verifier
 
@@ -23,11 +24,7 @@ def _named(labels: Sequence[str]) -> str:
     """The sources by their attributions; by their number when two read alike (same authors and year)."""
     if len(set(labels)) < len(labels):
         return f"{counted(len(labels))} sources"
-    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
-
-
-def _topic(name: str) -> str:
-    return name[:1].lower() + name[1:] if name[1:2].islower() else name
+    return listed(labels)
 
 
 def agreeing_sources(
@@ -57,7 +54,7 @@ def stance(
     """The stance of the sources on one facet, without closing punctuation: disagreement when the critic
     found a contradiction among its evidence (both sides named), agreement when the Verifier finds two or
     more sources stating one same finding (named), else how many sources report on it, or silence."""
-    about = _topic(topic)
+    about = mid_sentence(topic)
     ids = set(cited)
     for contradiction in contradictions:
         if ids.intersection(contradiction.evidence_chunk_ids):

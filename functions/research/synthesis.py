@@ -17,6 +17,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
+from functions.common.text import listed, mid_sentence
 from functions.research.attribution import author_label
 from functions.research.critic import find_contradictions
 from functions.research.evidence import PAGE, EvidenceChunk
@@ -501,11 +502,6 @@ def report_title(goal: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _listed(names: list[str]) -> str:
-    names = [name[:1].lower() + name[1:] if name[1:2].islower() else name for name in names]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def evidence_paragraph(context: JobContext, span: str) -> str:
     """One paragraph on what the evidence shows about the goal: how much verified evidence there is, the
     facets it speaks to and those it is silent on, how many themes rest on several sources, and each
@@ -520,9 +516,9 @@ def evidence_paragraph(context: JobContext, span: str) -> str:
         f"finding(s) from {len(context.cited_sources)} source(s) bear on the question"
     )
     if covered:
-        opening += f"; they speak to {_listed(covered)}"
+        opening += f"; they speak to {listed([mid_sentence(name) for name in covered])}"
     if silent:
-        opening += f"; no verified finding names {_listed(silent)}"
+        opening += f"; no verified finding names {listed([mid_sentence(name) for name in silent])}"
     shared = sum(
         1 for _, sentences in report.themes if len({source_of[i] for _, ids in sentences for i in ids}) >= 2
     )
