@@ -26,7 +26,15 @@ from moto import mock_aws
 from functions.common import resources
 from functions.common.aws import reset_clients
 from functions.common.settings import get_settings, reset_settings_cache
-from functions.local_runtime import durable, dynamodb_atomic, grants, lambda_adapter, recovery, s3_atomic
+from functions.local_runtime import (
+    durable,
+    dynamodb_atomic,
+    dynamodb_json,
+    grants,
+    lambda_adapter,
+    recovery,
+    s3_atomic,
+)
 from functions.search.turns import reset_process_turns
 
 REGION = "us-east-1"
@@ -111,6 +119,7 @@ class EmbeddedAws:
         if self.state_dir is not None:
             durable.install()  # before dynamodb_atomic: its lock then wraps the journal's read-back
         dynamodb_atomic.install()
+        dynamodb_json.install()
         s3_atomic.install()
         self._create_storage()
         self._create_functions()
@@ -135,6 +144,7 @@ class EmbeddedAws:
         grants.uninstall()
         grants.forget()
         dynamodb_atomic.uninstall()
+        dynamodb_json.uninstall()
         s3_atomic.uninstall()
         durable.uninstall()
         if self._state is not None:
