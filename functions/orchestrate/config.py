@@ -32,9 +32,12 @@ class WorkflowSettings(BaseSettings):
     refine_search_share: float = Field(default=0.5, gt=0, le=1.0)
     search_sharing_jobs: int = Field(default=4, ge=1)
     relevance_threshold: float = DEFAULT_RELEVANCE_THRESHOLD
-    # Screening embeds candidates (most lexically promising first) for at most this long; the rest are
-    # scored lexically. Keeps the Screen step far from its 45 s limit when many jobs share the CPU.
-    screen_embedding_seconds: float = Field(default=15.0, gt=0)
+    # One Screen iteration embeds candidates (most lexically promising first) for at most this long, which
+    # keeps the step far from its 45 s limit when many jobs share the CPU; what it had no time for is
+    # embedded in a further iteration (the state machine loops), up to `screen_embedding_rounds`
+    # iterations, after which the rest are scored lexically.
+    screen_embedding_seconds: float = Field(default=20.0, gt=0)
+    screen_embedding_rounds: int = Field(default=8, ge=1)
     # How long a human checkpoint may wait for approve/abort before the job fails.
     checkpoint_window_seconds: int = 24 * 3600
     # Sources backing a verified claim before a synthesis is written (else REFUSED); a caller may

@@ -134,7 +134,8 @@ class SelectedSource(_Payload):
 
 
 class ScreenOutput(BaseModel):
-    action: Literal["REFINE", "EXTRACT"]
+    # CONTINUE: the candidates are not all embedded yet; the state machine runs Screen again
+    action: Literal["REFINE", "EXTRACT", "CONTINUE"]
     refined_queries: list[dict[str, Any]] = Field(default_factory=list)
     selected: list[SelectedSource] = Field(default_factory=list)
 

@@ -22,6 +22,10 @@ def screening_key(team_id: str, job_id: str) -> str:
     return f"{_prefix(team_id, job_id)}screening.json"
 
 
+def screen_vectors_key(team_id: str, job_id: str) -> str:
+    return f"{_prefix(team_id, job_id)}screen-vectors.npz"
+
+
 def extracted_key(team_id: str, job_id: str, source_id: str) -> str:
     return f"{_prefix(team_id, job_id)}extracted/{source_id}.json"
 

@@ -206,6 +206,11 @@ class JobProgress:
     def validating(self) -> None:
         self._update(status=JobStatus.VALIDATING)
 
+    def screening_continues(self, embedded: int, candidates: int, iteration: int) -> None:
+        """Screen ran out of embedding time in this iteration: it continues in the next one."""
+        self._trace(RETRIEVER, "rank", "screening_continued", embedded=embedded, candidates=candidates,
+                    iteration=iteration)  # fmt: skip
+
     def refining(
         self, result: ScreeningResult, plan: ResearchPlan[JobSettings], variants: int, requests: int
     ) -> None:

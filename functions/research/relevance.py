@@ -18,6 +18,7 @@ the embedder, the lexical-only model (fitted the same way) is used, and the expl
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import threading
@@ -160,15 +161,41 @@ class _SharedEmbedding:
 _SHARED = _SharedEmbedding()
 
 
+class EmbeddingUnfinished(Exception):
+    """The embedding time ran out before every candidate to embed was embedded, and the caller asked to
+    be told (`RelevanceScorer.resume(..., finish=True)`): it keeps `computed` and comes back for the rest."""
+
+    def __init__(self, embedded: int, wanted: int) -> None:
+        super().__init__(f"embedded {embedded} of {wanted} candidates before the time ran out")
+        self.embedded = embedded
+        self.wanted = wanted
+
+
+def text_digest(embedder_name: str, text: str) -> str:
+    """The key of a text's vector, kept between a step's iterations."""
+    return hashlib.sha256(f"{embedder_name}\n{text}".encode()).hexdigest()[:24]
+
+
 class RelevanceScorer:
-    """`embed_seconds` bounds the time spent embedding documents (most lexically promising first): on a
-    loaded machine the rest are scored lexically, so a step never runs into its task limit."""
+    """`embed_seconds` bounds the time spent embedding documents (most lexically promising first) in one
+    call. By default the rest are then scored lexically; after `resume(known, finish=True)` the scorer
+    raises `EmbeddingUnfinished` instead, so a step can continue in a further iteration from the vectors
+    it has (`known` and `computed`), and the ranking does not depend on how busy the machine was."""
 
     EMBED_BATCH = 16
 
     def __init__(self, embedder: Embedder | None, embed_seconds: float | None = None) -> None:
         self.embedder = embedder
         self.embed_seconds = embed_seconds
+        self.known: dict[str, NDArray[np.float32]] = {}
+        self.computed: dict[str, NDArray[np.float32]] = {}
+        self.finish = False
+
+    def resume(self, known: dict[str, NDArray[np.float32]], *, finish: bool) -> None:
+        """Start from vectors an earlier iteration computed (by `text_digest`); with `finish`, a deadline
+        that passes raises `EmbeddingUnfinished` rather than scoring the rest lexically."""
+        self.known = dict(known)
+        self.finish = finish
 
     @property
     def method(self) -> str:
@@ -196,11 +223,29 @@ class RelevanceScorer:
             wanted = aspect_vectors.T
             for start in range(0, len(embedded), self.EMBED_BATCH):
                 rows = embedded[start : start + self.EMBED_BATCH]
-                vectors = _SHARED.embed(self.embedder, [documents[row] for row in rows], ends)
-                if vectors is None:  # the time is spent: the rest are scored lexically
-                    break
+                vectors = self._vectors(self.embedder, [documents[row] for row in rows], ends)
+                if vectors is None:  # the time is spent
+                    if self.finish:
+                        raise EmbeddingUnfinished(start, len(embedded))
+                    break  # the rest are scored lexically
                 semantic[rows] = vectors @ wanted
         return Features(semantic, pairs[:, :, 0], pairs[:, :, 1])
+
+    def _vectors(
+        self, embedder: Embedder, texts: list[str], ends: float | None
+    ) -> NDArray[np.float32] | None:
+        import numpy as np
+
+        digests = [text_digest(embedder.name, text) for text in texts]
+        missing = [text for text, digest in zip(texts, digests, strict=True) if digest not in self.known]
+        if missing:
+            vectors = _SHARED.embed(embedder, missing, ends)
+            if vectors is None:
+                return None
+            for text, vector in zip(missing, vectors, strict=True):
+                digest = text_digest(embedder.name, text)
+                self.known[digest] = self.computed[digest] = vector
+        return np.stack([self.known[digest] for digest in digests]).astype(np.float32, copy=False)
 
     def score(
         self, goal: str, aspects: list[str], documents: list[str], max_embedded: int = MAX_EMBEDDED_DOCUMENTS

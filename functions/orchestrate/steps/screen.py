@@ -18,8 +18,9 @@ from functions.metering.job_budget import JobBudget
 from functions.metering.wiring import budgets
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.contracts import ScreenInput, ScreenOutput, SelectedSource
-from functions.orchestrate.payloads import screening_key
+from functions.orchestrate.payloads import screen_vectors_key, screening_key
 from functions.orchestrate.progress import JobProgress
+from functions.orchestrate.screen_vectors import ScreenVectors, load_vectors, save_vectors
 from functions.orchestrate.search_round import not_run_counts, upstream_failures
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
@@ -32,7 +33,7 @@ from functions.research.planning import (
     connector_syntax,
     refined_queries,
 )
-from functions.research.relevance import RelevanceScorer
+from functions.research.relevance import EmbeddingUnfinished, RelevanceScorer
 from functions.research.screening import Candidate, ScreeningResult, screen
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class Screen(JobStep):
     budget: JobBudget
     relevance_scorer: Callable[[], RelevanceScorer] = field(default=lambda: RelevanceScorer(None))
     render: Renderer = connector_syntax
+    embedding_rounds: int = 8  # iterations that may embed; the last scores what is left lexically
 
     def __call__(self, request: ScreenInput) -> ScreenOutput:
         progress = self.progress(request.team, request.job_id)
@@ -53,14 +55,24 @@ class Screen(JobStep):
         turns = _refine_turns(plan, searches)
         progress.validating()
         scorer = self.relevance_scorer()
-        result = screen(
-            self._hits(searches),
-            plan,
-            current_year=datetime.now(UTC).year,
-            allow_refinement=not job.refined and not job.budget_skipped_queries and any(turns.values()),
-            scorer=scorer,
-        )
+        vectors_key = screen_vectors_key(progress.team_id, progress.job_id)
+        kept = load_vectors(self.data, vectors_key) if scorer.embedder is not None else ScreenVectors()
+        scorer.resume(kept.vectors, finish=kept.rounds + 1 < self.embedding_rounds)
+        try:
+            result = screen(
+                self._hits(searches),
+                plan,
+                current_year=datetime.now(UTC).year,
+                allow_refinement=not job.refined and not job.budget_skipped_queries and any(turns.values()),
+                scorer=scorer,
+            )
+        except EmbeddingUnfinished as unfinished:
+            save_vectors(self.data, vectors_key, ScreenVectors(kept.rounds + 1, scorer.known))
+            progress.screening_continues(unfinished.embedded, unfinished.wanted, kept.rounds + 1)
+            return ScreenOutput(action="CONTINUE")
         if result.needs_refinement:
+            if scorer.computed:  # the refined round screens these candidates again
+                save_vectors(self.data, vectors_key, ScreenVectors(kept.rounds, scorer.known))
             return self._refine(progress, plan, result, turns)
         to_extract = self._affordable(progress, result.selected)
         key = self._store(progress, result, to_extract)
@@ -155,6 +167,7 @@ def build() -> Screen:
         relevance_scorer=lambda: RelevanceScorer(
             default_embedder(), embed_seconds=get_workflow_settings().screen_embedding_seconds
         ),
+        embedding_rounds=get_workflow_settings().screen_embedding_rounds,
         render=upstream_query,
         traces=DynamoDbTraceStore(),
     )

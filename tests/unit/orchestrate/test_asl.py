@@ -129,3 +129,11 @@ def test_every_substitution_is_a_registered_step_function() -> None:
         if spec.handler.startswith("functions.orchestrate."):
             assert f"arn:{spec.logical_id}" in rendered
             assert spec.timeout_seconds > 45
+
+
+def test_screening_that_ran_out_of_embedding_time_continues_in_a_further_iteration() -> None:
+    states = DEFINITION["States"]
+    first = states["AfterScreen"]["Choices"][0]
+    assert first == {"Variable": "$.screen.action", "StringEquals": "CONTINUE", "Next": "ScreenWait"}
+    wait = states["ScreenWait"]
+    assert wait["Type"] == "Wait" and wait["Next"] == "Screen" and wait["Seconds"] >= 1

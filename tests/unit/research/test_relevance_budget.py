@@ -8,7 +8,7 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
-from functions.research.relevance import RelevanceScorer
+from functions.research.relevance import EmbeddingUnfinished, RelevanceScorer
 
 
 class SlowEmbedder:
@@ -50,3 +50,38 @@ def test_texts_embedded_once_in_the_process_are_not_embedded_again() -> None:
     first = list(embedder.embedded)
     RelevanceScorer(embedder).features(["drug discovery"], documents)
     assert embedder.embedded == first  # the second job asked for the same texts: no new forward pass
+
+
+def test_a_scorer_asked_to_finish_stops_at_its_deadline_and_continues_from_its_vectors() -> None:
+    """With `finish`, the deadline ends the call instead of a lexical rest; a further call that starts
+    from the vectors kept embeds only what is left, and its scores are those of an unhurried scorer."""
+    documents = [f"sparse attention for long documents, variant {i:03d}" for i in range(96)]
+    aspects = ["sparse attention"]
+    embedder = SlowEmbedder("resumable", seconds_per_call=0.1)
+    known: dict[str, NDArray[np.float32]] = {}
+    calls = 0
+    while True:
+        calls += 1
+        scorer = RelevanceScorer(embedder, embed_seconds=0.25)
+        scorer.resume(known, finish=True)
+        try:
+            features = scorer.features(aspects, documents)
+        except EmbeddingUnfinished as unfinished:
+            assert 0 <= unfinished.embedded < unfinished.wanted == len(documents)
+            assert scorer.computed  # this iteration's work is handed back, not lost
+            known = scorer.known
+            continue
+        break
+    assert calls > 1
+    assert len(embedder.embedded) == len(set(embedder.embedded))  # no text embedded twice
+    unhurried = RelevanceScorer(SlowEmbedder("resumable", 0.0)).features(aspects, documents)
+    assert features.semantic is not None and unhurried.semantic is not None
+    assert np.array_equal(features.semantic, unhurried.semantic)
+
+
+def test_without_finish_the_deadline_still_scores_the_rest_lexically() -> None:
+    scorer = RelevanceScorer(SlowEmbedder("last-round", 0.1), embed_seconds=0.15)
+    scorer.resume({}, finish=False)
+    documents = [f"graph kernels, study {i}" for i in range(64)]
+    features = scorer.features(["graph kernels"], documents)
+    assert any(features.semantic_at(row, 0) is None for row in range(len(documents)))
