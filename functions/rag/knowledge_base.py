@@ -225,7 +225,9 @@ class KnowledgeBase:
         scores = lexical * self.prior
         if self.embedder is not None and self.embeddings is not None:
             query_vector = self.embedder.embed([dense_query])[0]
-            scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior, self.lexical_share)
+            scores = fuse_scores(
+                scores, (self.embeddings @ query_vector) * self.prior, self.lexical_share, self.is_item
+            )
         if self.cited_items.size:
             borrowed = np.zeros_like(scores)
             np.maximum.at(borrowed, self.cited_items, scores[self.citing_passages])
