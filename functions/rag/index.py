@@ -39,8 +39,8 @@ QueryEncoding = Literal["static", "minilm"]
 # The MiniLM pass reads a query's first 64 tokens (questions run 10-35; BM25 still reads all of it): a
 # 1,000-character query would otherwise cost ~60 ms of CPU, five times a question's.
 QUERY_MAX_TOKENS = 64
-# Bump when parsing or graph rules change: it is part of the version, so a new parser re-indexes.
-PARSER_VERSION = "rag-parser-5"
+# Bump when parsing, graph or tokenising rules change: it is part of the version, so a new parser re-indexes.
+PARSER_VERSION = "rag-parser-6"
 _SLUG = re.compile(r"[^a-z0-9]+")
 # The book's sentences that teach the static query encoder (query_encoder.py) MiniLM's space: running
 # prose of question length.
