@@ -6,7 +6,6 @@ next to the other artifacts, so a cold container loads it without re-tokenising 
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 import threading
@@ -21,31 +20,45 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 STEMMER_LANGUAGE = "english"
-# Every run of word characters is a token, one-character ones too: a textbook's symbols (q, v, P, x)
-# name what its items introduce, and a question uses them ("the q values", "v equals f of v").
-TERM_PATTERN = r"(?u)\b\w+\b"
-# bm25s's default (two characters at least), which an index written before its pattern was stored used.
-LEGACY_TERM_PATTERN = r"(?u)\b\w\w+\b"
-_TOKENIZER_FILE = "tokenizer.json"
+# A term is a run of two or more word characters (bm25s's default) ...
+WORD_PATTERN = r"(?u)\b\w\w+\b"
+# ... except in the symbols field, whose terms are the one-character ones: a textbook's symbols (q, v,
+# P, x) and single digits, which name what its items introduce ("the q values", "v equals f of v").
+SYMBOL_PATTERN = r"(?u)\b\w\b"
 _WORD = re.compile(r"[A-Za-z][A-Za-z']{2,}")
 
 
 class LexicalIndex:
-    def __init__(self, retriever: bm25s.BM25, term_pattern: str = TERM_PATTERN) -> None:
+    def __init__(self, retriever: bm25s.BM25, term_pattern: str = WORD_PATTERN) -> None:
         self._retriever = retriever
         self.term_pattern = term_pattern
         self._per_thread = threading.local()
         self._vocab: dict[str, int] = dict(retriever.vocab_dict)
 
     @classmethod
-    def build(cls, texts: list[str]) -> LexicalIndex:
+    def build(cls, texts: list[str], term_pattern: str = WORD_PATTERN) -> LexicalIndex:
+        built = cls.build_optional(texts, term_pattern)
+        if built is None:
+            raise ValueError("no term to index in the given texts")
+        return built
+
+    @classmethod
+    def build_optional(cls, texts: list[str], term_pattern: str = WORD_PATTERN) -> LexicalIndex | None:
+        """The index of the texts, or None when they hold no term (bm25s cannot index an empty vocabulary)."""
         stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
         tokens = bm25s.tokenize(
-            texts, stopwords="en", stemmer=stemmer, token_pattern=TERM_PATTERN, show_progress=False
+            texts,
+            stopwords="en",
+            stemmer=stemmer,
+            token_pattern=term_pattern,
+            return_ids=False,
+            show_progress=False,
         )
+        if not any(tokens):
+            return None
         retriever = bm25s.BM25()
         retriever.index(tokens, show_progress=False)
-        return cls(retriever)
+        return cls(retriever, term_pattern)
 
     def tokens(self, query: str) -> list[str]:
         tokenised = bm25s.tokenize(
@@ -81,23 +94,18 @@ class LexicalIndex:
     def to_files(self) -> dict[str, bytes]:
         with tempfile.TemporaryDirectory() as directory:
             self._retriever.save(directory, show_progress=False)
-            files = {
+            return {
                 path.name: path.read_bytes() for path in sorted(Path(directory).iterdir()) if path.is_file()
             }
-        files[_TOKENIZER_FILE] = json.dumps({"token_pattern": self.term_pattern}).encode()
-        return files
 
     @classmethod
-    def from_files(cls, files: dict[str, bytes]) -> LexicalIndex:
-        """The index `to_files` wrote; queries are tokenised with the pattern its documents were."""
-        tokenizer = files.get(_TOKENIZER_FILE)
-        pattern = json.loads(tokenizer)["token_pattern"] if tokenizer else LEGACY_TERM_PATTERN
+    def from_files(cls, files: dict[str, bytes], term_pattern: str = WORD_PATTERN) -> LexicalIndex:
+        """The index `to_files` wrote; `term_pattern` is the one it was built with."""
         with tempfile.TemporaryDirectory() as directory:
             for name, data in files.items():
-                if name != _TOKENIZER_FILE:
-                    (Path(directory) / name).write_bytes(data)
+                (Path(directory) / name).write_bytes(data)
             retriever = bm25s.BM25.load(directory, show_progress=False, verbosity=0)
-        return cls(retriever, pattern)
+        return cls(retriever, term_pattern)
 
 
 def book_vocabulary(texts: list[str], min_count: int = 2) -> list[str]:
