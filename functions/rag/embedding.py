@@ -20,15 +20,25 @@ STATIC_LEXICAL_SHARE = 0.7
 
 
 def fuse_scores(
-    lexical: NDArray[np.float32], dense: NDArray[np.float32], lexical_share: float = LEXICAL_SHARE
+    lexical: NDArray[np.float32],
+    dense: NDArray[np.float32],
+    lexical_share: float = LEXICAL_SHARE,
+    kinds: NDArray[np.bool_] | None = None,
 ) -> NDArray[np.float32]:
-    """Convex combination of the two scores, each divided by its best value (negative cosines count 0)."""
+    """Convex combination of the two scores, each divided by its best value (negative cosines count 0).
+
+    With `kinds` (a mask over the documents: the numbered items), the cosines are divided by the best of
+    their own kind: an item's vector embeds the sentences around it and a passage's its own prose, so the
+    two kinds answer the same question with cosines of different ranges (passages run higher), and one
+    divisor for both would let the passages' range flatten the items' differences."""
     lexical_top = float(lexical.max()) if lexical.size else 0.0
     dense = np.maximum(dense, 0)
-    dense_top = float(dense.max()) if dense.size else 0.0
     fused = np.zeros_like(lexical, dtype=np.float32)
     if lexical_top > 0:
         fused += np.float32(lexical_share) * lexical / np.float32(lexical_top)
-    if dense_top > 0:
-        fused += np.float32(1 - lexical_share) * dense / np.float32(dense_top)
+    masks = [np.ones(dense.shape, dtype=bool)] if kinds is None else [kinds, ~kinds]
+    for mask in masks:
+        dense_top = float(dense[mask].max()) if mask.any() else 0.0
+        if dense_top > 0:
+            fused[mask] += np.float32(1 - lexical_share) * dense[mask] / np.float32(dense_top)
     return fused.astype(np.float32)

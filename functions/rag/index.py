@@ -16,7 +16,7 @@ from functions.common.storage import BlobStore, get_json
 from functions.rag.graph import NeighbourFinder, build_edges
 from functions.rag.item_context import sentences
 from functions.rag.knowledge_base import KnowledgeBase
-from functions.rag.lexical import LexicalIndex, book_vocabulary
+from functions.rag.lexical import SYMBOL_PATTERN, WORD_PATTERN, LexicalIndex, book_vocabulary
 from functions.rag.model import Edge, Entity, EntityType, PageText, TocEntry, count_by_kind
 from functions.rag.pdf_pages import extract_pages
 from functions.rag.query_encoder import StaticQueryEncoder
@@ -39,8 +39,8 @@ QueryEncoding = Literal["static", "minilm"]
 # The MiniLM pass reads a query's first 64 tokens (questions run 10-35; BM25 still reads all of it): a
 # 1,000-character query would otherwise cost ~60 ms of CPU, five times a question's.
 QUERY_MAX_TOKENS = 64
-# Bump when parsing or graph rules change: it is part of the version, so a new parser re-indexes.
-PARSER_VERSION = "rag-parser-5"
+# Bump when parsing, graph or tokenising rules change: it is part of the version, so a new parser re-indexes.
+PARSER_VERSION = "rag-parser-6"
 _SLUG = re.compile(r"[^a-z0-9]+")
 # The book's sentences that teach the static query encoder (query_encoder.py) MiniLM's space: running
 # prose of question length.
@@ -67,6 +67,7 @@ class BuiltIndex:
     lexical: LexicalIndex
     heading_lexical: LexicalIndex
     context_lexical: LexicalIndex | None  # None when no item has a context (a book without numbered items)
+    symbol_lexical: LexicalIndex | None  # the contexts' one-character symbols; None when they have none
     vocabulary: list[str]
     sources: list[dict[str, str]]
     embeddings: np.ndarray[Any, np.dtype[np.float32]] | None = None
@@ -96,7 +97,8 @@ def build_index(
     lexical = LexicalIndex.build([entity.search_text for entity in entities])
     heading_lexical = LexicalIndex.build([entity.heading for entity in entities])
     contexts = [entity.context for entity in entities]
-    context_lexical = LexicalIndex.build(contexts) if any(contexts) else None
+    context_lexical = LexicalIndex.build_optional(contexts)
+    symbol_lexical = LexicalIndex.build_optional(contexts, SYMBOL_PATTERN)
     neighbours = _neighbour_finder(entities, lexical)
     edges, citation_nodes = build_edges(entities, neighbours)
     entities.extend(citation_nodes)
@@ -117,6 +119,7 @@ def build_index(
         lexical=lexical,
         heading_lexical=heading_lexical,
         context_lexical=context_lexical,
+        symbol_lexical=symbol_lexical,
         vocabulary=vocabulary,
         sources=[{"name": source.name, "sha256": source.sha256} for source in sources],
         embeddings=embeddings,
@@ -257,11 +260,8 @@ def write_index(store: BlobStore, built: BuiltIndex) -> bool:
         put_json(store, f"{prefix}/vocabulary.json", built.vocabulary)
         lexical_files = _put_files(store, f"{prefix}/lexical", built.lexical.to_files())
         heading_files = _put_files(store, f"{prefix}/lexical_headings", built.heading_lexical.to_files())
-        context_files = (
-            _put_files(store, f"{prefix}/lexical_context", built.context_lexical.to_files())
-            if built.context_lexical is not None
-            else []
-        )
+        context_files = _put_index(store, f"{prefix}/lexical_context", built.context_lexical)
+        symbol_files = _put_index(store, f"{prefix}/lexical_symbols", built.symbol_lexical)
         if built.embeddings is not None:
             buffer = io.BytesIO()
             np.save(buffer, built.embeddings.astype(np.float32), allow_pickle=False)
@@ -290,6 +290,7 @@ def write_index(store: BlobStore, built: BuiltIndex) -> bool:
                 "lexical_files": lexical_files,
                 "heading_lexical_files": heading_files,
                 "context_lexical_files": context_files,
+                "symbol_lexical_files": symbol_files,
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             },
         )
@@ -326,11 +327,10 @@ def load_knowledge_base(
     headings = LexicalIndex.from_files(
         _files(store, f"{prefix}/lexical_headings", manifest.get("heading_lexical_files", []))
     )
-    # Indexes written before the context field existed are served without it.
-    context = (
-        LexicalIndex.from_files(_files(store, f"{prefix}/lexical_context", manifest["context_lexical_files"]))
-        if manifest.get("context_lexical_files")
-        else None
+    # Indexes written before the context or the symbols field existed are served without it.
+    context = _stored_index(store, f"{prefix}/lexical_context", manifest.get("context_lexical_files"))
+    symbols = _stored_index(
+        store, f"{prefix}/lexical_symbols", manifest.get("symbol_lexical_files"), SYMBOL_PATTERN
     )
     embeddings, query_embedder = None, None
     if dense and manifest.get("embedder"):
@@ -343,6 +343,7 @@ def load_knowledge_base(
         lexical=lexical,
         heading_lexical=headings,
         context_lexical=context,
+        symbol_lexical=symbols,
         vocabulary=get_json(store, f"{prefix}/vocabulary.json") or [],
         embedder=query_embedder,
         embeddings=embeddings,
@@ -398,6 +399,18 @@ def _embedder_artifacts(embedder: Embedder | None) -> dict[str, bytes]:
     if isinstance(embedder, MiniLmEmbedder):
         return embedder.to_artifacts()
     return {}
+
+
+def _put_index(store: BlobStore, prefix: str, index: LexicalIndex | None) -> list[str]:
+    """An optional field's files under `prefix` (none for a field the book does not have)."""
+    return _put_files(store, prefix, index.to_files()) if index is not None else []
+
+
+def _stored_index(
+    store: BlobStore, prefix: str, names: list[str] | None, term_pattern: str = WORD_PATTERN
+) -> LexicalIndex | None:
+    """An optional field `_put_index` wrote, or None when the manifest lists no file of it."""
+    return LexicalIndex.from_files(_files(store, prefix, names), term_pattern) if names else None
 
 
 def _put_files(store: BlobStore, prefix: str, files: dict[str, bytes]) -> list[str]:

@@ -41,6 +41,10 @@ HEADING_WEIGHT = 1.5
 # Weight of the numbered items' context field (defining and citing sentences, surrounding prose) added
 # for every question: an item's own display or caption rarely uses the words a question is asked in.
 CONTEXT_WEIGHT = 0.8
+# Weight of the symbols field (the one-character symbols of the items' contexts: "q", "v", "P"),
+# scored for the query's own one-character words; a field apart, so that the symbols neither lengthen
+# the other fields' documents nor count for a query that names none.
+SYMBOL_WEIGHT = 1.5
 # An item scores at least this share of the best passage that names it ("as shown in (5.2)", the
 # passage holding its display): the item is usually what the person asking wants.
 CITED_SHARE = 0.9
@@ -101,6 +105,7 @@ class KnowledgeBase:
         heading_lexical: LexicalIndex,
         vocabulary: list[str],
         context_lexical: LexicalIndex | None = None,
+        symbol_lexical: LexicalIndex | None = None,
         embedder: Embedder | None = None,
         embeddings: NDArray[np.float32] | None = None,
     ) -> None:
@@ -115,13 +120,18 @@ class KnowledgeBase:
         self.nodes = {entity.id: entity for entity in entities}
         # Lexical document i is documents[i]: every entity and passage except citation nodes.
         self.documents = [entity for entity in entities if entity.search_text]
-        fields = [index for index in (lexical, heading_lexical, context_lexical) if index is not None]
+        fields = [
+            index
+            for index in (lexical, heading_lexical, context_lexical, symbol_lexical)
+            if index is not None
+        ]
         if any(index.size != len(self.documents) for index in fields):
             raise ValueError("lexical index does not match the stored documents")
         self.lexical = lexical
         self.heading_lexical = heading_lexical
         # None for an index written before items had a context field: ranked as before.
         self.context_lexical = context_lexical
+        self.symbol_lexical = symbol_lexical  # None for an index written before the symbols field
         self.document_types = np.array([entity.type for entity in self.documents])
         self.speller = Speller(vocabulary)
         # Hybrid only with both the vectors and the model that embeds the queries; else lexical.
@@ -222,10 +232,14 @@ class KnowledgeBase:
         lexical = self.lexical.scores(tokens) + HEADING_WEIGHT * self._heading_scores(tokens)
         if self.context_lexical is not None:
             lexical = lexical + CONTEXT_WEIGHT * self.context_lexical.scores(tokens)
+        if self.symbol_lexical is not None:
+            lexical = lexical + SYMBOL_WEIGHT * self.symbol_lexical.scores(self.symbol_lexical.tokens(query))
         scores = lexical * self.prior
         if self.embedder is not None and self.embeddings is not None:
             query_vector = self.embedder.embed([dense_query])[0]
-            scores = fuse_scores(scores, (self.embeddings @ query_vector) * self.prior, self.lexical_share)
+            scores = fuse_scores(
+                scores, (self.embeddings @ query_vector) * self.prior, self.lexical_share, self.is_item
+            )
         if self.cited_items.size:
             borrowed = np.zeros_like(scores)
             np.maximum.at(borrowed, self.cited_items, scores[self.citing_passages])

@@ -20,26 +20,54 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 STEMMER_LANGUAGE = "english"
+# A term is a run of two or more word characters (bm25s's default) ...
+WORD_PATTERN = r"(?u)\b\w\w+\b"
+# ... except in the symbols field, whose terms are the one-character ones: a textbook's symbols (q, v,
+# P, x) and single digits, which name what its items introduce ("the q values", "v equals f of v").
+SYMBOL_PATTERN = r"(?u)\b\w\b"
 _WORD = re.compile(r"[A-Za-z][A-Za-z']{2,}")
 
 
 class LexicalIndex:
-    def __init__(self, retriever: bm25s.BM25) -> None:
+    def __init__(self, retriever: bm25s.BM25, term_pattern: str = WORD_PATTERN) -> None:
         self._retriever = retriever
+        self.term_pattern = term_pattern
         self._per_thread = threading.local()
         self._vocab: dict[str, int] = dict(retriever.vocab_dict)
 
     @classmethod
-    def build(cls, texts: list[str]) -> LexicalIndex:
+    def build(cls, texts: list[str], term_pattern: str = WORD_PATTERN) -> LexicalIndex:
+        built = cls.build_optional(texts, term_pattern)
+        if built is None:
+            raise ValueError("no term to index in the given texts")
+        return built
+
+    @classmethod
+    def build_optional(cls, texts: list[str], term_pattern: str = WORD_PATTERN) -> LexicalIndex | None:
+        """The index of the texts, or None when they hold no term (bm25s cannot index an empty vocabulary)."""
         stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+        tokens = bm25s.tokenize(
+            texts,
+            stopwords="en",
+            stemmer=stemmer,
+            token_pattern=term_pattern,
+            return_ids=False,
+            show_progress=False,
+        )
+        if not any(tokens):
+            return None
         retriever = bm25s.BM25()
         retriever.index(tokens, show_progress=False)
-        return cls(retriever)
+        return cls(retriever, term_pattern)
 
     def tokens(self, query: str) -> list[str]:
         tokenised = bm25s.tokenize(
-            [query], stopwords="en", stemmer=self._stemmer(), return_ids=False, show_progress=False
+            [query],
+            stopwords="en",
+            stemmer=self._stemmer(),
+            token_pattern=self.term_pattern,
+            return_ids=False,
+            show_progress=False,
         )
         return [token for token in tokenised[0] if token]
 
@@ -71,12 +99,13 @@ class LexicalIndex:
             }
 
     @classmethod
-    def from_files(cls, files: dict[str, bytes]) -> LexicalIndex:
+    def from_files(cls, files: dict[str, bytes], term_pattern: str = WORD_PATTERN) -> LexicalIndex:
+        """The index `to_files` wrote; `term_pattern` is the one it was built with."""
         with tempfile.TemporaryDirectory() as directory:
             for name, data in files.items():
                 (Path(directory) / name).write_bytes(data)
             retriever = bm25s.BM25.load(directory, show_progress=False, verbosity=0)
-        return cls(retriever)
+        return cls(retriever, term_pattern)
 
 
 def book_vocabulary(texts: list[str], min_count: int = 2) -> list[str]:

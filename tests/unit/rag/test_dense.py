@@ -68,6 +68,21 @@ def test_fused_scores_weigh_both_rankings() -> None:
     assert fused.tolist() == pytest.approx([0.5 + 0.1, 0.25 + 0.5, 0.0])
 
 
+def test_the_cosines_are_divided_by_the_best_of_their_own_kind() -> None:
+    # Passages' cosines run higher than items': the best item's cosine counts as much as the best
+    # passage's, so the items' own differences are not flattened by the passages' range.
+    lexical = np.zeros(4, dtype=np.float32)
+    dense = np.array([0.9, 0.6, 0.5, 0.25], dtype=np.float32)
+    items = np.array([False, False, True, True])
+    fused = fuse_scores(lexical, dense, lexical_share=0.5, kinds=items)
+    assert fused.tolist() == pytest.approx([0.5, 0.5 * 0.6 / 0.9, 0.5, 0.25])
+    assert fuse_scores(lexical, dense, lexical_share=0.5).tolist() == pytest.approx(
+        [0.5, 0.5 * 0.6 / 0.9, 0.5 * 0.5 / 0.9, 0.5 * 0.25 / 0.9]
+    )
+    only_passages = fuse_scores(lexical, dense, lexical_share=0.5, kinds=np.zeros(4, dtype=bool))
+    assert only_passages.tolist() == pytest.approx(fuse_scores(lexical, dense, lexical_share=0.5).tolist())
+
+
 def test_an_index_built_with_embeddings_is_served_hybrid(embedder: MiniLmEmbedder) -> None:
     built = build_index(tiny_book(), embedder=embedder)
     store = InMemoryBlobStore()

@@ -91,6 +91,8 @@ def test_without_the_context_field_and_the_boost_the_passage_would_win(
     assert _top(knowledge_base, question)[0] == "algo_2_1"
     monkeypatch.setattr(knowledge_base_module, "TYPE_BOOST", 1.0)
     monkeypatch.setattr(knowledge_base_module, "CONTEXT_WEIGHT", 0.0)
+    # The symbols field is read from the same contexts (the question's "S" and "s").
+    monkeypatch.setattr(knowledge_base_module, "SYMBOL_WEIGHT", 0.0)
     assert _top(knowledge_base, question)[0] != "algo_2_1"
 
 

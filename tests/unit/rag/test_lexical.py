@@ -1,0 +1,55 @@
+"""The lexical fields: words in the body, title and context fields; the items' one-character symbols in
+a field of their own."""
+
+from __future__ import annotations
+
+from functions.common.storage import InMemoryBlobStore, get_json, put_json
+from functions.rag.index import BuiltIndex, load_knowledge_base, write_index
+from functions.rag.knowledge_base import KnowledgeBase
+from functions.rag.lexical import SYMBOL_PATTERN, LexicalIndex
+
+TEXTS = ["the q value of a state action pair", "the value v of a state", "a policy picks an action"]
+
+
+def test_one_character_symbols_are_terms_of_the_symbols_field_only() -> None:
+    words = LexicalIndex.build(TEXTS)
+    symbols = LexicalIndex.build(TEXTS, SYMBOL_PATTERN)
+    assert words.tokens("the q values") == ["valu"]
+    assert symbols.tokens("the q values") == ["q"]
+    scores = symbols.scores(symbols.tokens("q value"))
+    assert scores[0] > 0 and scores[1] == scores[2] == 0
+
+
+def test_the_symbols_field_is_read_back_with_its_terms() -> None:
+    symbols = LexicalIndex.build(TEXTS, SYMBOL_PATTERN)
+    restored = LexicalIndex.from_files(symbols.to_files(), SYMBOL_PATTERN)
+    assert restored.tokens("v of s") == ["v", "s"]
+    assert restored.scores(["v"]).tolist() == symbols.scores(["v"]).tolist()
+
+
+def test_texts_without_a_term_make_no_field() -> None:
+    assert LexicalIndex.build_optional(["no symbols here", "a", ""], SYMBOL_PATTERN) is None
+    assert LexicalIndex.build_optional(["the q value"], SYMBOL_PATTERN) is not None
+
+
+def test_a_question_in_the_books_symbols_finds_the_item_that_introduces_them(
+    knowledge_base: KnowledgeBase,
+) -> None:
+    # (2.1) is followed by "where h is the holding cost and p the shortage penalty".
+    assert knowledge_base.symbol_lexical is not None
+    results = knowledge_base.search("what do h and p stand for?", 5).results
+    assert results and results[0]["id"] == "formula_2_1"
+
+
+def test_an_index_written_before_the_symbols_field_is_served_without_it(built_index: BuiltIndex) -> None:
+    store = InMemoryBlobStore()
+    write_index(store, built_index)
+    manifest_key = f"kb/{built_index.book_id}/{built_index.version}/manifest.json"
+    manifest = get_json(store, manifest_key)
+    assert manifest is not None and manifest["symbol_lexical_files"]
+    del manifest["symbol_lexical_files"]
+    put_json(store, manifest_key, manifest)
+
+    knowledge_base = load_knowledge_base(store)
+    assert knowledge_base.symbol_lexical is None
+    assert knowledge_base.search("expected cost of holding stock", 5).results
