@@ -76,9 +76,12 @@ class RequestContext:
         self.logger = logger
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "http":
+            await self._serve(scope, receive, send)
+        else:  # lifespan
             await self.app(scope, receive, send)
-            return
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         received: list[Message] = []  # what the body check read, handed on to the app
 
         async def recording() -> Message:
