@@ -8,6 +8,8 @@ runtime needs nothing but numpy.
 
 Forward pass: embeddings + LayerNorm, N post-LN encoder layers (self-attention, GELU feed-forward),
 mean pooling over the real tokens, L2 normalisation — what sentence-transformers does for this model.
+A batch (the ingest) runs as masked token rows; one text (a query) as token columns padded to whole
+BLAS blocks, the same vector to float rounding at 1.3-1.6x less CPU (docs/rag.md, latency).
 """
 
 from __future__ import annotations
@@ -261,8 +263,8 @@ class _EncoderLayer:
         )
 
 
-# Tokens per block of OpenBLAS's sgemm kernel on AVX-512 (and AVX2): a product over 16 token columns costs
-# less than one over 14 (bench/rag_latency.py), so a lone sequence is padded up to a multiple of this.
+# Token columns per block of OpenBLAS's sgemm kernel (measured on AVX-512): a product over 16 columns
+# costs less than one over 14 (docs/rag.md), so a lone sequence is padded up to a multiple of this.
 TOKEN_COLUMN_BLOCK = 8
 
 
@@ -419,7 +421,7 @@ class MiniLmEmbedder:
 
     def _forward_one(self, ids: list[int]) -> Array:
         """One sequence's vector, its tokens held as the columns of a (hidden, columns) matrix padded to
-        a multiple of TOKEN_COLUMN_BLOCK: `kernel @ columns` with whole blocks runs ~1.5x faster in
+        a multiple of TOKEN_COLUMN_BLOCK: `kernel @ columns` with whole blocks runs 1.25-1.5x faster in
         OpenBLAS than `rows @ kernel.T` with a ragged count, and one sequence needs no attention mask
         (padding columns are multiplied along but never attended to, nor pooled)."""
         length = len(ids)
@@ -444,7 +446,7 @@ class MiniLmEmbedder:
             mask[row, : len(sequence)] = 1.0
         # Token rows flattened to one matrix: every linear layer is a single 2-D BLAS product.
         x = self._token_rows(ids)
-        # Keys that are padding get no attention; a batch without padding (one query) skips the mask.
+        # Keys that are padding get no attention; a batch without padding skips the mask.
         padding = None if mask.all() else ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         for layer in self._layers:
             x = self._encoder_layer(layer, x, len(batch), padding)
