@@ -22,6 +22,10 @@ def _app() -> FastAPI:
     def probe(request: Request) -> dict[str, str]:
         return {"stored": request.state.request_id}
 
+    @router.post("/v1/echo")
+    def echo(body: dict[str, str]) -> dict[str, str]:
+        return body
+
     return create_app(
         title="probe",
         description="",
@@ -41,3 +45,22 @@ def test_a_safe_request_id_is_kept() -> None:
     sent = "0f8fad5b-d9cb-469f-a165-70867728950e:retry.2_" + "x" * 80
     response = TestClient(_app()).get("/v1/probe", headers={"X-Request-Id": sent})
     assert response.headers["x-request-id"] == sent and response.json() == {"stored": sent}
+
+
+def test_a_json_body_read_by_the_check_reaches_the_route_and_one_access_line_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    response = TestClient(_app()).post(
+        "/v1/echo", json={"query": "value iteration"}, headers={"X-Request-Id": "r-1"}
+    )
+    assert response.json() == {"query": "value iteration"} and response.headers["x-request-id"] == "r-1"
+    access = [record.__dict__ for record in caplog.records if record.getMessage() == "request"]
+    assert [(line["method"], line["path"], line["status"]) for line in access] == [("POST", "/v1/echo", 200)]
+
+
+def test_a_refused_body_still_carries_the_request_id() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    response = TestClient(_app()).post(
+        "/v1/echo", content=deep.encode(), headers={"content-type": "application/json", "X-Request-Id": "r-2"}
+    )
+    assert response.status_code == 422 and response.headers["x-request-id"] == "r-2"
