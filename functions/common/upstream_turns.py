@@ -81,6 +81,12 @@ class ProviderManners:
         return self.interval + self.margin if self.interval > 0 else 0.0
 
 
+# Another (team, job, priority) that waits for the very same request (an identical query of another job,
+# coalesced in this process): the request takes the best place in line of everyone who wants it, so a
+# small team's query is never held back by joining a big team's identical one.
+Sponsor = tuple[str, str, int]
+
+
 @dataclass
 class Waiter:
     team: str
@@ -88,6 +94,10 @@ class Waiter:
     priority: int
     since: float
     heartbeat: float
+    sponsors: list[Sponsor] = field(default_factory=list)
+
+    def identities(self) -> list[Sponsor]:
+        return [(self.team, self.job, self.priority), *self.sponsors]
 
 
 @dataclass
@@ -113,7 +123,12 @@ class ProviderState:
         if not text:
             return cls()
         data = json.loads(text)
-        waiting = {token: Waiter(**w) for token, w in data.pop("waiting", {}).items()}
+        waiting = {
+            token: Waiter(
+                **{**w, "sponsors": [(str(t), str(j), int(p)) for t, j, p in w.get("sponsors", [])]}
+            )
+            for token, w in data.pop("waiting", {}).items()
+        }
         known = {name for name in cls.__dataclass_fields__}
         return cls(waiting=waiting, **{k: v for k, v in data.items() if k in known})
 
@@ -382,7 +397,7 @@ class UpstreamTurns:
         manners = self._manners_for(provider)
         if manners.interval <= 0:
             return Turn(provider, "", manners, self._clock, self._clock(), 0.0)
-        return self._acquire(_Attempt(self, provider, manners, team, job, priority, deadline))
+        return self._acquire(_Attempt(self, provider, manners, (team, job, priority), deadline))
 
     def _acquire(self, attempt: _Attempt) -> Turn:
         while True:
@@ -392,13 +407,21 @@ class UpstreamTurns:
             self._store.wait(attempt.provider, version, pause)
 
     async def acquire_async(
-        self, provider: str, *, team: str, job: str, priority: int = 0, deadline: float | None = None
+        self,
+        provider: str,
+        *,
+        team: str,
+        job: str,
+        priority: int = 0,
+        deadline: float | None = None,
+        sponsors: Callable[[], list[Sponsor]] | None = None,
     ) -> Turn:
-        """`acquire` for a coroutine: it waits on the event loop, holding no thread."""
+        """`acquire` for a coroutine: it waits on the event loop, holding no thread. `sponsors` names the
+        others that wait for this very request (read again while it waits)."""
         manners = self._manners_for(provider)
         if manners.interval <= 0:
             return Turn(provider, "", manners, self._clock, self._clock(), 0.0)
-        attempt = _Attempt(self, provider, manners, team, job, priority, deadline)
+        attempt = _Attempt(self, provider, manners, (team, job, priority), deadline, sponsors)
         while True:
             turn, version, pause = attempt.step()
             if turn is not None:
@@ -482,16 +505,18 @@ class _Attempt:
         turns: UpstreamTurns,
         provider: str,
         manners: ProviderManners,
-        team: str,
-        job: str,
-        priority: int,
+        asking: Sponsor,
         deadline: float | None,
+        sponsors: Callable[[], list[Sponsor]] | None = None,
     ) -> None:
         self.turns, self.provider, self.manners = turns, provider, manners
-        self.team, self.job, self.priority, self.deadline = team, job, priority, deadline
+        self.team, self.job, self.priority = asking
+        self.deadline = deadline
+        self._sponsors = sponsors or list
         self.token = uuid.uuid4().hex
         self.started = turns._clock()
         self.registered_at = -math.inf
+        self.registered_sponsors: list[Sponsor] = []
 
     def step(self) -> tuple[Turn | None, int, float]:
         """(the granted turn, or None with the version read and how long to wait before looking again);
@@ -501,13 +526,18 @@ class _Attempt:
         now = clock()
         live = _live_waiters(state, now)
         me = live.get(self.token)
-        if me is None or now - self.registered_at >= HEARTBEAT_SECONDS:
+        sponsors = self._sponsors()
+        if (
+            me is None
+            or now - self.registered_at >= HEARTBEAT_SECONDS
+            or sponsors != self.registered_sponsors
+        ):
             state.waiting[self.token] = Waiter(
-                self.team, self.job, self.priority, me.since if me else now, now
+                self.team, self.job, self.priority, me.since if me else now, now, sponsors
             )
             _forget_stale(state, now)
             if store.write(self.provider, state, version):
-                self.registered_at = now
+                self.registered_at, self.registered_sponsors = now, sponsors
             return None, -1, 0.0
         free_at = _free_at(state, self.manners, now)
         chosen = _whose_turn(state, live)
@@ -558,24 +588,26 @@ def _free_at(state: ProviderState, manners: ProviderManners, now: float) -> floa
     )
 
 
-def _job_key(waiter: Waiter) -> str:
-    return f"{waiter.team}\x1f{waiter.job}"
+def _job_key(team: str, job: str) -> str:
+    return f"{team}\x1f{job}"
+
+
+def _place(state: ProviderState, waiter: Waiter) -> tuple[tuple[float, float, int], Sponsor]:
+    """A waiter's place in line, and whose it is: the best of everyone who wants its request (its own
+    team and job, and its sponsors'): least recently served team, then job, then most valuable."""
+    return min(
+        (
+            (state.team_served.get(team, 0.0), state.job_served.get(_job_key(team, job), 0.0), priority),
+            (team, job, priority),
+        )
+        for team, job, priority in waiter.identities()
+    )
 
 
 def _order(state: ProviderState, live: dict[str, Waiter]) -> list[str]:
     """Waiters in the order they would be served: least recently served team, then job, then the job's
-    most valuable request, then first come."""
-
-    def rank(token: str) -> tuple[float, float, int, float]:
-        waiter = live[token]
-        return (
-            state.team_served.get(waiter.team, 0.0),
-            state.job_served.get(_job_key(waiter), 0.0),
-            waiter.priority,
-            waiter.since,
-        )
-
-    return sorted(live, key=rank)
+    most valuable request (each the best of the waiter's own and its sponsors'), then first come."""
+    return sorted(live, key=lambda token: (_place(state, live[token])[0], live[token].since))
 
 
 def _whose_turn(state: ProviderState, live: dict[str, Waiter]) -> str:
@@ -591,8 +623,9 @@ def _granted(state: ProviderState, token: str, waiter: Waiter, now: float, lease
     state.waiting.pop(token, None)
     state.holder = token
     state.lease_until = now + lease
-    state.team_served[waiter.team] = now
-    state.job_served[_job_key(waiter)] = now
+    team, job, _ = _place(state, waiter)[1]  # the turn is counted to whose place in line it was
+    state.team_served[team] = now
+    state.job_served[_job_key(team, job)] = now
     state.granted += 1
     _forget_stale(state, now)
     return state

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import ClassVar
@@ -33,8 +33,10 @@ from functions.common.storage import (
     cache_write,
 )
 from functions.common.text import fold
+from functions.common.upstream_turns import Sponsor
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY, Connector, ConnectorContext, ConnectorFactory
+from functions.search.connectors.base import SharedRequest
 from functions.search.merge import merge_results, rrf_score
 from functions.search.models import SOURCE_TYPES, ConnectorResult, FoundPaper, PaperQuery, SearchOutcome
 from functions.search.scoring import quality_score, relevance_score
@@ -81,21 +83,29 @@ def cache_key(connector: str, query: PaperQuery, limit: int) -> str:
 
 class _InFlight:
     """Requests in flight in this process, by cache key: an identical request (another job's, another
-    step's thread) waits for the first one's answer instead of spending a turn at the provider."""
+    step's thread) waits for the first one's answer instead of spending a turn at the provider, and
+    lends that request its own place in line (a sponsor) while it waits."""
 
     _lock = threading.Lock()
     _flights: ClassVar[dict[str, concurrent.futures.Future[ConnectorResult]]] = {}
+    _sponsors: ClassVar[dict[str, list[Sponsor]]] = {}
 
     @classmethod
-    def join(cls, key: str) -> tuple[concurrent.futures.Future[ConnectorResult], bool]:
-        """(the flight, whether the caller leads it and must finish it)."""
+    def join(cls, key: str, sponsor: Sponsor) -> tuple[concurrent.futures.Future[ConnectorResult], bool]:
+        """(the flight, whether the caller leads it and must finish it); a follower is its sponsor."""
         with cls._lock:
             flight = cls._flights.get(key)
             if flight is not None:
+                cls._sponsors.setdefault(key, []).append(sponsor)
                 return flight, False
             flight = concurrent.futures.Future()
             cls._flights[key] = flight
             return flight, True
+
+    @classmethod
+    def sponsors(cls, key: str) -> list[Sponsor]:
+        with cls._lock:
+            return list(cls._sponsors.get(key, ()))
 
     @classmethod
     def finish(
@@ -104,6 +114,7 @@ class _InFlight:
         with cls._lock:
             if cls._flights.get(key) is flight:
                 del cls._flights[key]
+                cls._sponsors.pop(key, None)
         flight.set_result(result)
 
 
@@ -295,14 +306,16 @@ class SearchService:
         cached = await self._cached(key)
         if cached is not None:
             return cached
-        flight, leader = _InFlight.join(key)
+        asking = (query.team_id or "public", query.job_id or "interactive", query.priority)
+        flight, leader = _InFlight.join(key, asking)
         if not leader:
             result = (await asyncio.wrap_future(flight)).model_copy(deep=True)
             result.coalesced = True
             result.elapsed_ms = 0.0
             return result
         try:
-            result = await self._call(name, query, limit, lambda: self._cached(key))
+            shared = SharedRequest(lambda: self._cached(key), lambda: _InFlight.sponsors(key))
+            result = await self._call(name, query, limit, shared)
             if result.ok and not result.coalesced:
                 await self._cache_put(key, result)
         except BaseException:
@@ -332,10 +345,10 @@ class SearchService:
         name: str,
         query: PaperQuery,
         limit: int,
-        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+        shared: SharedRequest | None = None,
     ) -> ConnectorResult:
         try:
-            return await self.connectors[name].search(query, limit, served_meanwhile)
+            return await self.connectors[name].search(query, limit, shared)
         except Exception as exc:  # a connector bug must not take the other sources down
             logger.exception("connector raised", connector=name)
             return ConnectorResult(connector=name, error=f"{name} failed: {exc.__class__.__name__}")

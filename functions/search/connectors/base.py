@@ -27,7 +27,7 @@ from functions.common.http import TRANSIENT_STATUSES, FetchedResponse, HttpClien
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
 from functions.common.settings import Settings, get_settings
-from functions.common.upstream_turns import Turn, TurnNotGranted, UpstreamTurns
+from functions.common.upstream_turns import Sponsor, Turn, TurnNotGranted, UpstreamTurns
 from functions.search.config import SearchSettings
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
 from functions.search.team_keys import TeamKeys, process_team_keys, team_provider
@@ -84,6 +84,16 @@ ServedMeanwhileCheck = Callable[[], Awaitable[ConnectorResult | None]]
 
 
 @dataclass(frozen=True)
+class SharedRequest:
+    """What a search shares with identical ones of other jobs in this process: the check, once its turn
+    is granted, whether one of them was answered meanwhile (the shared cache), and who else waits for it,
+    whose places in line count for it (`upstream_turns.Sponsor`)."""
+
+    served_meanwhile: ServedMeanwhileCheck
+    sponsors: Callable[[], list[Sponsor]] = list
+
+
+@dataclass(frozen=True)
 class Asker:
     """Whose request waits for a provider's turn: the team and job it is shared fairly between, its
     value within the job (0 first), and by when (epoch seconds) its turn must have come."""
@@ -95,6 +105,8 @@ class Asker:
     # Asked once the turn is granted, before sending: an identical request that completed while this
     # one waited (the shared cache) is used instead, and the turn goes back unused.
     served_meanwhile: ServedMeanwhileCheck | None = None
+    # Others that wait for this very request (their places in line count for it).
+    sponsors: Callable[[], list[Sponsor]] | None = None
     # A search (not a lookup by id): it spends the provider's daily search allowance where it has one.
     search: bool = False
     # Where its turns and allowance are taken: the provider's own name (the service's budget), or a
@@ -122,7 +134,7 @@ class Connector(Protocol):
     cacheable: bool
 
     async def search(
-        self, query: PaperQuery, limit: int, served_meanwhile: ServedMeanwhileCheck | None = None
+        self, query: PaperQuery, limit: int, shared: SharedRequest | None = None
     ) -> ConnectorResult: ...
 
 
@@ -331,11 +343,11 @@ class HttpConnector(ABC):
         return await asyncio.to_thread(keys.key, team_id, self.name)
 
     async def search(
-        self, query: PaperQuery, limit: int, served_meanwhile: ServedMeanwhileCheck | None = None
+        self, query: PaperQuery, limit: int, shared: SharedRequest | None = None
     ) -> ConnectorResult:
         started = time.perf_counter()
         try:
-            result = await self._search(query, limit, served_meanwhile)
+            result = await self._search(query, limit, shared)
         except ServedMeanwhile as served:
             result = served.result
             result.coalesced = True
@@ -358,7 +370,7 @@ class HttpConnector(ABC):
         )
 
     async def _search(
-        self, query: PaperQuery, limit: int, served_meanwhile: ServedMeanwhileCheck | None = None
+        self, query: PaperQuery, limit: int, shared: SharedRequest | None = None
     ) -> ConnectorResult:
         cfg = self.context.search_settings
         budget = cfg.connector_timeout_seconds
@@ -382,7 +394,8 @@ class HttpConnector(ABC):
                 job=query.job_id or "interactive",
                 priority=query.priority,
                 turn_deadline=query.deadline,
-                served_meanwhile=served_meanwhile,
+                served_meanwhile=shared.served_meanwhile if shared else None,
+                sponsors=shared.sponsors if shared else None,
                 search=True,
                 provider=team_provider(self.name, query.team_id) if team_key and query.team_id else None,
             ),
@@ -511,7 +524,12 @@ class HttpConnector(ABC):
         turns = self.context.upstream_turns
         provider = asker.provider or self.name
         turn = await turns.acquire_async(
-            provider, team=asker.team, job=asker.job, priority=asker.priority, deadline=turn_deadline
+            provider,
+            team=asker.team,
+            job=asker.job,
+            priority=asker.priority,
+            deadline=turn_deadline,
+            sponsors=asker.sponsors,
         )
         exclusive = turn.manners.exclusive
         await self._may_send(turn, asker, provider)

@@ -11,7 +11,7 @@ import time
 
 from functions.common.documents import DocumentRecord, DocumentRepository, DynamoDocumentRepository
 from functions.common.text import stems
-from functions.search.connectors.base import ConnectorContext, ServedMeanwhileCheck
+from functions.search.connectors.base import ConnectorContext, SharedRequest
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
 
 NAME = "library"
@@ -57,7 +57,7 @@ class LibraryConnector:
         return self._repository
 
     async def search(
-        self, query: PaperQuery, limit: int, served_meanwhile: ServedMeanwhileCheck | None = None
+        self, query: PaperQuery, limit: int, shared: SharedRequest | None = None
     ) -> ConnectorResult:
         started = time.perf_counter()
         if not query.team_id:  # no team, no library: an empty answer, not a failure

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from functions.common.rate_limit import InMemoryRateLimiter
 from functions.common.storage import InMemoryTtlCache
 from functions.search.config import SearchSettings
 from functions.search.connectors import crossref, semantic_scholar
+from functions.search.connectors.base import SharedRequest
 from functions.search.models import ConnectorResult, PaperQuery
 from functions.search.service import SearchService
 from tests.support import scholarly_fixtures as fx
@@ -25,14 +25,16 @@ class StubConnector:
     cacheable: bool = True
     raises: Exception | None = None
     calls: list[PaperQuery] = field(default_factory=list)
+    shared: list[SharedRequest | None] = field(default_factory=list)
 
     async def search(
         self,
         query: PaperQuery,
         limit: int,
-        served_meanwhile: Callable[[], Awaitable[ConnectorResult | None]] | None = None,
+        shared: SharedRequest | None = None,
     ) -> ConnectorResult:
         self.calls.append(query)
+        self.shared.append(shared)
         await asyncio.sleep(self.delay)
         if self.raises is not None:
             raise self.raises

@@ -153,3 +153,36 @@ def test_an_unreachable_shared_store_keeps_turns_in_this_process_still_spaced() 
     sent = sorted(at for _, at, _ in log)
     assert len(sent) == 4
     assert min(b - a for a, b in itertools.pairwise(sent)) >= INTERVAL
+
+
+def test_a_request_takes_the_best_place_in_line_of_the_others_who_wait_for_it() -> None:
+    """A small team's query coalesced onto a big team's identical one (the last of a burst) sponsors it:
+    the request moves to the small team's place in line, and the turn counts as the small team's."""
+    import asyncio
+
+    turns = _turns(InMemoryTurnStore(), interval=0.05)
+    order: list[str] = []
+    sponsors: list[tuple[str, str, int]] = []
+
+    async def take(job: str, with_sponsors: bool = False) -> None:
+        turn = await turns.acquire_async(
+            "p", team="big", job=job, sponsors=(lambda: list(sponsors)) if with_sponsors else None
+        )
+        order.append(job)
+        turn.sent()
+        turns.release(turn)
+
+    async def scenario() -> None:
+        burst = [asyncio.create_task(take(f"j{i}")) for i in range(11)]
+        await asyncio.sleep(0.02)
+        shared = asyncio.create_task(take("shared", with_sponsors=True))
+        await asyncio.sleep(0.2)  # a few of the burst are served; the shared one is last in line
+        assert "shared" not in order
+        sponsors.append(("small", "s1", 0))
+        await asyncio.gather(*burst, shared)
+
+    asyncio.run(scenario())
+    assert order.index("shared") <= order.index("j3") + 3  # served within a turn or two of the sponsor
+    assert order.index("shared") < len(order) - 3
+    state, _ = turns._store.read("p")
+    assert "small" in state.team_served and "small\x1fs1" in state.job_served

@@ -149,3 +149,28 @@ def test_upstreams_down_and_empty_library_is_the_unavailable_error() -> None:
     service = service_with(failing_stub("semantic_scholar", "HTTP 503"), _library(found=False))
     with pytest.raises(UpstreamError, match="semantic_scholar: HTTP 503"):
         run(service.search(PaperQuery(query="transformers")))
+
+
+def test_an_identical_query_of_another_team_waits_for_the_first_and_lends_it_its_place_in_line() -> None:
+    stub = s2_stub(delay=0.3)
+    service = service_with(stub)
+    sponsors: list[tuple[str, str, int]] = []
+
+    async def scenario() -> list[Any]:
+        query = {"query": "transformer architectures", "connectors": ["semantic_scholar"]}
+        big = asyncio.create_task(service.search(PaperQuery(**query, team_id="big", job_id="b7", priority=3)))
+        await asyncio.sleep(0.05)
+        small = asyncio.create_task(
+            service.search(PaperQuery(**query, team_id="small", job_id="s1", priority=0))
+        )
+        await asyncio.sleep(0.05)
+        shared = stub.shared[0]
+        assert shared is not None
+        sponsors.extend(shared.sponsors())  # what the leader's wait for its turn reads
+        return list(await asyncio.gather(big, small))
+
+    big, small = run(scenario())
+    assert len(stub.calls) == 1  # made once
+    assert sponsors == [("small", "s1", 0)]
+    assert small.coalesced == 1 and big.coalesced == 0
+    assert [p.canonical_id for p in small.papers] == [p.canonical_id for p in big.papers]
