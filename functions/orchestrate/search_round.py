@@ -120,16 +120,14 @@ class SearchRound:
     async def _connector_queries(
         self, team_id: str, job_id: str, queries: list[PlannedQuery], deadline: float
     ) -> tuple[list[dict[str, Any]], list[PlannedQuery]]:
-        """One connector's queries in order of value; those whose turn did not come stay pending."""
-        done: list[dict[str, Any]] = []
-        for index, query in enumerate(queries):
-            if self.clock() >= deadline:
-                return done, queries[index:]
-            result = await self._one(team_id, job_id, query, deadline)
-            if result is None:
-                return done, queries[index:]
-            done.append(result)
-        return done, []
+        """One connector's queries, all waiting for their turns at once: the provider's turns go to the
+        job's most valuable query first (`priority`), and a query never misses its team's turn because
+        the one before it was still being answered. Those whose turn did not come stay pending."""
+        if self.clock() >= deadline:
+            return [], queries
+        results = await asyncio.gather(*(self._one(team_id, job_id, query, deadline) for query in queries))
+        done = [result for result in results if result is not None]
+        return done, [query for query, result in zip(queries, results, strict=True) if result is None]
 
     async def _one(
         self, team_id: str, job_id: str, query: PlannedQuery, deadline: float

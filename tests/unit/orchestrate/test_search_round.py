@@ -3,6 +3,7 @@ reported as not run; only coverage lost or an upstream's errors make a job PARTI
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from functions.common.errors import UpstreamError
@@ -110,3 +111,35 @@ def test_only_an_upstreams_errors_or_a_concept_found_nowhere_count_as_coverage_l
     assert uncovered_concepts(concepts, after["results"]) == []
     only_first = [r for r in after["results"] if r["terms"] == ["graph neural networks"]]
     assert uncovered_concepts(concepts, only_first) == ["attention mechanisms", "drug discovery"]
+
+
+class CountingSearch(ScriptedSearch):
+    """Holds each query until the next loop turn and counts how many of one connector wait at once."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        self.waiting: dict[str, int] = {}
+        self.most_waiting: dict[str, int] = {}
+
+    async def search(self, query: Any) -> SearchOutcome:
+        connector = query.connectors[0]
+        self.waiting[connector] = self.waiting.get(connector, 0) + 1
+        self.most_waiting[connector] = max(self.most_waiting.get(connector, 0), self.waiting[connector])
+        await asyncio.sleep(0.01)  # waiting for its turn at the provider
+        self.waiting[connector] -= 1
+        return await super().search(query)
+
+
+def test_a_connectors_queries_all_wait_for_their_turns_at_once() -> None:
+    """Not one after the other: a query that waits only once the one before it was answered misses its
+    team's turns at a provider other teams share."""
+    search = CountingSearch()
+    step, job_id, state = _search_step(search)
+    per_connector: dict[str, int] = {}
+    for item in state["pending"]:
+        per_connector[item["connector"]] = per_connector.get(item["connector"], 0) + 1
+    after = _search(step, {"job_id": job_id, "team_id": TEAM, "search": state})
+    assert after["done"] and len(after["results"]) == len(state["pending"])
+    several = {name: count for name, count in per_connector.items() if count > 1}
+    assert several  # the plan sends some connector several queries
+    assert all(search.most_waiting[name] == count for name, count in several.items())
