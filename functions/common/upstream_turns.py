@@ -34,6 +34,7 @@ import math
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -605,9 +606,18 @@ def _place(state: ProviderState, waiter: Waiter) -> tuple[tuple[float, float, in
 
 
 def _order(state: ProviderState, live: dict[str, Waiter]) -> list[str]:
-    """Waiters in the order they would be served: least recently served team, then job, then the job's
-    most valuable request (each the best of the waiter's own and its sponsors'), then first come."""
-    return sorted(live, key=lambda token: (_place(state, live[token])[0], live[token].since))
+    """Waiters in the order they would be served: least recently served team (among teams served equally
+    long ago, such as teams not served yet when a burst starts, the one with the fewest requests waiting:
+    the shortest queue first keeps small teams' waits short and delays a large one by a turn), then job,
+    then the job's most valuable request (each the best of the waiter's own and its sponsors'), then
+    first come."""
+    waiting = Counter(waiter.team for waiter in live.values())
+
+    def rank(token: str) -> tuple[float, int, float, int, float]:
+        (team_served, job_served, priority), (team, _, _) = _place(state, live[token])
+        return (team_served, waiting[team], job_served, priority, live[token].since)
+
+    return sorted(live, key=rank)
 
 
 def _whose_turn(state: ProviderState, live: dict[str, Waiter]) -> str:

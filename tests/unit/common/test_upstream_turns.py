@@ -186,3 +186,30 @@ def test_a_request_takes_the_best_place_in_line_of_the_others_who_wait_for_it() 
     assert order.index("shared") < len(order) - 3
     state, _ = turns._store.read("p")
     assert "small" in state.team_served and "small\x1fs1" in state.job_served
+
+
+def test_when_a_burst_starts_the_team_with_the_fewest_requests_waiting_goes_first() -> None:
+    """Teams not served yet are equally entitled: the shortest queue first, so a small team's single
+    request does not wait behind a large team that happened to ask a moment earlier."""
+    import asyncio
+
+    turns = _turns(InMemoryTurnStore(), interval=0.05)
+    order: list[str] = []
+
+    async def take(team: str, job: str) -> None:
+        turn = await turns.acquire_async("p", team=team, job=job)
+        order.append(team)
+        turn.sent()
+        turns.release(turn)
+
+    async def scenario() -> None:
+        held = turns.acquire("p", team="first", job="f")  # the provider is busy while the others arrive
+        big = [asyncio.create_task(take("big", f"b{i}")) for i in range(4)]
+        await asyncio.sleep(0.02)
+        small = asyncio.create_task(take("small", "s1"))
+        await asyncio.sleep(0.02)
+        turns.release(held)
+        await asyncio.gather(*big, small)
+
+    asyncio.run(scenario())
+    assert order[0] == "small" and order[1:] == ["big"] * 4
