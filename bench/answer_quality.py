@@ -700,7 +700,7 @@ def main() -> None:
     print()
     for preset in presets:
         time_to_first_sentence(outcomes, preset, figure)
-    print(f"\ntotal wall {time.perf_counter() - started:.0f} s")
+    figure(f"\ntotal wall {time.perf_counter() - started:.0f} s")
     print(f"conditions: {describe_conditions(no_politeness=args.no_politeness, latency=not args.no_latency)}")
 
 

@@ -175,7 +175,7 @@ def main() -> None:
             for fraction in args.cap_fractions:
                 figure("job cap", job_cap_run(client, fraction), flush=True)
     reset_workflow_settings_cache()
-    print(f"ran in {time.monotonic() - started:.0f} s")
+    figure(f"ran in {time.monotonic() - started:.0f} s")
 
 
 if __name__ == "__main__":

@@ -581,7 +581,7 @@ def main() -> None:
         summary([o for o in outcomes if o.goal.split == split], split, figure)
     if args.split == "all":
         summary(outcomes, "all", figure)
-    print(f"\ntotal wall {time.perf_counter() - started:.0f} s")
+    figure(f"\ntotal wall {time.perf_counter() - started:.0f} s")
     print(f"conditions: {describe_conditions(no_politeness=args.no_politeness, latency=not args.no_latency)}")
 
 

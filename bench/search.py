@@ -109,7 +109,7 @@ def main() -> None:
             _report(
                 "DynamoDB cache and limiter (moto, in-process)", asyncio.run(_measure(service, args.rounds))
             )
-        print(f"\nupstream requests served: {web.count()}")
+        _figure(f"\nupstream requests served: {web.count()}")
 
 
 if __name__ == "__main__":
