@@ -237,13 +237,14 @@ class RelevanceScorer:
         import numpy as np
 
         digests = [text_digest(embedder.name, text) for text in texts]
-        missing = [text for text, digest in zip(texts, digests, strict=True) if digest not in self.known]
+        missing = {
+            digest: text for text, digest in zip(texts, digests, strict=True) if digest not in self.known
+        }
         if missing:
-            vectors = _SHARED.embed(embedder, missing, ends)
+            vectors = _SHARED.embed(embedder, list(missing.values()), ends)
             if vectors is None:
                 return None
-            for text, vector in zip(missing, vectors, strict=True):
-                digest = text_digest(embedder.name, text)
+            for digest, vector in zip(missing, vectors, strict=True):
                 self.known[digest] = self.computed[digest] = vector
         return np.stack([self.known[digest] for digest in digests]).astype(np.float32, copy=False)
 

@@ -102,11 +102,10 @@ class Asker:
     job: str
     priority: int = 0
     turn_deadline: float | None = None
-    # Asked once the turn is granted, before sending: an identical request that completed while this
-    # one waited (the shared cache) is used instead, and the turn goes back unused.
-    served_meanwhile: ServedMeanwhileCheck | None = None
-    # Others that wait for this very request (their places in line count for it).
-    sponsors: Callable[[], list[Sponsor]] | None = None
+    # What it shares with identical requests of other jobs: once the turn is granted, one answered
+    # meanwhile (the shared cache) is used instead and the turn goes back unused; those waiting for it
+    # lend it their places in line.
+    shared: SharedRequest | None = None
     # A search (not a lookup by id): it spends the provider's daily search allowance where it has one.
     search: bool = False
     # Where its turns and allowance are taken: the provider's own name (the service's budget), or a
@@ -394,8 +393,7 @@ class HttpConnector(ABC):
                 job=query.job_id or "interactive",
                 priority=query.priority,
                 turn_deadline=query.deadline,
-                served_meanwhile=shared.served_meanwhile if shared else None,
-                sponsors=shared.sponsors if shared else None,
+                shared=shared,
                 search=True,
                 provider=team_provider(self.name, query.team_id) if team_key and query.team_id else None,
             ),
@@ -498,9 +496,9 @@ class HttpConnector(ABC):
         """Hand the turn back and raise when the request need not or must not be sent: another request
         served it meanwhile (ServedMeanwhile), or the provider's daily allowance is spent."""
         turns = self.context.upstream_turns
-        if asker.served_meanwhile is not None:
+        if asker.shared is not None:
             try:
-                served = await asker.served_meanwhile()
+                served = await asker.shared.served_meanwhile()
             except BaseException:
                 turns.release(turn)
                 raise
@@ -529,7 +527,7 @@ class HttpConnector(ABC):
             job=asker.job,
             priority=asker.priority,
             deadline=turn_deadline,
-            sponsors=asker.sponsors,
+            sponsors=asker.shared.sponsors if asker.shared else None,
         )
         exclusive = turn.manners.exclusive
         await self._may_send(turn, asker, provider)
