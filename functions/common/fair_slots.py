@@ -1,8 +1,9 @@
 """A few slots of scarce work (a CPU-bound parse, a model's forward pass) shared fairly between teams.
 
-When several teams' tasks wait, a freed slot goes to the team served least recently, then first come
-within that team; one team's burst of work therefore cannot make another team's single task wait
-behind all of it. The team is the one the running task works for (`working_for`), set once where a
+When several teams' tasks wait, a freed slot goes to a team by fair shares with a bounded lag
+(`functions/common/fair_share.py`: a team with few tasks waiting is served first, but never more than
+`lag` slots ahead of the least-served team waiting), then first come within that team; one team's burst
+of work therefore cannot make another team's single task wait behind all of it. The team is the one the running task works for (`working_for`), set once where a
 request or a workflow step begins and carried by the context into its coroutines and threads.
 """
 
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+
+from functions.common.fair_share import FairShare
 
 _TEAM: ContextVar[str] = ContextVar("fair_slots_team", default="")
 
@@ -33,18 +36,24 @@ def current_team() -> str:
 
 
 class FairSlots:
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, lag: int = 2) -> None:
         self._count = max(1, count)
+        self._lag = lag
         self._busy = 0
         self._changed = threading.Condition()
         self._waiting: dict[str, deque[object]] = {}
         self._served: dict[str, float] = {}
+        self._floor = 0.0
+
+    def _share(self) -> FairShare:
+        waiting = Counter({team: len(queue) for team, queue in self._waiting.items() if queue})
+        return FairShare(self._served, self._floor, self._lag, waiting)
 
     def _next(self) -> object | None:
-        teams = [team for team, queue in self._waiting.items() if queue]
-        if not teams:
+        share = self._share()
+        if not share.waiting:
             return None
-        team = min(teams, key=lambda t: self._served.get(t, 0.0))
+        team = min(share.waiting, key=share.key)
         return self._waiting[team][0]
 
     @contextmanager
@@ -64,9 +73,10 @@ class FairSlots:
                     break
                 self._changed.wait(left)
             else:
+                share = self._share()
                 queue.popleft()
                 self._busy += 1
-                self._served[team] = time.monotonic()
+                self._floor = share.charge(team, (t for t, q in self._waiting.items() if q))
                 granted = True
                 ticket = None
             if ticket is not None:

@@ -10,9 +10,11 @@ time). A request to a provider first takes a *turn*:
   next one back instead of landing next to it. A small margin covers the receiving side's own jitter.
 - An *exclusive* provider (arXiv) keeps the turn for the whole exchange: never two connections open.
   Others hand the turn back as soon as the request is written, so latency does not lower their rate.
-- Among the waiters the turn goes to the team served least recently, then, within that team, to the job
-  served least recently, then to the job's most valuable request (lowest `priority`). One team's burst
-  therefore cannot starve another team's single job, nor one job the others of its team.
+- Among the waiters, teams share turns with a bounded lag (`functions/common/fair_share.py`): a small
+  team's few requests are served at once, and no team is held back by more than the provider's lag
+  (`ProviderManners.lag`, a few seconds of its turns), so one team's burst cannot starve another team's
+  single job. Within a team, the job served least recently goes first, then the job's most valuable
+  request (lowest `priority`).
 - Waiting is scheduling, not failure: a waiter whose deadline passes before its turn comes gets
   `TurnNotGranted` (the caller reports the request as not run) and nothing else is recorded.
 
@@ -43,6 +45,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.common.conditional_put import unchanged_since_read
+from functions.common.fair_share import FairShare
 from functions.common.observability import get_logger
 
 if TYPE_CHECKING:
@@ -76,10 +79,15 @@ class ProviderManners:
     interval: float
     exclusive: bool = False
     margin: float = 0.05
+    lag: float = 5.0  # seconds of this provider's turns a team may be served ahead of the least served
 
     @property
     def spacing(self) -> float:
         return self.interval + self.margin if self.interval > 0 else 0.0
+
+    @property
+    def lag_turns(self) -> int:
+        return int(self.lag / self.spacing + 1e-9) if self.spacing > 0 else 0
 
 
 # Another (team, job, priority) that waits for the very same request (an identical query of another job,
@@ -110,7 +118,10 @@ class ProviderState:
     # an interval the provider announced (Crossref's x-rate-limit-* headers); used when stricter
     announced_interval: float = 0.0
     waiting: dict[str, Waiter] = field(default_factory=dict)
-    team_served: dict[str, float] = field(default_factory=dict)
+    team_served: dict[str, float] = field(default_factory=dict)  # when each team was last served
+    team_turns: dict[str, float] = field(default_factory=dict)  # each team's service, in turns
+    # the service of the least-served team still asking (never decreasing): where a returning team starts
+    virtual_turns: float = 0.0
     job_served: dict[str, float] = field(default_factory=dict)
     day: str = ""
     spent_today: dict[str, int] = field(default_factory=dict)  # allowance name -> units spent on `day`
@@ -541,9 +552,9 @@ class _Attempt:
                 self.registered_at, self.registered_sponsors = now, sponsors
             return None, -1, 0.0
         free_at = _free_at(state, self.manners, now)
-        chosen = _whose_turn(state, live)
+        chosen = _whose_turn(state, live, self.manners.lag_turns)
         if chosen == self.token and now >= free_at:
-            granted = _granted(state, self.token, me, now, self.turns._lease)
+            granted = _granted(state, self.token, me, now, self.turns._lease, self.manners.lag_turns)
             if store.write(self.provider, granted, version):
                 return (
                     Turn(self.provider, self.token, self.manners, clock, now, now - self.started),
@@ -553,7 +564,9 @@ class _Attempt:
             return None, -1, 0.0
         if self.deadline is not None and now >= self.deadline:
             self.turns._withdraw(self.provider, self.token)
-            raise TurnNotGranted(self.provider, now - self.started, _ahead_of(state, live, self.token))
+            raise TurnNotGranted(
+                self.provider, now - self.started, _ahead_of(state, live, self.token, self.manners.lag_turns)
+            )
         wake = self.registered_at + HEARTBEAT_SECONDS
         if chosen == self.token:
             wake = min(wake, free_at)
@@ -573,6 +586,8 @@ def _forget_stale(state: ProviderState, now: float) -> None:
     for served in (state.team_served, state.job_served):
         for key in [k for k, at in served.items() if now - at > 3600]:
             del served[key]
+    for team in [t for t in state.team_turns if t not in state.team_served]:
+        del state.team_turns[team]
 
 
 def _free_at(state: ProviderState, manners: ProviderManners, now: float) -> float:
@@ -593,49 +608,62 @@ def _job_key(team: str, job: str) -> str:
     return f"{team}\x1f{job}"
 
 
-def _place(state: ProviderState, waiter: Waiter) -> tuple[tuple[float, float, int], Sponsor]:
-    """A waiter's place in line, and whose it is: the best of everyone who wants its request (its own
-    team and job, and its sponsors'): least recently served team, then job, then most valuable."""
-    return min(
-        (
-            (state.team_served.get(team, 0.0), state.job_served.get(_job_key(team, job), 0.0), priority),
-            (team, job, priority),
+class _Fairness:
+    """The provider's queue as the scheduler sees it (`FairShare` over the teams asking): a request
+    counts for every team that waits for it, its own and its sponsors'."""
+
+    def __init__(self, state: ProviderState, live: dict[str, Waiter], lag_turns: int) -> None:
+        self.state = state
+        waiting = Counter(
+            team for waiter in live.values() for team in {team for team, _, _ in waiter.identities()}
         )
-        for team, job, priority in waiter.identities()
-    )
+        self.share = FairShare(state.team_turns, state.virtual_turns, lag_turns, waiting)
+
+    def place(self, waiter: Waiter) -> tuple[tuple[bool, float, float, int], Sponsor]:
+        """A waiter's place in line, and whose it is: the best of everyone who wants its request (its own
+        team and job, and its sponsors')."""
+        return min(
+            (
+                (*self.share.key(team), self.state.job_served.get(_job_key(team, job), 0.0), priority),
+                (team, job, priority),
+            )
+            for team, job, priority in waiter.identities()
+        )
 
 
-def _order(state: ProviderState, live: dict[str, Waiter]) -> list[str]:
-    """Waiters in the order they would be served: least recently served team (among teams served equally
-    long ago, such as teams not served yet when a burst starts, the one with the fewest requests waiting:
-    the shortest queue first keeps small teams' waits short and delays a large one by a turn), then job,
-    then the job's most valuable request (each the best of the waiter's own and its sponsors'), then
-    first come."""
-    waiting = Counter(waiter.team for waiter in live.values())
+def _order(state: ProviderState, live: dict[str, Waiter], lag_turns: int) -> list[str]:
+    """Waiters in the order they would be served: eligible teams first, the team whose waiting requests
+    would be done first, then the job served least recently, then the job's most valuable request (each
+    the best of the waiter's own and its sponsors'), then first come."""
+    fairness = _Fairness(state, live, lag_turns)
 
-    def rank(token: str) -> tuple[float, int, float, int, float]:
-        (team_served, job_served, priority), (team, _, _) = _place(state, live[token])
-        return (team_served, waiting[team], job_served, priority, live[token].since)
+    def rank(token: str) -> tuple[bool, float, float, int, float]:
+        return (*fairness.place(live[token])[0], live[token].since)
 
     return sorted(live, key=rank)
 
 
-def _whose_turn(state: ProviderState, live: dict[str, Waiter]) -> str:
-    return _order(state, live)[0]
+def _whose_turn(state: ProviderState, live: dict[str, Waiter], lag_turns: int) -> str:
+    return _order(state, live, lag_turns)[0]
 
 
-def _ahead_of(state: ProviderState, live: dict[str, Waiter], token: str) -> int:
-    order = _order(state, live)
+def _ahead_of(state: ProviderState, live: dict[str, Waiter], token: str, lag_turns: int) -> int:
+    order = _order(state, live, lag_turns)
     return order.index(token) if token in order else len(order)
 
 
-def _granted(state: ProviderState, token: str, waiter: Waiter, now: float, lease: float) -> ProviderState:
+def _granted(
+    state: ProviderState, token: str, waiter: Waiter, now: float, lease: float, lag_turns: int
+) -> ProviderState:
+    fairness = _Fairness(state, _live_waiters(state, now), lag_turns)
+    team, job, _ = fairness.place(waiter)[1]  # the turn is counted to whose place in line it was
     state.waiting.pop(token, None)
     state.holder = token
     state.lease_until = now + lease
-    team, job, _ = _place(state, waiter)[1]  # the turn is counted to whose place in line it was
     state.team_served[team] = now
     state.job_served[_job_key(team, job)] = now
+    still_asking = {t for w in _live_waiters(state, now).values() for t, _, _ in w.identities()}
+    state.virtual_turns = fairness.share.charge(team, still_asking)
     state.granted += 1
     _forget_stale(state, now)
     return state

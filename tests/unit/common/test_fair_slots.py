@@ -1,4 +1,4 @@
-"""Scarce slots go to the team served least recently: one team's queue does not hold another's task."""
+"""Scarce slots are shared fairly between teams: one team's queue does not hold another's task."""
 
 from __future__ import annotations
 
@@ -38,6 +38,32 @@ def test_a_freed_slot_goes_to_the_team_served_least_recently() -> None:
     # "small" arrived after six of "big": it is served second after the holder, not seventh
     assert order[:3] in (["first", "big", "small"], ["first", "small", "big"])
     assert sorted(order) == sorted(["first", "small", *["big"] * 6])
+
+
+def test_a_small_teams_few_tasks_are_served_together_within_the_lag() -> None:
+    slots = FairSlots(1, lag=3)
+    order: list[str] = []
+    release = threading.Event()
+
+    def work(team: str) -> None:
+        with slots.slot(team):
+            order.append(team)
+            if team == "first":
+                release.wait(5)
+
+    holder = threading.Thread(target=work, args=("first",))
+    holder.start()
+    time.sleep(0.05)
+    crowd = [threading.Thread(target=work, args=("big",)) for _ in range(8)]
+    small = [threading.Thread(target=work, args=("small",)) for _ in range(3)]
+    for thread in [*crowd, *small]:
+        thread.start()
+    time.sleep(0.1)
+    release.set()
+    for thread in [holder, *crowd, *small]:
+        thread.join(10)
+    assert order[1:4] == ["small"] * 3  # not one in every other slot behind the big team's eight
+    assert order.count("big") == 8
 
 
 def test_a_waiter_gives_up_at_its_timeout_without_a_slot() -> None:

@@ -19,13 +19,18 @@ from functions.common.upstream_turns import (
     TurnStore,
     UpstreamTurns,
 )
+from tests.support.fairness import largest_lead
 from tests.support.tables import create_table
 
 INTERVAL = 0.15
 
 
-def _turns(store: TurnStore, exclusive: bool = False, interval: float = INTERVAL) -> UpstreamTurns:
-    return UpstreamTurns(store, lambda _: ProviderManners(interval=interval, exclusive=exclusive, margin=0.0))
+def _turns(
+    store: TurnStore, exclusive: bool = False, interval: float = INTERVAL, lag: float = 5.0
+) -> UpstreamTurns:
+    return UpstreamTurns(
+        store, lambda _: ProviderManners(interval=interval, exclusive=exclusive, margin=0.0, lag=lag)
+    )
 
 
 def _take(
@@ -213,3 +218,88 @@ def test_when_a_burst_starts_the_team_with_the_fewest_requests_waiting_goes_firs
 
     asyncio.run(scenario())
     assert order[0] == "small" and order[1:] == ["big"] * 4
+
+
+def _served_in_order(turns: UpstreamTurns, arrivals: list[tuple[float, str, int]]) -> list[str]:
+    """Teams in the order their turns came: each arrival (delay after the start, team, requests) queues
+    that many requests of one job at once."""
+    import asyncio
+
+    order: list[str] = []
+
+    async def take(team: str, job: str) -> None:
+        turn = await turns.acquire_async("p", team=team, job=job)
+        order.append(team)
+        turn.sent()
+        turns.release(turn)
+
+    async def arrive(delay: float, team: str, requests: int) -> None:
+        await asyncio.sleep(delay)
+        await asyncio.gather(*(take(team, f"{team}-job") for _ in range(requests)))
+
+    async def scenario() -> None:
+        held = turns.acquire("p", team="first", job="f")  # busy while the first arrivals queue
+        queued = asyncio.gather(*(arrive(delay, team, n) for delay, team, n in arrivals))
+        await asyncio.sleep(0.05)
+        turns.release(held)
+        await queued
+
+    asyncio.run(scenario())
+    return order
+
+
+def test_a_small_team_joining_a_busy_provider_has_its_few_requests_served_at_once() -> None:
+    """Three requests of a small team arrive while a large team's burst fills the queue: within the lag
+    (here 5 turns) they go one after the other, not one in every other turn."""
+    order = _served_in_order(
+        _turns(InMemoryTurnStore(), interval=0.03, lag=0.15), [(0.0, "big", 14), (0.1, "small", 3)]
+    )
+    first = order.index("small")
+    assert first <= 5 and order[first : first + 3] == ["small"] * 3
+
+
+def test_no_team_is_served_more_than_the_lag_ahead_of_a_team_that_asks() -> None:
+    """Two teams asking at once, the smaller queue first: it may lead by the lag (2 turns), never more,
+    so a large team is held back by at most the lag whatever the other team's queue."""
+    turns = _turns(InMemoryTurnStore(), interval=0.02, lag=0.04)
+    order = _served_in_order(turns, [(0.0, "big", 12), (0.0, "medium", 6)])
+    assert order[:2] == ["medium", "medium"]
+    assert largest_lead(order, "medium", "big") == 2
+    assert order.count("medium") == 6 and order.count("big") == 12
+
+
+def test_a_team_coming_back_after_a_pause_earns_no_credit_for_its_idle_time() -> None:
+    """One team is served alone for a while, then another that was idle all along comes with a long
+    queue: it starts level with the first, so it leads by the lag at most, not by the turns it missed."""
+    turns = _turns(InMemoryTurnStore(), interval=0.02, lag=0.04)
+    _served_in_order(turns, [(0.0, "steady", 10)])
+    order = _served_in_order(turns, [(0.0, "steady", 12), (0.0, "returning", 10)])
+    assert largest_lead(order, "returning", "steady") <= 2
+
+
+def test_requests_a_team_waits_for_through_another_teams_identical_ones_count_as_its_queue() -> None:
+    """A team whose four queries joined a large team's identical ones waits for four requests, not none:
+    a small team with two of its own still goes first."""
+    import asyncio
+
+    turns = _turns(InMemoryTurnStore(), interval=0.02, lag=1.0)
+    order: list[str] = []
+
+    async def take(team: str, job: str, sponsored: bool = False) -> None:
+        sponsor = [("joined", "joined-job", 0)] if sponsored else []
+        turn = await turns.acquire_async("p", team=team, job=job, sponsors=lambda: list(sponsor))
+        order.append("joined" if sponsored else team)
+        turn.sent()
+        turns.release(turn)
+
+    async def scenario() -> None:
+        held = turns.acquire("p", team="first", job="f")
+        queued = [asyncio.create_task(take("big", "b", sponsored=i < 4)) for i in range(6)]
+        queued += [asyncio.create_task(take("small", "s")) for _ in range(2)]
+        await asyncio.sleep(0.05)
+        turns.release(held)
+        await asyncio.gather(*queued)
+
+    asyncio.run(scenario())
+    assert order[:2] == ["small", "small"]
+    assert order[2:6] == ["joined"] * 4
