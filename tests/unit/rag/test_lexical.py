@@ -3,10 +3,14 @@ a field of their own."""
 
 from __future__ import annotations
 
+import bm25s
+import pytest
+import Stemmer
+
 from functions.common.storage import InMemoryBlobStore, get_json, put_json
 from functions.rag.index import BuiltIndex, load_knowledge_base, write_index
 from functions.rag.knowledge_base import KnowledgeBase
-from functions.rag.lexical import SYMBOL_PATTERN, LexicalIndex
+from functions.rag.lexical import SYMBOL_PATTERN, WORD_PATTERN, LexicalIndex
 
 TEXTS = ["the q value of a state action pair", "the value v of a state", "a policy picks an action"]
 
@@ -18,6 +22,33 @@ def test_one_character_symbols_are_terms_of_the_symbols_field_only() -> None:
     assert symbols.tokens("the q values") == ["q"]
     scores = symbols.scores(symbols.tokens("q value"))
     assert scores[0] > 0 and scores[1] == scores[2] == 0
+
+
+QUERIES = [
+    "How is the running average updated when a new sample arrives?",
+    "the Bellman equation (2.7) in matrix\u2013vector form: v = r + \u03b3Pv, TD(0) and Q-learning's ﬁxed point",
+    "Ünïcode wörds, Straße, naïve café; the a an of",
+    "",
+    "   ",
+]
+
+
+@pytest.mark.parametrize("pattern", [WORD_PATTERN, SYMBOL_PATTERN])
+def test_query_terms_are_the_ones_bm25s_makes_of_the_text(pattern: str) -> None:
+    # The query side tokenises without bm25s.tokenize (its per-call set-up cost ~18 µs a word); its
+    # terms must stay exactly those the index was built with.
+    index = LexicalIndex.build([*TEXTS, "q v P x"], pattern)
+    stemmer = Stemmer.Stemmer("english")
+    for query in QUERIES:
+        (expected,) = bm25s.tokenize(
+            [query],
+            stopwords="en",
+            stemmer=stemmer,
+            token_pattern=pattern,
+            return_ids=False,
+            show_progress=False,
+        )
+        assert index.tokens(query) == [term for term in expected if term]
 
 
 def test_the_symbols_field_is_read_back_with_its_terms() -> None:
