@@ -84,3 +84,13 @@ def test_an_index_written_before_the_symbols_field_is_served_without_it(built_in
     knowledge_base = load_knowledge_base(store)
     assert knowledge_base.symbol_lexical is None
     assert knowledge_base.search("expected cost of holding stock", 5).results
+
+
+def test_per_term_scores_are_each_terms_bm25_scores() -> None:
+    index = LexicalIndex.build(TEXTS)
+    terms = [*index.tokens("the value of an action"), "unknownterm"]
+    rows = index.term_scores(terms)
+    assert rows.shape == (len(terms), index.size)
+    for row, term in zip(rows, terms, strict=True):
+        assert row.tolist() == index.scores([term]).tolist()
+    assert rows[:-1].any(axis=1).all() and not rows[-1].any()
