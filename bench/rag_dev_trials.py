@@ -14,7 +14,8 @@ Trials:
   its kind, fused into the top N after the lexical-dense fusion (convex share w, or added);
 - a second query view: the question without its interrogative frame ("how does", "what is the"), alone
   or averaged with the question's vector;
-- the query vector blended with the best lexical item's vector (share a).
+- the query vector blended with the best lexical item's vector (share a);
+- the lexical half divided by the best score of its kind (items, prose), as the dense half is.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Trial:
     late_added: bool = False  # add the share instead of a convex mix
     query_view: str = "question"  # "question", "stripped" or "mean"
     lexical_item_share: float = 0.0
+    lexical_per_kind: float = 0.0  # share of the lexical half divided by the best of its kind (0: off)
 
 
 class TokenVectors:
@@ -161,10 +163,25 @@ class TrialRanker:
             items = np.flatnonzero(kb.is_item)
             best = kb.embeddings[items[int(np.argmax(lexical[items]))]]
             pooled = _normalised((pooled + trial.lexical_item_share * best)[None])[0]
+        if trial.lexical_per_kind:
+            lexical = self._per_kind(lexical)
         fused = kb._fused(lexical, pooled)
         if trial.late_share:
             fused = self._late_interaction(fused, query_tokens)
         return kb._lifted(query, fused)
+
+    def _per_kind(self, lexical: Array) -> Array:
+        """The lexical scores divided by the best of their kind (items, prose), mixed with the global divisor."""
+        kb, share = self.kb, np.float32(self.trial.lexical_per_kind)
+        top = lexical.max()
+        if top <= 0:
+            return lexical
+        per_kind = np.zeros_like(lexical)
+        for mask in (kb.is_item, ~kb.is_item):
+            if mask.any() and lexical[mask].max() > 0:
+                per_kind[mask] = lexical[mask] / lexical[mask].max()
+        mixed: Array = share * per_kind + (1 - share) * lexical / top
+        return mixed
 
     def _late_interaction(self, fused: Array, query_tokens: Array) -> Array:
         kb, trial = self.kb, self.trial
@@ -202,6 +219,7 @@ def trials() -> list[Trial]:
         Trial("mean of both views", query_view="mean"),
     ]
     out += [Trial(f"best lexical item's vector a={a}", lexical_item_share=a) for a in (0.1, 0.2, 0.3, 0.5)]
+    out += [Trial(f"lexical per kind, share {m}", lexical_per_kind=m) for m in (0.25, 0.5, 1.0)]
     return out
 
 
