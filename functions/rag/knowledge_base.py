@@ -225,21 +225,35 @@ class KnowledgeBase:
     def _scores(self, query: str, tokens: list[str], dense_query: str) -> NDArray[np.float32]:
         """Every document's score: lexical fields (and the dense vectors, when hybrid) times its prior,
         items lifted by the passages that cite them and, for an entity-seeking query, by type."""
-        import numpy as np
+        scores = self._lexical_scores(query, tokens)
+        if self.embedder is not None:
+            scores = self._fused(scores, self.embedder.embed([dense_query])[0])
+        return self._lifted(query, scores)
 
-        from functions.rag.embedding import fuse_scores
-
+    def _lexical_scores(self, query: str, tokens: list[str]) -> NDArray[np.float32]:
+        """The BM25 fields' weighted sum, times each document's prior."""
         lexical = self.lexical.scores(tokens) + HEADING_WEIGHT * self._heading_scores(tokens)
         if self.context_lexical is not None:
             lexical = lexical + CONTEXT_WEIGHT * self.context_lexical.scores(tokens)
         if self.symbol_lexical is not None:
             lexical = lexical + SYMBOL_WEIGHT * self.symbol_lexical.scores(self.symbol_lexical.tokens(query))
-        scores = lexical * self.prior
-        if self.embedder is not None and self.embeddings is not None:
-            query_vector = self.embedder.embed([dense_query])[0]
-            scores = fuse_scores(
-                scores, (self.embeddings @ query_vector) * self.prior, self.lexical_share, self.is_item
-            )
+        scores: NDArray[np.float32] = lexical * self.prior
+        return scores
+
+    def _fused(self, lexical: NDArray[np.float32], query_vector: NDArray[np.float32]) -> NDArray[np.float32]:
+        """The lexical scores fused with the cosines of the documents' vectors to `query_vector`."""
+        from functions.rag.embedding import fuse_scores
+
+        if self.embeddings is None:
+            return lexical
+        dense = (self.embeddings @ query_vector) * self.prior
+        return fuse_scores(lexical, dense, self.lexical_share, self.is_item)
+
+    def _lifted(self, query: str, scores: NDArray[np.float32]) -> NDArray[np.float32]:
+        """Items lifted to CITED_SHARE of the best passage naming them and, for an entity-seeking query,
+        the items of the named types multiplied by TYPE_BOOST."""
+        import numpy as np
+
         if self.cited_items.size:
             borrowed = np.zeros_like(scores)
             np.maximum.at(borrowed, self.cited_items, scores[self.citing_passages])
@@ -258,7 +272,7 @@ class KnowledgeBase:
         words = sorted({token for token in tokens if self.heading_lexical.known(token)})
         if not words:
             return np.zeros(self.heading_lexical.size, dtype=np.float32)
-        per_word = np.stack([self.heading_lexical.scores([word]) for word in words])
+        per_word = self.heading_lexical.term_scores(words)
         coverage = (per_word > 0).sum(axis=0) / np.float32(len(set(tokens)))
         scores: NDArray[np.float32] = (per_word.sum(axis=0) * coverage).astype(np.float32)
         return scores
@@ -414,7 +428,10 @@ def _admits(entity: Entity, types: set[str] | None, filters: SearchFilters) -> b
 
 def entity_fields(entity: Entity) -> dict[str, Any]:
     """The fields every answer gives of an entity, those of `EntityFields` in api_models."""
-    return {name: getattr(entity, name) for name in EntityFields.model_fields}
+    return {name: getattr(entity, name) for name in _ENTITY_FIELDS}
+
+
+_ENTITY_FIELDS = tuple(EntityFields.model_fields)  # read once: pydantic's class property costs per access
 
 
 def _result(entity: Entity, score: float) -> dict[str, Any]:

@@ -3,10 +3,14 @@ a field of their own."""
 
 from __future__ import annotations
 
+import bm25s
+import pytest
+import Stemmer
+
 from functions.common.storage import InMemoryBlobStore, get_json, put_json
 from functions.rag.index import BuiltIndex, load_knowledge_base, write_index
 from functions.rag.knowledge_base import KnowledgeBase
-from functions.rag.lexical import SYMBOL_PATTERN, LexicalIndex
+from functions.rag.lexical import SYMBOL_PATTERN, WORD_PATTERN, LexicalIndex
 
 TEXTS = ["the q value of a state action pair", "the value v of a state", "a policy picks an action"]
 
@@ -18,6 +22,33 @@ def test_one_character_symbols_are_terms_of_the_symbols_field_only() -> None:
     assert symbols.tokens("the q values") == ["q"]
     scores = symbols.scores(symbols.tokens("q value"))
     assert scores[0] > 0 and scores[1] == scores[2] == 0
+
+
+QUERIES = [
+    "How is the running average updated when a new sample arrives?",
+    "the Bellman equation (2.7) in matrix\u2013vector form: v = r + \u03b3Pv, TD(0) and Q-learning's ﬁxed point",
+    "Ünïcode wörds, Straße, naïve café; the a an of",
+    "",
+    "   ",
+]
+
+
+@pytest.mark.parametrize("pattern", [WORD_PATTERN, SYMBOL_PATTERN])
+def test_query_terms_are_the_ones_bm25s_makes_of_the_text(pattern: str) -> None:
+    # The query side tokenises without bm25s.tokenize (its per-call set-up cost ~18 µs a word); its
+    # terms must stay exactly those the index was built with.
+    index = LexicalIndex.build([*TEXTS, "q v P x"], pattern)
+    stemmer = Stemmer.Stemmer("english")
+    for query in QUERIES:
+        (expected,) = bm25s.tokenize(
+            [query],
+            stopwords="en",
+            stemmer=stemmer,
+            token_pattern=pattern,
+            return_ids=False,
+            show_progress=False,
+        )
+        assert index.tokens(query) == [term for term in expected if term]
 
 
 def test_the_symbols_field_is_read_back_with_its_terms() -> None:
@@ -53,3 +84,13 @@ def test_an_index_written_before_the_symbols_field_is_served_without_it(built_in
     knowledge_base = load_knowledge_base(store)
     assert knowledge_base.symbol_lexical is None
     assert knowledge_base.search("expected cost of holding stock", 5).results
+
+
+def test_per_term_scores_are_each_terms_bm25_scores() -> None:
+    index = LexicalIndex.build(TEXTS)
+    terms = [*index.tokens("the value of an action"), "unknownterm"]
+    rows = index.term_scores(terms)
+    assert rows.shape == (len(terms), index.size)
+    for row, term in zip(rows, terms, strict=True):
+        assert row.tolist() == index.scores([term]).tolist()
+    assert rows[:-1].any(axis=1).all() and not rows[-1].any()
