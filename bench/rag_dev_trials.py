@@ -223,31 +223,55 @@ def trials() -> list[Trial]:
     return out
 
 
-def main() -> int:
+Questions = list[dict[str, Any]]
+
+
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus" / "textbook")
     parser.add_argument("--embedding-model", type=Path, required=True)
     parser.add_argument("--index", type=Path, help="keep the built index here and reuse it")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def dev_sets() -> tuple[Questions, Questions, Questions]:
+    """The dev questions only: natural items of chapters 2-4, entity-seeking of chapters 2-4, query-set tuning."""
     bench = REPO / "bench"
 
-    def dev(name: str, keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+    def dev(name: str, keep: Callable[[dict[str, Any]], bool]) -> Questions:
         return [query for query in json.loads((bench / name).read_text())["queries"] if keep(query)]
 
     items = dev("rag_item_questions.json", lambda query: query["split"] == "dev")
     entities = dev("rag_entity_queries.json", lambda query: entity_split(query) == "dev")
     general = dev("rag_queries.json", lambda query: query["split"] == "tuning")
-    kb = hybrid_knowledge_base(args.corpus, args.embedding_model, args.index)
-    assert isinstance(kb.embedder, MiniLmEmbedder), "the index has no MiniLM query pass"
-    questions = [query["question"] for query in items + entities + general]
-    ranker = TrialRanker(kb, TokenVectors(kb.embedder), questions)
+    return items, entities, general
+
+
+def print_trials(
+    kb: KnowledgeBase,
+    sets: tuple[Questions, Questions, Questions],
+    run: Callable[[Any], None],
+    settings: list[Any],
+) -> None:
+    """hits@5 (hits@1) of the three dev sets after `run(setting)` for each setting (one with a `label`)."""
+    items, entities, general = sets
     print("dev only: natural items (47), entity-seeking (36), query set tuning (40); hits@5 (hits@1)")
-    for trial in trials():
-        ranker.trial = trial
+    for setting in settings:
+        run(setting)
         scores = [score_split(kb, items, is_item_hit), score_split(kb, entities, is_item_hit)]
         scores.append(score_split(kb, general, is_hit))
         figures = "   ".join(f"{s.hits_at_5:>2}/{s.total} ({s.hits_at_1:>2})" for s in scores)
-        print(f"  {trial.label:<44} {figures}", flush=True)
+        print(f"  {setting.label:<44} {figures}", flush=True)
+
+
+def main() -> int:
+    args = arguments()
+    sets = dev_sets()
+    kb = hybrid_knowledge_base(args.corpus, args.embedding_model, args.index)
+    assert isinstance(kb.embedder, MiniLmEmbedder), "the index has no MiniLM query pass"
+    questions = [query["question"] for query in sets[0] + sets[1] + sets[2]]
+    ranker = TrialRanker(kb, TokenVectors(kb.embedder), questions)
+    print_trials(kb, sets, lambda trial: setattr(ranker, "trial", trial), trials())
     return 0
 
 

@@ -25,15 +25,11 @@ if __name__ == "__main__":
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
-import argparse
-import json
 import re
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,7 +37,7 @@ from numpy.typing import NDArray
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.rag import entity_split, is_hit, is_item_hit, score_split  # noqa: E402
+from bench.rag_dev_trials import arguments, dev_sets, print_trials  # noqa: E402
 from bench.rag_latency import hybrid_knowledge_base  # noqa: E402
 from functions.common.embedder import Embedder  # noqa: E402
 from functions.common.minilm import MiniLmEmbedder  # noqa: E402
@@ -251,31 +247,14 @@ def static_encoder(index: Path) -> StaticQueryEncoder:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus" / "textbook")
-    parser.add_argument("--embedding-model", type=Path, required=True)
-    parser.add_argument("--index", type=Path, help="keep the built index here and reuse it")
-    args = parser.parse_args()
-    bench = REPO / "bench"
-
-    def dev(name: str, keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
-        return [query for query in json.loads((bench / name).read_text())["queries"] if keep(query)]
-
-    items = dev("rag_item_questions.json", lambda query: query["split"] == "dev")
-    entities = dev("rag_entity_queries.json", lambda query: entity_split(query) == "dev")
-    general = dev("rag_queries.json", lambda query: query["split"] == "tuning")
+    args = arguments()
+    sets = dev_sets()
     with tempfile.TemporaryDirectory() as scratch:
         index = args.index or Path(scratch)
         kb = hybrid_knowledge_base(args.corpus, args.embedding_model, index)
         assert isinstance(kb.embedder, MiniLmEmbedder), "the index has no MiniLM query pass"
         ranker = TrialRanker(kb, static_encoder(index))
-        print("dev only: natural items (47), entity-seeking (36), query set tuning (40); hits@5 (hits@1)")
-        for trial in trials():
-            ranker.trial = trial
-            scores = [score_split(kb, items, is_item_hit), score_split(kb, entities, is_item_hit)]
-            scores.append(score_split(kb, general, is_hit))
-            figures = "   ".join(f"{s.hits_at_5:>2}/{s.total} ({s.hits_at_1:>2})" for s in scores)
-            print(f"  {trial.label:<44} {figures}", flush=True)
+        print_trials(kb, sets, lambda trial: setattr(ranker, "trial", trial), trials())
     return 0
 
 
