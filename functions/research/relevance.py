@@ -218,8 +218,13 @@ class RelevanceScorer:
             embedded = sorted(range(len(documents)), key=lambda row: (-overlap[row], row))[:max_embedded]
             semantic = np.full((len(documents), len(aspects)), np.nan, dtype=np.float32)
             ends = time.monotonic() + self.embed_seconds if self.embed_seconds is not None else None
-            aspect_vectors = _SHARED.embed(self.embedder, aspects, None)
-            assert aspect_vectors is not None  # without a deadline it always embeds
+            # the aspects wait for a pass within the same time as the documents: a step never waits for
+            # the process's passes past its budget, however many other jobs' passes are queued
+            aspect_vectors = self._vectors(self.embedder, aspects, ends)
+            if aspect_vectors is None:
+                if self.finish:
+                    raise EmbeddingUnfinished(0, len(embedded))
+                return Features(semantic, pairs[:, :, 0], pairs[:, :, 1])
             wanted = aspect_vectors.T
             for start in range(0, len(embedded), self.EMBED_BATCH):
                 rows = embedded[start : start + self.EMBED_BATCH]

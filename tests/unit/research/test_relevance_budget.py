@@ -85,3 +85,43 @@ def test_without_finish_the_deadline_still_scores_the_rest_lexically() -> None:
     documents = [f"graph kernels, study {i}" for i in range(64)]
     features = scorer.features(["graph kernels"], documents)
     assert any(features.semantic_at(row, 0) is None for row in range(len(documents)))
+
+
+def test_a_scorer_never_waits_for_the_processs_passes_past_its_deadline() -> None:
+    """Every forward pass of the process is taken by other jobs' work: the scorer, aspects included,
+    gives up at its deadline (continuing later with `finish`, lexically without) instead of waiting."""
+    import threading
+
+    from functions.research import relevance
+
+    passes = relevance._SHARED._passes
+    release = threading.Event()
+    holding = threading.Barrier(passes._count + 1)
+
+    def hold() -> None:
+        with passes.slot(team="busy"):
+            holding.wait(5)
+            release.wait(10)
+
+    holders = [threading.Thread(target=hold) for _ in range(passes._count)]
+    for thread in holders:
+        thread.start()
+    holding.wait(5)
+    try:
+        documents = [f"protein folding with language models, {i}" for i in range(20)]
+        scorer = RelevanceScorer(SlowEmbedder("starved", 0.0), embed_seconds=0.2)
+        scorer.resume({}, finish=True)
+        started = time.monotonic()
+        try:
+            scorer.features(["protein folding, a new aspect"], documents)
+            raise AssertionError("the scorer should have stopped at its deadline")
+        except EmbeddingUnfinished as unfinished:
+            assert unfinished.embedded == 0
+        assert time.monotonic() - started < 2.0
+        last_round = RelevanceScorer(SlowEmbedder("starved", 0.0), embed_seconds=0.2)
+        features = last_round.features(["protein folding, another aspect"], documents)
+        assert all(features.semantic_at(row, 0) is None for row in range(len(documents)))
+    finally:
+        release.set()
+        for thread in holders:
+            thread.join(10)
