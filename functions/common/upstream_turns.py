@@ -619,12 +619,17 @@ class _Fairness:
         )
         self.share = FairShare(state.team_turns, state.virtual_turns, lag_turns, waiting)
 
-    def place(self, waiter: Waiter) -> tuple[tuple[bool, float, float, int], Sponsor]:
+    def place(self, waiter: Waiter) -> tuple[tuple[bool, float, float, float, int], Sponsor]:
         """A waiter's place in line, and whose it is: the best of everyone who wants its request (its own
         team and job, and its sponsors')."""
         return min(
             (
-                (*self.share.key(team), self.state.job_served.get(_job_key(team, job), 0.0), priority),
+                (
+                    *self.share.key(team),
+                    self.state.team_served.get(team, 0.0),  # of teams level, the one served longest ago
+                    self.state.job_served.get(_job_key(team, job), 0.0),
+                    priority,
+                ),
                 (team, job, priority),
             )
             for team, job, priority in waiter.identities()
@@ -633,11 +638,11 @@ class _Fairness:
 
 def _order(state: ProviderState, live: dict[str, Waiter], lag_turns: int) -> list[str]:
     """Waiters in the order they would be served: eligible teams first, the team whose waiting requests
-    would be done first, then the job served least recently, then the job's most valuable request (each
-    the best of the waiter's own and its sponsors'), then first come."""
+    would be done first, then the team and the job served least recently, then the job's most valuable
+    request (each the best of the waiter's own and its sponsors'), then first come."""
     fairness = _Fairness(state, live, lag_turns)
 
-    def rank(token: str) -> tuple[bool, float, float, int, float]:
+    def rank(token: str) -> tuple[bool, float, float, float, int, float]:
         return (*fairness.place(live[token])[0], live[token].since)
 
     return sorted(live, key=rank)
