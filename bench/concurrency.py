@@ -21,6 +21,11 @@ smallest gap between two requests to one provider and the most requests open at 
 saw them), search cache and coalescing hits when the results carry `search_stats` (n/a otherwise), and
 each team's median job time against its solo time. A run stops by itself after `--timeout` seconds and
 lists the jobs that were not terminal by then.
+
+`--repeat N` makes each solo run and each concurrent run N times: a team's solo time is then the median
+of its N solo jobs, and after the N runs of a count a pooled line gives each team's median over all its
+jobs of those runs against it (one job time and one solo time vary by ±15 % from run to run with the
+random latency, so a single run's ratio is a noisy figure for the small team's one job).
 """
 
 from __future__ import annotations
@@ -420,8 +425,32 @@ def print_overview(summaries: Sequence[Mapping[str, Any]], figure: Figure = prin
         )
 
 
-def write_json(path: Path, conditions: str, summaries: Sequence[Mapping[str, Any]]) -> None:
-    path.write_text(json.dumps({"conditions": conditions, "runs": summaries}, indent=2, default=str) + "\n")
+def pooled_teams(runs: Sequence[Run], solo: Mapping[str, float]) -> dict[str, dict[str, Any]]:
+    """Each team's median job time over the jobs of several runs of one count, against its solo time."""
+    pooled = Run("pooled", 0, [job for run in runs for job in run.jobs], 0.0, {}, False)
+    teams: dict[str, dict[str, Any]] = run_summary(pooled, solo)["teams"]
+    return teams
+
+
+def print_pooled(label: str, teams: Mapping[str, Mapping[str, Any]], figure: Figure = print) -> None:
+    print(f"\n=== {label} ===")
+    print(f"{'team':<6}{'jobs':>5}{'solo':>10}{'median':>10}{'x solo':>8}")
+    for name, team in teams.items():
+        if team["jobs"] and team["solo_seconds"] and team["ratio_to_solo"] is not None:
+            figure(
+                f"{name:<6}{team['jobs']:>5}{_seconds(team['solo_seconds']):>10}"
+                f"{_seconds(team['median_seconds']):>10}{team['ratio_to_solo']:>8.2f}"
+            )
+
+
+def write_json(
+    path: Path,
+    conditions: str,
+    summaries: Sequence[Mapping[str, Any]],
+    pooled: Mapping[str, Mapping[str, Any]] | None = None,
+) -> None:
+    document = {"conditions": conditions, "runs": summaries, "pooled": pooled or {}}
+    path.write_text(json.dumps(document, indent=2, default=str) + "\n")
 
 
 # --- main -------------------------------------------------------------------------------------------------
@@ -447,6 +476,7 @@ async def bench(
     env.pop("AWS_ENDPOINT_URL", None)
     intervals = project_intervals()  # the real defaults: gaps are judged against them even when zeroed
     summaries: list[dict[str, Any]] = []
+    pooled: dict[str, dict[str, Any]] = {}
 
     async def one_run(label: str, plan: list[tuple[str, Goal]], solo: Mapping[str, float]) -> Run:
         # a fresh runtime for each run: no cache, no open circuit breaker left by an earlier job
@@ -460,15 +490,18 @@ async def bench(
         print_run(summary, figure_printer(args.no_politeness))
         summaries.append(summary)
         if args.json:  # after every run, so a run stopped by hand keeps the figures of those before it
-            write_json(Path(args.json), conditions, summaries)
+            write_json(Path(args.json), conditions, summaries, pooled)
         return run
 
     try:
-        solo: dict[str, float] = {}
+        solo_times: dict[str, list[float]] = {}
         for index, (name, _) in enumerate(() if args.no_solo else TEAMS):
-            run = await one_run(f"solo {name}", [(name, team_goals(goals, index, 1)[0])], {})
-            if run.jobs[0].seconds is not None:
-                solo[name] = run.jobs[0].seconds
+            for attempt in range(args.repeat):
+                label = f"solo {name}" + (f" #{attempt + 1}" if args.repeat > 1 else "")
+                run = await one_run(label, [(name, team_goals(goals, index, 1)[0])], {})
+                if run.jobs[0].seconds is not None:
+                    solo_times.setdefault(name, []).append(run.jobs[0].seconds)
+        solo = {name: statistics.median(times) for name, times in solo_times.items()}
         for count in counts:
             plan = interleaved(
                 {
@@ -476,7 +509,16 @@ async def bench(
                     for index, (name, number) in enumerate(team_counts(count).items())
                 }
             )
-            await one_run(f"{count} at once", plan, solo)
+            runs = [
+                await one_run(f"{count} at once" + (f" #{k + 1}" if args.repeat > 1 else ""), plan, solo)
+                for k in range(args.repeat)
+            ]
+            if args.repeat > 1:
+                label = f"{count} at once, {args.repeat} runs pooled (solo: median of {args.repeat})"
+                pooled[label] = pooled_teams(runs, solo)
+                print_pooled(label, pooled[label], figure_printer(args.no_politeness))
+                if args.json:
+                    write_json(Path(args.json), conditions, summaries, pooled)
     finally:
         site.stop()
     return summaries
@@ -493,6 +535,9 @@ def main() -> None:
         "--timeout", type=float, default=900.0, help="seconds after which a run stops (default 900)"
     )
     parser.add_argument("--seed", type=int, default=18, help="seed of the web's latency draws")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of each solo job and each count; >1 adds pooled medians"
+    )
     parser.add_argument("--json", default=None, help="also write the figures as JSON to this path")
     parser.add_argument(
         "--server-log", default="/tmp/bench-concurrency-server.log", help="the runtime's output"
@@ -504,6 +549,8 @@ def main() -> None:
         parser.error("--jobs takes comma-separated integers, e.g. 1,10,50")
     if not counts or min(counts) < 1:
         parser.error("--jobs takes positive counts")
+    if args.repeat < 1:
+        parser.error("--repeat takes a positive count")
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)  # each run's table as it ends, also into a file

@@ -3,7 +3,7 @@ and how the jobs are shared between the teams."""
 
 from __future__ import annotations
 
-from bench.concurrency import interleaved, team_counts, team_goals
+from bench.concurrency import Job, Run, interleaved, pooled_teams, team_counts, team_goals
 from bench.partial_causes import job_causes
 from bench.quality import GOALS
 
@@ -74,3 +74,15 @@ def test_the_teams_submit_in_proportional_turns() -> None:
     plan = {name: team_goals(answerable, index, n) for index, (name, n) in enumerate(team_counts(10).items())}
     order = [team for team, _ in interleaved(plan)]
     assert sorted(order) == sorted("AAAAAAABBC") and order.index("C") < 7 and order.index("B") < 3
+
+
+def test_pooled_medians_take_every_job_of_the_repeated_runs_against_the_solo_median() -> None:
+    def run(times: dict[str, list[float]]) -> Run:
+        jobs = [Job(team, "g", seconds=t, status="COMPLETED") for team, ts in times.items() for t in ts]
+        return Run("10 at once", len(jobs), jobs, 60.0, {}, False)
+
+    runs = [run({"A": [40.0, 50.0], "C": [26.0]}), run({"A": [60.0], "C": [20.0]}), run({"C": [23.0]})]
+    teams = pooled_teams(runs, {"A": 20.0, "C": 12.5})
+    assert teams["C"]["jobs"] == 3 and teams["C"]["median_seconds"] == 23.0
+    assert teams["C"]["ratio_to_solo"] == 23.0 / 12.5
+    assert teams["A"]["median_seconds"] == 50.0 and teams["B"]["jobs"] == 0
