@@ -61,8 +61,10 @@ async def team_from_headers(scope: Scope) -> str:
     return "anonymous"
 
 
-class FairSlots:
-    """`limit` slots; waiters queue per team and are served one team after another."""
+class TeamQueues:
+    """`limit` request slots; waiters queue per team and are served one team after another (round-robin:
+    a request holds its slot briefly, unlike the provider turns and forward passes a job asks for in
+    batches, which functions/common/fair_share.py shares)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -117,7 +119,7 @@ class Admission:
         self.app = app
         self.limit = limit
         self._team_of = team_of
-        self._slots: FairSlots | None = None  # made inside the server's event loop
+        self._slots: TeamQueues | None = None  # made inside the server's event loop
         self.peak_in_flight = 0
 
     @property
@@ -130,7 +132,7 @@ class Admission:
             await self.app(scope, receive, send)
             return
         if self._slots is None:
-            self._slots = FairSlots(self.limit)
+            self._slots = TeamQueues(self.limit)
         slots = self._slots
         await slots.acquire(await self._team_of(scope))
         self.peak_in_flight = max(self.peak_in_flight, slots.in_flight)

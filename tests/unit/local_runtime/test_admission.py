@@ -177,9 +177,9 @@ def _fastapi_of(app: Starlette) -> Any:
 
 def test_a_cancelled_waiter_leaves_no_slot_behind() -> None:
     async def scenario() -> None:
-        from functions.local_runtime.admission import FairSlots
+        from functions.local_runtime.admission import TeamQueues
 
-        slots = FairSlots(1)
+        slots = TeamQueues(1)
         await slots.acquire("a")
         waiting = asyncio.create_task(slots.acquire("b"))
         await asyncio.sleep(0)
