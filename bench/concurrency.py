@@ -378,18 +378,7 @@ def print_run(summary: Mapping[str, Any], figure: Figure = print) -> None:
         "search cache hits / coalesced: "
         + (f"{hits} / {coalesced}" if hits is not None else "n/a (the results carry no search_stats)")
     )
-    if not any(team["solo_seconds"] for team in teams.values()):
-        figure("team times against solo: n/a (no solo time)")
-    else:
-        figure(f"{'team':<6}{'jobs':>5}{'solo':>10}{'median':>10}{'x solo':>8}")
-    for name, _ in TEAMS:
-        team = teams[name]
-        if team["jobs"] and team["solo_seconds"]:
-            ratio = f"{team['ratio_to_solo']:.2f}" if team["ratio_to_solo"] is not None else "-"
-            figure(
-                f"{name:<6}{team['jobs']:>5}{_seconds(team['solo_seconds']):>10}"
-                f"{_seconds(team['median_seconds']):>10}{ratio:>8}"
-            )
+    print_teams(teams, figure)
     figure(
         f"as the web saw it: {'provider':<17}{'requests':>9}{'smallest gap':>14}{'gaps < interval':>17}{'max open':>10}"
     )
@@ -432,15 +421,25 @@ def pooled_teams(runs: Sequence[Run], solo: Mapping[str, float]) -> dict[str, di
     return teams
 
 
-def print_pooled(label: str, teams: Mapping[str, Mapping[str, Any]], figure: Figure = print) -> None:
-    print(f"\n=== {label} ===")
-    print(f"{'team':<6}{'jobs':>5}{'solo':>10}{'median':>10}{'x solo':>8}")
-    for name, team in teams.items():
-        if team["jobs"] and team["solo_seconds"] and team["ratio_to_solo"] is not None:
+def print_teams(teams: Mapping[str, Mapping[str, Any]], figure: Figure = print) -> None:
+    """Each team's median job time against its solo time."""
+    if not any(team["solo_seconds"] for team in teams.values()):
+        figure("team times against solo: n/a (no solo time)")
+        return
+    figure(f"{'team':<6}{'jobs':>5}{'solo':>10}{'median':>10}{'x solo':>8}")
+    for name, _ in TEAMS:
+        team = teams[name]
+        if team["jobs"] and team["solo_seconds"]:
+            ratio = f"{team['ratio_to_solo']:.2f}" if team["ratio_to_solo"] is not None else "-"
             figure(
                 f"{name:<6}{team['jobs']:>5}{_seconds(team['solo_seconds']):>10}"
-                f"{_seconds(team['median_seconds']):>10}{team['ratio_to_solo']:>8.2f}"
+                f"{_seconds(team['median_seconds']):>10}{ratio:>8}"
             )
+
+
+def numbered(label: str, index: int, repeat: int) -> str:
+    """A run's label, with its number when each run is repeated."""
+    return f"{label} #{index + 1}" if repeat > 1 else label
 
 
 def write_json(
@@ -497,7 +496,7 @@ async def bench(
         solo_times: dict[str, list[float]] = {}
         for index, (name, _) in enumerate(() if args.no_solo else TEAMS):
             for attempt in range(args.repeat):
-                label = f"solo {name}" + (f" #{attempt + 1}" if args.repeat > 1 else "")
+                label = numbered(f"solo {name}", attempt, args.repeat)
                 run = await one_run(label, [(name, team_goals(goals, index, 1)[0])], {})
                 if run.jobs[0].seconds is not None:
                     solo_times.setdefault(name, []).append(run.jobs[0].seconds)
@@ -510,13 +509,14 @@ async def bench(
                 }
             )
             runs = [
-                await one_run(f"{count} at once" + (f" #{k + 1}" if args.repeat > 1 else ""), plan, solo)
+                await one_run(numbered(f"{count} at once", k, args.repeat), plan, solo)
                 for k in range(args.repeat)
             ]
             if args.repeat > 1:
                 label = f"{count} at once, {args.repeat} runs pooled (solo: median of {args.repeat})"
                 pooled[label] = pooled_teams(runs, solo)
-                print_pooled(label, pooled[label], figure_printer(args.no_politeness))
+                print(f"\n=== {label} ===")
+                print_teams(pooled[label], figure_printer(args.no_politeness))
                 if args.json:
                     write_json(Path(args.json), conditions, summaries, pooled)
     finally:

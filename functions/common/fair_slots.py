@@ -3,8 +3,9 @@
 When several teams' tasks wait, a freed slot goes to a team by fair shares with a bounded lag
 (`functions/common/fair_share.py`: a team with few tasks waiting is served first, but never more than
 `lag` slots ahead of the least-served team waiting), then first come within that team; one team's burst
-of work therefore cannot make another team's single task wait behind all of it. The team is the one the running task works for (`working_for`), set once where a
-request or a workflow step begins and carried by the context into its coroutines and threads.
+of work therefore cannot make another team's single task wait behind all of it. The team is the one
+the running task works for (`working_for`), set once where a request or a workflow step begins and
+carried by the context into its coroutines and threads.
 """
 
 from __future__ import annotations

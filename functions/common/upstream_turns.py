@@ -660,14 +660,15 @@ def _ahead_of(state: ProviderState, live: dict[str, Waiter], token: str, lag_tur
 def _granted(
     state: ProviderState, token: str, waiter: Waiter, now: float, lease: float, lag_turns: int
 ) -> ProviderState:
-    fairness = _Fairness(state, _live_waiters(state, now), lag_turns)
+    live = _live_waiters(state, now)
+    fairness = _Fairness(state, live, lag_turns)
     team, job, _ = fairness.place(waiter)[1]  # the turn is counted to whose place in line it was
     state.waiting.pop(token, None)
     state.holder = token
     state.lease_until = now + lease
     state.team_served[team] = now
     state.job_served[_job_key(team, job)] = now
-    still_asking = {t for w in _live_waiters(state, now).values() for t, _, _ in w.identities()}
+    still_asking = {t for other, w in live.items() if other != token for t, _, _ in w.identities()}
     state.virtual_turns = fairness.share.charge(team, still_asking)
     state.granted += 1
     _forget_stale(state, now)

@@ -426,12 +426,12 @@ def _admits(entity: Entity, types: set[str] | None, filters: SearchFilters) -> b
     return (types is None or entity.type in types) and filters.accepts(entity)
 
 
+_ENTITY_FIELDS = tuple(EntityFields.model_fields)  # read once: pydantic's class property costs per access
+
+
 def entity_fields(entity: Entity) -> dict[str, Any]:
     """The fields every answer gives of an entity, those of `EntityFields` in api_models."""
     return {name: getattr(entity, name) for name in _ENTITY_FIELDS}
-
-
-_ENTITY_FIELDS = tuple(EntityFields.model_fields)  # read once: pydantic's class property costs per access
 
 
 def _result(entity: Entity, score: float) -> dict[str, Any]:

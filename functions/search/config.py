@@ -39,7 +39,7 @@ class SearchSettings(BaseSettings):
     # scheduling jitter must not see two requests closer than the interval.
     politeness_margin_seconds: float = Field(default=0.05, ge=0.0, le=1.0)
     # Fair sharing among teams: how far (in seconds of a provider's turns) a team with few requests
-    # waiting may be served ahead of the least-served team that is asking (docs/rate-limits.md).
+    # waiting may be served ahead of the least-served team that is asking (docs/search.md, fair turns).
     fairness_lag_seconds: float = Field(default=5.0, ge=0.0, le=60.0)
     # Where turns at the providers are kept: a DynamoDB item per provider, shared by every Lambda
     # (deployed), or this process's memory (the single-process local runtime, unit tests).

@@ -193,6 +193,18 @@ def test_a_request_takes_the_best_place_in_line_of_the_others_who_wait_for_it() 
     assert "small" in state.team_served and "small\x1fs1" in state.job_served
 
 
+async def _take_turn(
+    turns: UpstreamTurns, order: list[str], team: str, job: str, sponsor: tuple[str, str, int] | None = None
+) -> None:
+    """Wait for the provider's turn, note whose it was (the sponsor's team when one lends its place),
+    send at once and hand the turn back."""
+    sponsors = [sponsor] if sponsor else []
+    turn = await turns.acquire_async("p", team=team, job=job, sponsors=lambda: list(sponsors))
+    order.append(sponsor[0] if sponsor else team)
+    turn.sent()
+    turns.release(turn)
+
+
 def test_when_a_burst_starts_the_team_with_the_fewest_requests_waiting_goes_first() -> None:
     """Teams not served yet are equally entitled: the shortest queue first, so a small team's single
     request does not wait behind a large team that happened to ask a moment earlier."""
@@ -201,17 +213,11 @@ def test_when_a_burst_starts_the_team_with_the_fewest_requests_waiting_goes_firs
     turns = _turns(InMemoryTurnStore(), interval=0.05)
     order: list[str] = []
 
-    async def take(team: str, job: str) -> None:
-        turn = await turns.acquire_async("p", team=team, job=job)
-        order.append(team)
-        turn.sent()
-        turns.release(turn)
-
     async def scenario() -> None:
         held = turns.acquire("p", team="first", job="f")  # the provider is busy while the others arrive
-        big = [asyncio.create_task(take("big", f"b{i}")) for i in range(4)]
+        big = [asyncio.create_task(_take_turn(turns, order, "big", f"b{i}")) for i in range(4)]
         await asyncio.sleep(0.02)
-        small = asyncio.create_task(take("small", "s1"))
+        small = asyncio.create_task(_take_turn(turns, order, "small", "s1"))
         await asyncio.sleep(0.02)
         turns.release(held)
         await asyncio.gather(*big, small)
@@ -227,15 +233,9 @@ def _served_in_order(turns: UpstreamTurns, arrivals: list[tuple[float, str, int]
 
     order: list[str] = []
 
-    async def take(team: str, job: str) -> None:
-        turn = await turns.acquire_async("p", team=team, job=job)
-        order.append(team)
-        turn.sent()
-        turns.release(turn)
-
     async def arrive(delay: float, team: str, requests: int) -> None:
         await asyncio.sleep(delay)
-        await asyncio.gather(*(take(team, f"{team}-job") for _ in range(requests)))
+        await asyncio.gather(*(_take_turn(turns, order, team, f"{team}-job") for _ in range(requests)))
 
     async def scenario() -> None:
         held = turns.acquire("p", team="first", job="f")  # busy while the first arrivals queue
@@ -284,18 +284,15 @@ def test_requests_a_team_waits_for_through_another_teams_identical_ones_count_as
 
     turns = _turns(InMemoryTurnStore(), interval=0.02, lag=1.0)
     order: list[str] = []
-
-    async def take(team: str, job: str, sponsored: bool = False) -> None:
-        sponsor = [("joined", "joined-job", 0)] if sponsored else []
-        turn = await turns.acquire_async("p", team=team, job=job, sponsors=lambda: list(sponsor))
-        order.append("joined" if sponsored else team)
-        turn.sent()
-        turns.release(turn)
+    joined = ("joined", "joined-job", 0)
 
     async def scenario() -> None:
         held = turns.acquire("p", team="first", job="f")
-        queued = [asyncio.create_task(take("big", "b", sponsored=i < 4)) for i in range(6)]
-        queued += [asyncio.create_task(take("small", "s")) for _ in range(2)]
+        queued = [
+            asyncio.create_task(_take_turn(turns, order, "big", "b", joined if i < 4 else None))
+            for i in range(6)
+        ]
+        queued += [asyncio.create_task(_take_turn(turns, order, "small", "s")) for _ in range(2)]
         await asyncio.sleep(0.05)
         turns.release(held)
         await asyncio.gather(*queued)
