@@ -81,8 +81,8 @@ class TokenVectors:
         names = {index: token for token, index in model.tokenizer.vocab.items()}
         self.kept = {index for index, token in names.items() if _kept(token)}
 
-    def of_query(self, text: str) -> tuple[Array, Array]:
-        """(the pooled vector, the kept tokens' normalised vectors) of one query."""
+    def states(self, text: str) -> tuple[list[int], Array]:
+        """(the token ids, their last-layer vectors as rows) of one query, by the served single-sequence pass."""
         model = self.model
         ids = model.tokenizer.encode(text, 64)
         length = len(ids)
@@ -95,9 +95,14 @@ class TokenVectors:
             columns = _column_encoder_layer(
                 layer, columns, length, model.config.num_attention_heads, model.config.layer_norm_eps
             )
-        pooled = columns[:, :length].mean(axis=1)
+        return ids, columns[:, :length].T
+
+    def of_query(self, text: str) -> tuple[Array, Array]:
+        """(the pooled vector, the kept tokens' normalised vectors) of one query."""
+        ids, rows = self.states(text)
+        pooled = rows.mean(axis=0)
         pooled /= np.linalg.norm(pooled)
-        return pooled, _normalised(columns[:, [i for i, t in enumerate(ids) if t in self.kept]].T)
+        return pooled, _normalised(rows[[i for i, t in enumerate(ids) if t in self.kept]])
 
     def of_documents(self, texts: list[str], batch_size: int = 16) -> list[Array]:
         model = self.model
