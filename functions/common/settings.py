@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -131,6 +131,24 @@ def get_settings() -> Settings:
     return Settings()
 
 
+class _Cache(Protocol):
+    def cache_clear(self) -> None: ...
+
+
+_CacheT = TypeVar("_CacheT", bound=_Cache)
+_built_from_settings: list[_Cache] = []
+
+
+def built_from_settings(cached: _CacheT) -> _CacheT:
+    """Marks a per-container cache (an `lru_cache`d builder) whose value the settings configure: a
+    settings reset drops it too, so what is built next follows the new environment."""
+    _built_from_settings.append(cached)
+    return cached
+
+
 def reset_settings_cache() -> None:
-    """For tests and the local runtime, which change the environment after import."""
+    """For tests and the local runtime, which change the environment after import: the settings and what
+    was built from them (`built_from_settings`)."""
     get_settings.cache_clear()
+    for cached in _built_from_settings:
+        cached.cache_clear()

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from functions.common.api import TeamId
 from functions.common.errors import InvalidInput, NotFound
-from functions.common.settings import get_settings
+from functions.common.settings import built_from_settings, get_settings
 from functions.extract.errors import DocumentTooLarge
 
 if TYPE_CHECKING:
@@ -87,6 +87,7 @@ class ExtractRequest(BaseModel):
     extraction_parameters: ExtractionParameters | None = None
 
 
+@built_from_settings
 @lru_cache(maxsize=1)
 def _blobs() -> BlobStore:
     from functions.common.storage import S3BlobStore
@@ -94,6 +95,7 @@ def _blobs() -> BlobStore:
     return S3BlobStore(get_settings().data_bucket)
 
 
+@built_from_settings
 @lru_cache(maxsize=1)
 def _documents() -> DocumentRepository:
     from functions.common.documents import DynamoDocumentRepository
@@ -101,6 +103,7 @@ def _documents() -> DocumentRepository:
     return DynamoDocumentRepository()
 
 
+@built_from_settings
 @lru_cache(maxsize=1)
 def _lookup_cache() -> TtlCache:
     from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from functions.common.api import TeamId, client_identity
 from functions.common.errors import NotFound
 from functions.common.models import Paper, short_hash
-from functions.common.settings import get_settings
+from functions.common.settings import built_from_settings, get_settings
 from functions.search.models import PaperQuery
 from functions.search.schemas import (
     HealthResponse,
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from functions.search.service import SearchService
 
 
+@built_from_settings
 @lru_cache(maxsize=1)
 def get_service() -> SearchService:
     """One service per container: shared HTTP clients, breakers, cache and limiter adapters.
