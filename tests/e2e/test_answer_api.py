@@ -22,7 +22,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from functions.common.settings import get_settings
-from functions.extract import api as extract_api
 from functions.extract.pdf import parse_pdf
 from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.gateway import Gateway, load_function_apps
@@ -70,16 +69,8 @@ def served() -> Iterator[Served]:
         reset_workflow_settings_cache()
         env = environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="5", RESEARCH_EXTRACT_MAX_CONCURRENCY="4")
         with EmbeddedAws(extra_environment=env), TestClient(Gateway(load_function_apps())) as client:
-            _forget_extract_adapters()
             yield Served(web, papers, team_papers(), client)
-            _forget_extract_adapters()
         reset_workflow_settings_cache()
-
-
-def _forget_extract_adapters() -> None:
-    """The extract app keeps its AWS adapters per container; this runtime is a new container."""
-    extract_api._blobs.cache_clear()
-    extract_api._documents.cache_clear()
 
 
 def _ok(response: Any) -> dict[str, Any]:

@@ -280,11 +280,8 @@ def test_a_checkpoint_whose_window_passes_aborts_or_continues_as_the_caller_chos
 
 def _upload(paper: TopicPaper) -> str:
     """The paper uploaded to the default team's library (POST /v1/documents); its document id."""
-    from functions.extract import api as extract_api
     from functions.extract.app import app as extract_app
 
-    extract_api._blobs.cache_clear()  # the app keeps its AWS adapters per container
-    extract_api._documents.cache_clear()
     with TestClient(extract_app) as extract:
         uploaded = extract.post(
             "/v1/documents", files={"file": ("team-study.pdf", paper.pdf, "application/pdf")}

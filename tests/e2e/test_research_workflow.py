@@ -271,14 +271,11 @@ def test_human_checkpoint_abort_fails_the_job(web: ScholarlyWeb, client: TestCli
 def test_a_teams_uploaded_pdf_is_searched_screened_and_cited(
     web: ScholarlyWeb, papers: list[TopicPaper], client: TestClient
 ) -> None:
-    from functions.extract import api as extract_api
     from functions.extract.app import app as extract_app
 
     team_paper = topic_papers(10, off_topic=0)[9]  # on topic, and not on the scholarly web
     assert team_paper.sample.title not in {paper.sample.title for paper in papers}
     with _runtime(web), TestClient(extract_app) as extract:
-        extract_api._blobs.cache_clear()  # the app keeps its AWS adapters per container
-        extract_api._documents.cache_clear()
         uploaded = extract.post(
             "/v1/documents",
             files={"file": ("team-study.pdf", team_paper.pdf, "application/pdf")},
@@ -301,5 +298,3 @@ def test_a_teams_uploaded_pdf_is_searched_screened_and_cited(
         cited = [e for e in results["evidence"] if e["source_id"] == team_sources[0]["source_id"]]
         assert cited, "the uploaded paper yielded no evidence"
         assert all(normalise(e["quote"]) in normalise(team_paper.text) for e in cited)
-    extract_api._blobs.cache_clear()
-    extract_api._documents.cache_clear()

@@ -14,11 +14,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 def test_query_cites_the_pages_of_an_uploaded_document(
     aws: EmbeddedAws, client: TestClient, papers: list[TopicPaper]
 ) -> None:
-    from functions.extract import api as extract_api
     from functions.extract.app import app as extract_app
 
-    extract_api._blobs.cache_clear()
-    extract_api._documents.cache_clear()
     paper = papers[1]
     with TestClient(extract_app) as extract:
         uploaded = extract.post("/v1/documents", files={"file": ("moe.pdf", paper.pdf, "application/pdf")})
@@ -42,5 +39,3 @@ def test_query_cites_the_pages_of_an_uploaded_document(
         assert citation["origin"] == "page" and citation["page"] >= 1
         assert citation["url"] == f"library://{document_id}"
         assert normalise(citation["snippet"]) in normalise(paper.text)
-    extract_api._blobs.cache_clear()
-    extract_api._documents.cache_clear()

@@ -25,25 +25,13 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddedAws]:
         yield embedded
 
 
-def _clear_cached_adapters() -> None:
-    """The apps keep their AWS adapters per container; tests start and end with fresh ones."""
-    from functions.extract import api as extract_api
-    from functions.search import routes as search_routes
-
-    extract_api._blobs.cache_clear()
-    extract_api._documents.cache_clear()
-    search_routes.get_service.cache_clear()
-
-
 @pytest.fixture
 def apps(aws: EmbeddedAws) -> Iterator[tuple[TestClient, TestClient]]:
     from functions.extract.app import app as extract_app
     from functions.search.app import app as search_app
 
-    _clear_cached_adapters()
     with TestClient(extract_app) as extract, TestClient(search_app) as search:
         yield extract, search
-    _clear_cached_adapters()
 
 
 def test_uploaded_pdf_is_found_by_library_search_and_extracts(apps: tuple[TestClient, TestClient]) -> None:

@@ -10,7 +10,6 @@ from fastapi.testclient import TestClient
 from functions.common.settings import reset_settings_cache
 from functions.local_runtime.aws import EmbeddedAws
 from functions.search.app import app
-from functions.search.routes import get_service
 from tests.support import scholarly_fixtures as fx
 from tests.support.scholarly_web import ScholarlyWeb
 
@@ -46,7 +45,5 @@ def aws(web: ScholarlyWeb) -> Iterator[EmbeddedAws]:
 
 @pytest.fixture
 def client(aws: EmbeddedAws) -> Iterator[TestClient]:
-    get_service.cache_clear()
     with TestClient(app, raise_server_exceptions=False) as test_client:
         yield test_client
-    get_service.cache_clear()

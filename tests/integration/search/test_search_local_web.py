@@ -129,10 +129,10 @@ def test_every_upstream_down_is_the_seed_500(client: TestClient, web: ScholarlyW
 def test_slow_upstream_hits_its_timeout_without_delaying_the_answer(
     client: TestClient, web: ScholarlyWeb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions.search.routes import get_service
+    from functions.common.settings import reset_settings_cache
 
     monkeypatch.setenv("SEARCH_CONNECTOR_TIMEOUT_SECONDS", "0.6")
-    get_service.cache_clear()
+    reset_settings_cache()  # the search service is rebuilt with the new timeout
     _search(client, query="warm up the container")  # first boto3 calls are slow on a cold start
     web.set_latency(web.OPENALEX_PATH, 3.0)
     started = time.perf_counter()
@@ -195,13 +195,10 @@ def test_v1_search_and_health(client: TestClient, web: ScholarlyWeb) -> None:
 
 
 def test_client_rate_limit_on_dynamodb(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from functions.search.routes import get_service
-
-    monkeypatch.setenv("CLIENT_RATE_LIMIT_PER_MINUTE", "2")
     from functions.common.settings import reset_settings_cache
 
+    monkeypatch.setenv("CLIENT_RATE_LIMIT_PER_MINUTE", "2")
     reset_settings_cache()
-    get_service.cache_clear()
     statuses = [
         client.post("/api/tools/search", json={"query": "q"}, headers={"x-api-key": "k"}).status_code
         for _ in range(3)
