@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import uvicorn
-from playwright.sync_api import Browser, Page, Playwright, Route, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, Route, expect, sync_playwright
 
 from functions.local_runtime.console import DEFAULT_CONSOLE_DIR
 from tests.contract.runtime import ContractRuntime, contract_runtime
@@ -36,6 +36,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+# Every `expect` waits up to 30 s (Playwright's default is 5 s): room for a loaded 2-core machine; the
+# waits for an answer or a job to finish give their own, longer time.
+EXPECT_TIMEOUT_MS = 30_000
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 
 # Recorded in the page before any of its own scripts run: Content-Security-Policy violations.
@@ -83,7 +86,7 @@ def served() -> Iterator[Served]:
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, name="console-runtime", daemon=True)
         thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while not server.started:
             if time.monotonic() > deadline or not thread.is_alive():
                 pytest.fail("the local runtime did not start", pytrace=False)
@@ -97,6 +100,7 @@ def served() -> Iterator[Served]:
 
 @pytest.fixture(scope="module")
 def playwright_session() -> Iterator[Playwright]:
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     with sync_playwright() as playwright:
         yield playwright
 

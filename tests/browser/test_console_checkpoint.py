@@ -30,23 +30,36 @@ def _start(page: Page, *phases: str) -> str:
     return str(page.evaluate("location.hash")).split("/", 1)[1]
 
 
-def _waiting_at(page: Page, phase: str) -> None:
-    expect(page.locator("#job-status")).to_have_text(WAITING, timeout=90_000)
+def _waiting_at(page: Page, phase: str, after: str | None = None) -> str:
+    """Waits until the console shows the job held at `phase`, at a checkpoint other than the one shown
+    as `after` (its "Waiting since" line), and returns that line. Only states the job holds until the
+    reviewer decides are awaited: a status the job passes through on its way may never be on screen."""
+    since = page.locator("#job-checkpoint > p.meta")
+    if after is not None:
+        expect(since).not_to_have_text(after, timeout=90_000)  # the next checkpoint, not the decided one
+    expect(page.locator("#job-checkpoint")).to_be_visible(timeout=90_000)
     expect(page.locator("#job-checkpoint")).to_have_attribute("data-phase", phase)
+    expect(page.locator("#job-status")).to_have_text(WAITING)
     expect(page.locator("#checkpoint-heading")).to_be_focused()
+    expect(since).to_have_text(re.compile(r"^Waiting since \S+$"))
+    return since.inner_text()
 
 
-def _approve(page: Page) -> Any:
-    with page.expect_request(re.compile(r".*/api/agent/checkpoint/[\w-]+/approve$")) as sent:
+def _approve(page: Page, phase: str) -> Any:
+    """Approves the checkpoint on screen; returns the edits sent once the API has answered that it
+    approved this phase."""
+    with page.expect_response(re.compile(r".*/api/agent/checkpoint/[\w-]+/approve$")) as answered:
         page.locator("#job-checkpoint button[type=submit]").click()
-    expect(page.locator("#job-status")).to_have_text(re.compile(r"approved, continuing$"))
-    return sent.value.post_data_json
+    answer = answered.value
+    assert answer.status == 200, answer.text()
+    assert answer.json()["phase"] == phase and answer.json()["decision"] == "approved"
+    return answer.request.post_data_json
 
 
 def test_a_reviewer_edits_each_phase_and_the_approvals_carry_the_edits(page: Page, served: Served) -> None:
     job_id = _start(page, "plan", "screening", "extraction", "synthesis")
 
-    _waiting_at(page, "plan")
+    shown = _waiting_at(page, "plan")
     checkpoint = page.locator("#job-checkpoint")
     plan = httpx.get(f"{served.base_url}/api/agent/checkpoint/{job_id}", timeout=10).json()["payload"]
     dropped, kept = plan["connectors"][0], plan["connectors"][1]
@@ -56,12 +69,12 @@ def test_a_reviewer_edits_each_phase_and_the_approvals_carry_the_edits(page: Pag
     page.keyboard.type("sparse attention memory")
     screenshot(page, "checkpoint-plan.png")
     assert serious_violations(page) == []
-    edits = _approve(page)
+    edits = _approve(page, "plan")
     assert dropped not in edits["connectors"] and kept in edits["connectors"]
     assert edits["queries"][kept] == [*plan["queries"][kept], "sparse attention memory"]
     assert set(edits) == {"connectors", "queries"}  # the window was left as it was
 
-    _waiting_at(page, "screening")
+    shown = _waiting_at(page, "screening", after=shown)
     rows = checkpoint.locator("table.candidates tbody tr")
     expect(rows.first).to_be_visible()
     excluded = rows.first.get_attribute("data-candidate-id")
@@ -70,27 +83,29 @@ def test_a_reviewer_edits_each_phase_and_the_approvals_carry_the_edits(page: Pag
     checkpoint.get_by_label("Sources to extract").fill("3")
     screenshot(page, "checkpoint-screening.png")
     assert serious_violations(page) == []
-    assert _approve(page) == {"exclude": [excluded], "max_sources": 3}
+    assert _approve(page, "screening") == {"exclude": [excluded], "max_sources": 3}
 
-    _waiting_at(page, "extraction")
+    shown = _waiting_at(page, "extraction", after=shown)
     quote = checkpoint.locator("li[data-evidence-id]").first
     expect(quote.locator("blockquote")).not_to_be_empty()
     struck = quote.get_attribute("data-evidence-id")
     quote.get_by_label("Strike").check()
     screenshot(page, "checkpoint-extraction.png")
-    assert _approve(page) == {"strike": [struck]}
+    assert _approve(page, "extraction") == {"strike": [struck]}
 
-    _waiting_at(page, "synthesis")
+    shown = _waiting_at(page, "synthesis", after=shown)
     claim = checkpoint.locator("li[data-claim-id]").first
     expect(checkpoint.locator(".draft h4, .draft p").first).to_be_visible()
     struck_claim = claim.get_attribute("data-claim-id")
     claim.get_by_label("Strike").check()
     screenshot(page, "checkpoint-synthesis.png")
     assert serious_violations(page) == []
-    assert _approve(page) == {"strike": [struck_claim], "resynthesize": True}
+    assert _approve(page, "synthesis") == {"strike": [struck_claim], "resynthesize": True}
 
-    _waiting_at(page, "synthesis")  # resynthesized without the struck claim, held again for approval
-    assert _approve(page) is None  # approved as it stands: no body
+    _waiting_at(
+        page, "synthesis", after=shown
+    )  # resynthesized without the struck claim, held again for approval
+    assert _approve(page, "synthesis") is None  # approved as it stands: no body
     expect(page.locator("#job-status")).to_have_text(
         re.compile(r"^Job .+: (COMPLETED|PARTIAL)$"), timeout=90_000
     )
