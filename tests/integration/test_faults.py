@@ -70,7 +70,7 @@ def invocations(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
 def _runtime(web: ScholarlyWeb) -> EmbeddedAws:
     reset_workflow_settings_cache()
-    env = environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="10", RESEARCH_EXTRACT_MAX_CONCURRENCY="4")
+    env = environment(web, RESEARCH_EXTRACT_MAX_CONCURRENCY="4")
     return EmbeddedAws(extra_environment=env)
 
 
@@ -279,19 +279,17 @@ def test_s3_errors_on_payload_reads_are_retried(web: ScholarlyWeb, invocations: 
 
 
 def test_a_hanging_search_api_does_not_hold_the_job(web: ScholarlyWeb, invocations: Counter[str]) -> None:
-    """Semantic Scholar answers after 30 s (longer than the connector's timeout): the job finishes with
-    the other connectors, records the failure, and counts each query once."""
-    web.set_latency(web.SEMANTIC_SCHOLAR_BASE, 30.0)
+    """Semantic Scholar never answers while the job runs (the web holds its answers until it stops): the
+    job finishes with the other connectors, records the failure, and counts each query once."""
+    hold = web.hold(web.SEMANTIC_SCHOLAR_BASE, limit=200)  # past the job's polling deadline
     with _runtime(web), TestClient(app) as client:
-        started = time.monotonic()
-        job_id, history = _run_job(client, timeout=120)
-        elapsed = time.monotonic() - started
+        job_id, history = _run_job(client)
         _assert_forward(history)
         assert history[-1]["status"] in ("COMPLETED", "PARTIAL"), history[-1]
         results = client.get(f"/api/agent/results/{job_id}").json()
         assert "semantic_scholar" in results["execution_summary"]["failed_connectors"]
         _assert_counted_once(job_id, results, invocations)
-    assert elapsed < 90, elapsed
+    assert web.count(web.SEMANTIC_SCHOLAR_BASE) and not hold.outlasted  # asked, and never answered
     reset_workflow_settings_cache()
 
 

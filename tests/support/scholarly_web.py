@@ -8,6 +8,7 @@ so concurrent requests really overlap.
         web.set_response(web.ARXIV_PATH, atom_xml, content_type="application/atom+xml")
         web.set_latency(web.OPENALEX_PATH, 0.3)             # or a range drawn per request: (0.3, 1.5)
         web.fail(web.CROSSREF_PATH, "503")                 # or "down", "429" (+ retry_after), "500"
+        hold = web.hold(web.OPENALEX_BASE)                 # no answer until hold.release()
         monkeypatch.setenv(...) for key, value in web.env().items()   # or web.apply_env(monkeypatch)
         ...
         assert web.count(web.ARXIV_PATH) == 1
@@ -102,6 +103,27 @@ class _Failure:
 Latency = float | tuple[float, float]  # seconds, or a range to draw from uniformly per request
 
 
+@dataclass
+class Hold:
+    """Answers held back until the test releases them: an upstream that has not answered yet for as long
+    as the test needs, whatever the machine's load, where a latency would only make it likely.
+
+    `limit` bounds each wait, so that a test that never releases cannot wedge the server; an answer the
+    limit let go sets `outlasted`, which a test asserts is false (the order it checks came from the
+    release, not from a clock)."""
+
+    limit: float
+    released: threading.Event = field(default_factory=threading.Event)
+    outlasted: bool = False
+
+    def release(self) -> None:
+        self.released.set()
+
+    def wait(self) -> None:
+        if not self.released.wait(self.limit):
+            self.outlasted = True
+
+
 class ScholarlyWeb:
     ARXIV_PATH = "/arxiv/api/query"
     SEMANTIC_SCHOLAR_BASE = "/s2/graph/v1"
@@ -125,6 +147,7 @@ class ScholarlyWeb:
         self._prefix_handlers: dict[str, Handler] = {}
         self._latency: dict[str, Latency] = {}
         self._failures: dict[str, _Failure] = {}
+        self._holds: dict[str, Hold] = {}
         self._providers: dict[str, str] = dict(self.PROVIDERS)
         self._random = random.Random(seed)  # latency draws
         self._spans: list[_Span] = []
@@ -159,6 +182,10 @@ class ScholarlyWeb:
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            holds = list(self._holds.values())
+        for hold in holds:  # nothing waits on a web that is gone
+            hold.release()
         self._server.shutdown()
         self._server.server_close()
         if self._thread:
@@ -229,6 +256,14 @@ class ScholarlyWeb:
         per request from the web's seeded generator."""
         with self._lock:
             self._latency[path_prefix] = seconds
+
+    def hold(self, path_prefix: str, *, limit: float = 120.0) -> Hold:
+        """Hold every answer under `path_prefix` (after any latency) until `release()` on what this
+        returns; a released hold lets answers through at once."""
+        hold = Hold(limit)
+        with self._lock:
+            self._holds[path_prefix] = hold
+        return hold
 
     def set_provider(self, path_prefix: str, provider: str) -> None:
         """File the requests under `path_prefix` as `provider`'s (for `arrivals`, `smallest_gap`, ...)."""
@@ -360,6 +395,7 @@ class ScholarlyWeb:
             self.requests.append(request)
             latency = self._draw(self._longest(self._latency, request.path))
             failure: _Failure | None = self._longest(self._failures, request.path)
+            hold: Hold | None = self._longest(self._holds, request.path)
             if failure is not None and failure.remaining is not None:
                 failure.remaining -= 1
                 if failure.remaining <= 0:
@@ -369,6 +405,8 @@ class ScholarlyWeb:
             route = self._routes.get(request.path) or self._longest(self._prefix_handlers, request.path)
         if latency:
             time.sleep(latency)
+        if hold is not None:
+            hold.wait()
         if failure is not None:
             if failure.mode == "down":
                 handler.close_connection = True
