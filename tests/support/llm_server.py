@@ -28,7 +28,7 @@ CONTEXT_TOKENS = 4096
 # One thread, not two: llama.cpp's threads meet at a barrier after every step, and on a 2-core machine
 # with anything else running, two threads fell to ~4 tokens/s (measured 3-5) where one kept 56-123.
 THREADS = 1
-READY_TIMEOUT_SECONDS = 30.0
+READY_TIMEOUT_SECONDS = 120.0  # loading the model on a loaded machine
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,16 @@
 """BedrockProvider through a real boto3 client against a loopback Bedrock runtime twin: Converse (JSON) and
-ConverseStream (AWS event-stream framing, written slowly so that incremental delivery shows)."""
+ConverseStream (AWS event-stream framing, written in lockstep with the reader so that incremental delivery
+shows without a clock)."""
 
 from __future__ import annotations
 
 import asyncio
 import binascii
+import contextlib
 import json
 import socket
 import struct
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,7 +31,7 @@ from functions.common.llm import (
 
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 DELTAS = ["The ", "answer ", "is ", "forty-two."]
-DELTA_INTERVAL = 0.1
+HOLD_LIMIT_SECONDS = 30.0  # the most the twin waits for the reader, so that nothing wedges
 
 
 def event_message(headers: dict[str, str], payload: dict[str, Any]) -> bytes:
@@ -51,6 +52,28 @@ def event(kind: str, payload: dict[str, Any]) -> bytes:
     )
 
 
+class Lockstep:
+    """The twin sends each delta only once the reader has taken the one before (`read`), and counts what
+    it has sent: a reader that waited for the whole stream would never take the first delta, and the
+    twin's wait would run out (`in_step` false)."""
+
+    def __init__(self) -> None:
+        self.taken = [threading.Event() for _ in DELTAS]
+        self.sent = 0
+        self.in_step = True
+
+    def read(self, index: int) -> None:
+        self.taken[index].set()
+
+    def release(self) -> None:
+        for taken in self.taken:
+            taken.set()
+
+    def wait_taken(self, index: int) -> None:
+        if not self.taken[index].wait(HOLD_LIMIT_SECONDS):
+            self.in_step = False
+
+
 @dataclass
 class BedrockTwin:
     """What the twin received, and how it should answer the next call."""
@@ -59,6 +82,7 @@ class BedrockTwin:
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     fail_with: tuple[int, str] | None = None  # (status, error type) for the next call
     throttle_mid_stream: bool = False
+    lockstep: Lockstep | None = None  # for the next ConverseStream
 
     @property
     def endpoint(self) -> str:
@@ -124,8 +148,11 @@ def _handler(twin: BedrockTwin) -> type[BaseHTTPRequestHandler]:
                         )
                     )
                     break
+                if twin.lockstep is not None:
+                    twin.lockstep.sent += 1  # counted before it leaves: the reader cannot be ahead of it
                 self._send(event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": text}}))
-                time.sleep(DELTA_INTERVAL)
+                if twin.lockstep is not None:
+                    twin.lockstep.wait_taken(index)
             else:
                 self._send(event("contentBlockStop", {"contentBlockIndex": 0}))
                 self._send(event("messageStop", {"stopReason": "end_turn"}))
@@ -134,8 +161,9 @@ def _handler(twin: BedrockTwin) -> type[BaseHTTPRequestHandler]:
             self._send(b"")  # the last chunk
 
         def _send(self, data: bytes) -> None:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a reader that stopped early
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
 
     return Handler
 
@@ -160,9 +188,13 @@ def _client(endpoint: str) -> Any:
     )
 
 
-async def _drain(stream: CompletionStream) -> list[tuple[float, str]]:
-    started = time.perf_counter()
-    return [(time.perf_counter() - started, delta) async for delta in stream]
+async def _drain(stream: CompletionStream, lockstep: Lockstep | None = None) -> list[str]:
+    deltas: list[str] = []
+    async for delta in stream:
+        if lockstep is not None:
+            lockstep.read(len(deltas))
+        deltas.append(delta)
+    return deltas
 
 
 def test_complete_sends_a_converse_request_and_reads_text_and_usage(twin: BedrockTwin) -> None:
@@ -197,12 +229,11 @@ def test_a_json_schema_asks_for_structured_output(twin: BedrockTwin) -> None:
 
 
 def test_stream_yields_deltas_as_the_service_sends_them(twin: BedrockTwin) -> None:
+    twin.lockstep = Lockstep()
     stream = BedrockProvider(MODEL, _client(twin.endpoint)).stream("Be brief.", "What is the answer?")
-    arrivals = asyncio.run(_drain(stream))
 
-    assert [delta for _, delta in arrivals] == DELTAS
-    first, last = arrivals[0][0], arrivals[-1][0]
-    assert last - first >= (len(DELTAS) - 1) * DELTA_INTERVAL * 0.8
+    assert asyncio.run(_drain(stream, twin.lockstep)) == DELTAS
+    assert twin.lockstep.in_step  # each delta was read while the twin still held back the next
     assert stream.text == "The answer is forty-two."
     assert stream.usage is not None
     assert (stream.usage.prompt_tokens, stream.usage.completion_tokens) == (21, 7)
@@ -211,14 +242,17 @@ def test_stream_yields_deltas_as_the_service_sends_them(twin: BedrockTwin) -> No
 
 def test_a_stream_closed_early_stops_reading(twin: BedrockTwin) -> None:
     provider = BedrockProvider(MODEL, _client(twin.endpoint))
+    lockstep = twin.lockstep = Lockstep()
 
-    async def first_delta() -> str:
+    async def first_delta() -> tuple[str, int]:
         async with provider.stream("", "Q?") as stream:
-            return await anext(stream)
+            return await anext(stream), lockstep.sent
 
-    started = time.perf_counter()
-    assert asyncio.run(first_delta()) == DELTAS[0]
-    assert time.perf_counter() - started < (len(DELTAS) - 1) * DELTA_INTERVAL
+    try:
+        # the first delta, taken while the twin held back the rest: nothing waited for them
+        assert asyncio.run(first_delta()) == (DELTAS[0], 1)
+    finally:
+        lockstep.release()
 
 
 def test_an_error_answer_is_an_upstream_error_with_its_status(twin: BedrockTwin) -> None:

@@ -1,5 +1,5 @@
-"""HttpClient.stream, the transport of streamed LLM answers, against a loopback server that writes slowly:
-incremental reads, the byte cap, per-read and total time-outs, and the SSRF guard."""
+"""HttpClient.stream, the transport of streamed LLM answers, against a loopback server that writes in
+steps: incremental reads, the byte cap, per-read and total time-outs, and the SSRF guard."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -16,6 +16,31 @@ import pytest
 from functions.common.errors import FetchBlocked, FetchTimeout, FetchTooLarge
 from functions.common.http import HttpClient
 from functions.common.settings import Settings
+
+DRIP_LINES = 5
+HOLD_LIMIT_SECONDS = 30.0  # the most the server waits on the client or the test, so nothing wedges
+
+
+class _Lockstep:
+    """The server writes each line of /drip only once the client has read the one before (`read`): a
+    client that waited for the whole body would never read the first line, and the server's wait for it
+    would run out (`in_step` false) instead of a clock deciding what incremental means."""
+
+    def __init__(self) -> None:
+        self.read_lines = [threading.Event() for _ in range(DRIP_LINES)]
+        self.in_step = True
+
+    def read(self, index: int) -> None:
+        self.read_lines[index].set()
+
+    def wait_read(self, index: int) -> None:
+        if not self.read_lines[index].wait(HOLD_LIMIT_SECONDS):
+            self.in_step = False
+
+
+class _Server(ThreadingHTTPServer):
+    lockstep = _Lockstep()
+    stall_released = threading.Event()  # set as the module's tests end: /stall never writes its rest before
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -34,11 +59,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def do_GET(self) -> None:
+        server = self.server
+        assert isinstance(server, _Server)
         if self.path == "/drip":
             self._start()
-            for index in range(5):
+            for index in range(DRIP_LINES):
                 self._write(f"line {index}\n".encode())
-                time.sleep(0.1)
+                if index + 1 < DRIP_LINES:
+                    server.lockstep.wait_read(index)
         elif self.path == "/crlf":
             self._start()
             self._write(b"data: one\r\n\r\ndata: t")
@@ -54,7 +82,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/stall":
             self._start()
             self._write(b"first\n")
-            time.sleep(1.5)
+            server.stall_released.wait(HOLD_LIMIT_SECONDS)
             self._write(b"late\n")
         elif self.path == "/redirect":
             self._start(302, {"Location": "/drip"})
@@ -68,44 +96,56 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+def httpd() -> Iterator[_Server]:
+    running = _Server(("127.0.0.1", 0), _Handler)
+    running.daemon_threads = True
+    thread = threading.Thread(target=running.serve_forever, daemon=True)
     thread.start()
-    yield f"127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    yield running
+    running.stall_released.set()
+    running.shutdown()
+
+
+@pytest.fixture
+def server(httpd: _Server) -> str:
+    httpd.lockstep = _Lockstep()
+    return f"127.0.0.1:{httpd.server_address[1]}"
 
 
 def _client(allow: str) -> HttpClient:
     return HttpClient(Settings(fetch_allow_private_hosts=allow))
 
 
-def _lines(allow: str, url: str, **kwargs: Any) -> list[tuple[float, str]]:
-    """Each line with the time it arrived, counted from the request."""
+def _lines(
+    allow: str, url: str, on_line: Callable[[int], None] = lambda index: None, **kwargs: Any
+) -> list[str]:
+    """The body's lines, `on_line(index)` called as each one arrives."""
 
-    async def go() -> list[tuple[float, str]]:
+    async def go() -> list[str]:
         client = _client(allow)
-        started = time.perf_counter()
+        lines: list[str] = []
         try:
             async with client.stream("GET", url, **kwargs) as response:
                 assert response.status_code == 200
-                return [(time.perf_counter() - started, line) async for line in response.aiter_lines()]
+                async for line in response.aiter_lines():
+                    on_line(len(lines))
+                    lines.append(line)
+                return lines
         finally:
             await client.aclose()
 
     return asyncio.run(go())
 
 
-def test_lines_arrive_as_the_server_writes_them(server: str) -> None:
-    arrivals = _lines(server, f"http://{server}/drip")
+def test_lines_arrive_as_the_server_writes_them(httpd: _Server, server: str) -> None:
+    lines = _lines(server, f"http://{server}/drip", on_line=httpd.lockstep.read)
 
-    assert [line for _, line in arrivals] == [f"line {index}" for index in range(5)]
-    first, last = arrivals[0][0], arrivals[-1][0]
-    assert first < 0.25 <= last  # the server takes 0.5 s in all; the first line does not wait for it
+    assert lines == [f"line {index}" for index in range(DRIP_LINES)]
+    assert httpd.lockstep.in_step  # each line was read while the server still held back the next
 
 
 def test_lines_split_across_reads_and_crlf_endings(server: str) -> None:
-    lines = [line for _, line in _lines(server, f"http://{server}/crlf")]
+    lines = _lines(server, f"http://{server}/crlf")
 
     assert lines == ["data: one", "", "data: two \u00e9", "last"]
 
@@ -130,15 +170,14 @@ def test_the_byte_cap_holds_while_streaming(server: str) -> None:
 
 
 def test_a_stalled_read_times_out(server: str) -> None:
-    started = time.perf_counter()
-    with pytest.raises(FetchTimeout, match="ReadTimeout"):
+    with pytest.raises(FetchTimeout, match="ReadTimeout"):  # the rest is written only as the tests end
         _lines(server, f"http://{server}/stall", timeout=0.3)
-    assert time.perf_counter() - started < 1.2
 
 
 def test_the_total_budget_covers_the_whole_body(server: str) -> None:
+    # each read comes well within its 5 s; the body as a whole never ends within the budget
     with pytest.raises(FetchTimeout, match=r"exceeded its 0\.25 s budget"):
-        _lines(server, f"http://{server}/drip", timeout=5, total_timeout=0.25)
+        _lines(server, f"http://{server}/stall", timeout=5, total_timeout=0.25)
 
 
 def test_redirects_are_handed_back_not_followed(server: str) -> None:
