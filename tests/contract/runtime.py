@@ -45,7 +45,6 @@ def contract_runtime(gateway: Gateway | None = None) -> Iterator[ContractRuntime
             AUTH="",
             ADMIN_TOKEN=ADMIN_TOKEN,
             CLIENT_RATE_LIMIT_PER_MINUTE="100000",
-            RESEARCH_EXTRACT_BUDGET_SECONDS="2",
             RESEARCH_EXTRACT_MAX_CONCURRENCY="4",
         )
         stack.enter_context(EmbeddedAws(extra_environment=env))

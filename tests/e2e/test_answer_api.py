@@ -67,7 +67,7 @@ def served() -> Iterator[Served]:
     with ScholarlyWeb() as web:
         serve(web, papers)
         reset_workflow_settings_cache()
-        env = environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="5", RESEARCH_EXTRACT_MAX_CONCURRENCY="4")
+        env = environment(web, RESEARCH_EXTRACT_MAX_CONCURRENCY="4")
         with EmbeddedAws(extra_environment=env), TestClient(Gateway(load_function_apps())) as client:
             yield Served(web, papers, team_papers(), client)
         reset_workflow_settings_cache()

@@ -32,7 +32,7 @@ def web() -> Iterator[ScholarlyWeb]:
 def _runtime(state_dir: Path, web: ScholarlyWeb) -> LocalRuntime:
     return LocalRuntime(
         state_dir,
-        environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="3", RESEARCH_EXTRACT_MAX_CONCURRENCY="4"),
+        environment(web, RESEARCH_EXTRACT_MAX_CONCURRENCY="4"),
     )
 
 

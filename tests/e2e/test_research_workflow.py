@@ -22,7 +22,7 @@ from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, normalise, 
 from tests.support.embedded_aws import events_queue
 from tests.support.scholarly_web import Reply, ScholarlyWeb
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def web(papers: list[TopicPaper]) -> Iterator[ScholarlyWeb]:
 
 def _runtime(web: ScholarlyWeb, **extra: str) -> EmbeddedAws:
     reset_workflow_settings_cache()
-    env = environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="3", RESEARCH_EXTRACT_MAX_CONCURRENCY="4", **extra)
+    env = environment(web, RESEARCH_EXTRACT_MAX_CONCURRENCY="4", **extra)
     return EmbeddedAws(extra_environment=env)
 
 
@@ -129,8 +129,6 @@ def test_job_completes_with_grounded_results_and_artifacts(
 
         history = _follow(client, job["job_id"])
         _assert_moves_forward(history)
-        phases = [item["status"] for item in history]
-        assert "SEARCHING" in phases or "VALIDATING" in phases
         final = history[-1]
         assert final["status"] == "COMPLETED", final
         # 9 on-topic papers < 10 required: screening refined the queries once.
@@ -141,6 +139,11 @@ def test_job_completes_with_grounded_results_and_artifacts(
 
         results = client.get(f"/api/agent/results/{job['job_id']}").json()
         assert results["status"] == "COMPLETED" and results["refusal"] is False
+        # Every phase ran, in order: read from the audit trail, since a poll can miss a phase a fast
+        # job passes through between two looks.
+        recorded = iter(entry["event"] for entry in results["audit_trail_summary"]["audit_log"])
+        phases = ["JOB_CREATED", "PLAN_CREATED", "SCREENING_COMPLETED", "SYNTHESIS_WRITTEN", "JOB_FINISHED"]
+        assert all(event in recorded for event in phases), results["audit_trail_summary"]["audit_log"]
         assert results["execution_summary"]["extractions_successful"] == 9
         assert results["synthesis"]["sources_analyzed"] == 9
         assert results["synthesis"]["primary_themes"]
@@ -184,9 +187,11 @@ def test_failures_are_recorded_and_the_job_still_finishes(
     missing, slow, flaky = on_topic[0], on_topic[1], on_topic[2]
     web.fail(web.CROSSREF_BASE, "down")  # one connector down
     web.set_handler(missing.pdf_path, lambda request: Reply.of({"message": "gone"}, 404))  # one PDF 404
-    web.set_latency(slow.pdf_path, 8.0)  # slower than the (shortened) extraction budget
+    web.hold(slow.pdf_path)  # never answered within the (shortened) extraction budget
     web.fail(flaky.pdf_path, "503", times=2)  # both HTTP attempts of the first step run fail
-    with _runtime(web):
+    # short enough for the held paper's step to give up soon, long enough for every other paper's on a
+    # loaded machine
+    with _runtime(web, RESEARCH_EXTRACT_BUDGET_SECONDS="15"):
         response = client.post(
             "/api/agent/execute",
             json={"research_goal": GOAL, "scope_parameters": {"discovery_depth": "rapid"}},
@@ -233,7 +238,7 @@ def test_scheduled_start_without_job_record_creates_it(web: ScholarlyWeb, client
 
 
 def _wait_record(client: TestClient, job_id: str = "scheduled-weekly-transformers") -> bool:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if client.get(f"/api/agent/status/{job_id}").status_code == 200:
             return True
@@ -251,7 +256,7 @@ def test_human_checkpoint_abort_fails_the_job(web: ScholarlyWeb, client: TestCli
             },
         )
         job_id = response.json()["job_id"]
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 150
         while time.monotonic() < deadline:
             status = client.get(f"/api/agent/status/{job_id}").json()
             if status.get("awaiting_checkpoint"):

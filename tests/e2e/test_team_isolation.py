@@ -50,7 +50,6 @@ def client() -> Iterator[TestClient]:
             web,
             AUTH="required",
             ADMIN_TOKEN=ADMIN_TOKEN,
-            RESEARCH_EXTRACT_BUDGET_SECONDS="3",
             RESEARCH_EXTRACT_MAX_CONCURRENCY="4",
         )
         with EmbeddedAws(extra_environment=env), TestClient(Gateway(load_function_apps())) as test_client:

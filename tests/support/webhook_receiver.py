@@ -83,7 +83,7 @@ class WebhookReceiver:
     def url(self, path: str = "/hook") -> str:
         return f"http://{self.host_port}{path}"
 
-    def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
+    def wait_for(self, count: int, timeout: float = 120.0) -> list[Received]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:

@@ -32,7 +32,7 @@ def base_url() -> Iterator[str]:
     with ScholarlyWeb() as web:
         serve(web, topic_papers(9, off_topic=3))
         reset_workflow_settings_cache()
-        env = environment(web, RESEARCH_EXTRACT_BUDGET_SECONDS="3", RESEARCH_EXTRACT_MAX_CONCURRENCY="4")
+        env = environment(web, RESEARCH_EXTRACT_MAX_CONCURRENCY="4")
         with EmbeddedAws(extra_environment=env), gateway_server() as url:
             yield url
     reset_workflow_settings_cache()
