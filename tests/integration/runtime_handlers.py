@@ -9,6 +9,7 @@ from typing import Any
 from functions.common.errors import RetryableStepError
 
 _lock = threading.Lock()
+_active_changed = threading.Condition(_lock)
 _calls: dict[str, int] = {}
 _active = 0
 peak_concurrency = 0
@@ -28,16 +29,20 @@ def calls(key: str) -> int:
 
 
 def square(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Map item worker; records how many run at once."""
+    """Map item worker; records how many run at once. Each waits (a bounded while: the last item may have
+    no partner) for a second one to be running, then stays a moment more, during which a third would show
+    if the Map ran more than two at once."""
     global _active, peak_concurrency
-    with _lock:
+    with _active_changed:
         _active += 1
         peak_concurrency = max(peak_concurrency, _active)
+        _active_changed.notify_all()
+        _active_changed.wait_for(lambda: _active >= 2, timeout=5)
     try:
         time.sleep(0.3)
         return {"value": event["value"] ** 2}
     finally:
-        with _lock:
+        with _active_changed:
             _active -= 1
 
 

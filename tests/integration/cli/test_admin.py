@@ -38,7 +38,7 @@ def base_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         server = uvicorn.Server(uvicorn.Config(Gateway(load_function_apps()), log_level="warning"))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
         thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while not server.started and time.monotonic() < deadline:
             time.sleep(0.01)
         assert server.started

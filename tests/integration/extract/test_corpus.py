@@ -1,9 +1,9 @@
-"""The real papers of ../shared/corpus: regular ones extract, difficult ones fail cleanly and fast."""
+"""The real papers of ../shared/corpus: regular ones extract, difficult ones fail cleanly (how fast they
+answer is measured by bench/extract.py, not asserted here)."""
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,14 +36,9 @@ def test_regular_papers_extract_with_findings_and_evidence(corpus_dir: Path) -> 
         assert all(q.page >= 1 and q.char_end > q.char_start for q in paper.evidence)
 
 
-def test_difficult_papers_answer_quickly_and_cleanly(corpus_dir: Path) -> None:
+def test_difficult_papers_answer_cleanly(corpus_dir: Path) -> None:
     folder = corpus_dir / "papers" / "difficult"
-    reasons = {}
-    for path in sorted(folder.glob("*/paper.pdf")):
-        started = time.perf_counter()
-        paper = _extract(path)
-        assert time.perf_counter() - started < 45
-        reasons[path.parent.name] = paper.failure_reason
+    reasons = {path.parent.name: _extract(path).failure_reason for path in sorted(folder.glob("*/paper.pdf"))}
     assert "no text layer" in (reasons["scanned_cermine_simple_ccitt"] or "")
     assert "password" in (reasons["encrypted_crazyones_aes256"] or "")
 

@@ -4,6 +4,7 @@ Scheduler, the local scheduler firing a due schedule, and a fired job visible th
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -15,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.local_runtime.aws import EmbeddedAws
-from functions.local_runtime.scheduler import LocalScheduler, start_local_scheduler
+from functions.local_runtime.scheduler import LocalScheduler
 from functions.orchestrate.app import app
 from functions.schedules.adapters import schedule_name
 from functions.schedules.service import job_input
@@ -140,16 +141,38 @@ def test_a_scheduler_fire_on_aws_creates_its_own_job_record(client: TestClient) 
     assert final["source"] == "schedule"
 
 
+class _Looks:
+    """The scheduler thread's clock: the time the test sets, and how many looks (ticks) have read it."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now, self.count = now, 0
+        self._changed = threading.Condition()
+
+    def __call__(self) -> datetime:
+        with self._changed:
+            self.count += 1
+            self._changed.notify_all()
+            return self.now
+
+    def wait_for(self, count: int, timeout: float = 60) -> None:
+        with self._changed:
+            assert self._changed.wait_for(lambda: self.count >= count, timeout), f"{self.count} looks"
+
+
 def test_the_scheduler_thread_fires_a_one_time_schedule(client: TestClient) -> None:
-    # far enough ahead that creating the schedule on a loaded machine still precedes it
-    fire_at = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0, tzinfo=None)
-    _create(client, schedule_expression=f"at({fire_at.isoformat()})", timezone="UTC")
-    scheduler = start_local_scheduler(poll_seconds=0.2)
+    # an hour ahead on the wall clock, and the thread's clock moved past it once the schedule exists
+    fire_at = (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0)
+    _create(client, schedule_expression=f"at({fire_at.replace(tzinfo=None).isoformat()})", timezone="UTC")
+    looks = _Looks(datetime.now(UTC))
+    scheduler = LocalScheduler(store=schedule_store(), poll_seconds=0.05, clock=looks).start()
     try:
-        deadline = time.monotonic() + 20
+        looks.wait_for(3)  # the first look has ended: before the fire time, it started nothing
+        assert scheduler.started_jobs == []
+        looks.now = fire_at + timedelta(seconds=1)
+        deadline = time.monotonic() + 60
         while not scheduler.started_jobs and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(0.5)  # later looks must not fire it again
+            time.sleep(0.05)
+        looks.wait_for(looks.count + 3)  # later looks must not fire it again
     finally:
         scheduler.stop()
     (job_id,) = scheduler.started_jobs

@@ -24,6 +24,7 @@ class StubConnector:
     delay: float = 0.0
     cacheable: bool = True
     raises: Exception | None = None
+    meet: asyncio.Barrier | None = None  # answers only once every connector sharing it is searching too
     calls: list[PaperQuery] = field(default_factory=list)
     shared: list[SharedRequest | None] = field(default_factory=list)
 
@@ -36,6 +37,9 @@ class StubConnector:
         self.calls.append(query)
         self.shared.append(shared)
         await asyncio.sleep(self.delay)
+        if self.meet is not None:
+            async with asyncio.timeout(30):  # never met: the search ran the connectors one after another
+                await self.meet.wait()
         if self.raises is not None:
             raise self.raises
         return self.answer.model_copy(deep=True)

@@ -89,7 +89,7 @@ def test_a_failure_is_an_error_event_with_the_trust_error_body() -> None:
 
 class SlowSearch(BrokenSearch):
     async def search(self, query: Any) -> Any:
-        await asyncio.sleep(30)
+        await asyncio.sleep(3600)  # never answers within a test: whatever waited for it would time out
         raise AssertionError("never reached")
 
 
@@ -113,7 +113,7 @@ def test_a_quiet_stream_sends_keep_alive_comments() -> None:
 def test_closing_the_stream_cancels_the_run_and_keeps_its_trace() -> None:
     rig = Harness(SlowSearch())
 
-    async def scenario() -> tuple[list[str], bool]:
+    async def scenario() -> list[str]:
         stream = answer_events(
             rig.service(), AnswerRequest(question=QUESTION), answer_id="a", trace_id="trace-4"
         )
@@ -123,12 +123,11 @@ def test_closing_the_stream_cancels_the_run_and_keeps_its_trace() -> None:
             names.append(event.json()["name"])
             if names[-1] == "search_started":
                 break
-        started = asyncio.get_running_loop().time()
-        await stream.aclose()
-        return names, asyncio.get_running_loop().time() - started < 5
+        await stream.aclose()  # back at once: the search it cancels never answers
+        return names
 
-    names, prompt = asyncio.run(scenario())
-    assert prompt and names[0] == "request_received"
+    names = asyncio.run(scenario())
+    assert names[0] == "request_received"
     stored = rig.traces.get("team-default", "trace-4")
     assert stored is not None
     assert stored["events"][-1]["name"] == "error"

@@ -8,6 +8,20 @@ import time
 from functions.common.fair_slots import FairSlots, current_team, working_for
 
 
+def _until_queued(slots: FairSlots, **waiting: int) -> None:
+    """Until one task holds the only slot and `waiting` (tasks per team) wait for it: the threads' start,
+    however slow on a loaded machine, has happened before the test goes on."""
+    deadline = time.monotonic() + 30
+    while True:
+        with slots._changed:
+            held = slots._busy == 1
+            queued = {team: len(queue) for team, queue in slots._waiting.items() if queue}
+        if held and queued == waiting:
+            return
+        assert time.monotonic() < deadline, (held, queued)
+        time.sleep(0.005)
+
+
 def test_a_freed_slot_goes_to_the_team_served_least_recently() -> None:
     slots = FairSlots(1)
     order: list[str] = []
@@ -18,23 +32,23 @@ def test_a_freed_slot_goes_to_the_team_served_least_recently() -> None:
             assert granted
             order.append(team)
             if team == "first":
-                release.wait(5)
+                release.wait(60)
             else:
                 time.sleep(0.01)
 
     holder = threading.Thread(target=work, args=("first",))
     holder.start()
-    time.sleep(0.05)
+    _until_queued(slots)
     crowd = [threading.Thread(target=work, args=("big",)) for _ in range(6)]
     for thread in crowd:
         thread.start()
-        time.sleep(0.01)
+    _until_queued(slots, big=6)
     small = threading.Thread(target=work, args=("small",))
     small.start()
-    time.sleep(0.05)
+    _until_queued(slots, big=6, small=1)
     release.set()
     for thread in [holder, *crowd, small]:
-        thread.join(10)
+        thread.join(60)
     # "small" arrived after six of "big": it is served second after the holder, not seventh
     assert order[:3] in (["first", "big", "small"], ["first", "small", "big"])
     assert sorted(order) == sorted(["first", "small", *["big"] * 6])
@@ -49,19 +63,19 @@ def test_a_small_teams_few_tasks_are_served_together_within_the_lag() -> None:
         with slots.slot(team):
             order.append(team)
             if team == "first":
-                release.wait(5)
+                release.wait(60)
 
     holder = threading.Thread(target=work, args=("first",))
     holder.start()
-    time.sleep(0.05)
+    _until_queued(slots)
     crowd = [threading.Thread(target=work, args=("big",)) for _ in range(8)]
     small = [threading.Thread(target=work, args=("small",)) for _ in range(3)]
     for thread in [*crowd, *small]:
         thread.start()
-    time.sleep(0.1)
+    _until_queued(slots, big=8, small=3)
     release.set()
     for thread in [holder, *crowd, *small]:
-        thread.join(10)
+        thread.join(60)
     assert order[1:4] == ["small"] * 3  # not one in every other slot behind the big team's eight
     assert order.count("big") == 8
 

@@ -81,14 +81,18 @@ def test_one_teams_burst_does_not_starve_another_teams_single_request() -> None:
     burst = [threading.Thread(target=_take, args=(turns, "big", f"j{i}", log, 0.0)) for i in range(12)]
     for thread in burst:
         thread.start()
-    time.sleep(0.25)  # the big team's requests are all queued first
+    deadline = time.monotonic() + 30
+    while turns.queue_length("p") + turns.granted("p") < len(burst):  # the big team's all queued first
+        assert time.monotonic() < deadline, "the burst never queued"
+        time.sleep(0.005)
+    served_before = turns.granted("p")
     small = threading.Thread(target=_take, args=(turns, "small", "s1", log, 0.0))
     _run([small])
     for thread in burst:
         thread.join(timeout=30)
     order = [team for team, _, _ in sorted(log, key=lambda entry: entry[1])]
     # it arrived after 12 queued requests of the other team and is served at the next turn or the one after
-    assert order.index("small") <= 5
+    assert order.index("small") <= served_before + 1, (served_before, order)
 
 
 def test_a_waiter_whose_deadline_passes_is_not_run_and_leaves_the_queue() -> None:
@@ -98,7 +102,7 @@ def test_a_waiter_whose_deadline_passes_is_not_run_and_leaves_the_queue() -> Non
     started = time.time()
     with pytest.raises(TurnNotGranted) as caught:
         turns.acquire("p", team="t", job="b", deadline=time.time() + 0.3)
-    assert 0.25 <= time.time() - started < 2.0
+    assert time.time() - started >= 0.25  # it waited until its deadline (the turn it waits for never comes)
     assert "rate budget" in str(caught.value)
     assert turns.queue_length("p") == 0
     turns.release(held)

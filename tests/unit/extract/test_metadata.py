@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 from functions.common.models import LookupKind, WorkMetadata
 from functions.extract.identifiers import DocumentIdentifiers, RequestedIdentifiers
@@ -37,7 +36,7 @@ class FakeRegistries:
     async def lookup(self, source: str, kind: LookupKind, value: str, timeout: float) -> list[WorkMetadata]:
         self.calls.append((source, kind, value))
         if source in self.slow:
-            await asyncio.sleep(30)
+            await asyncio.sleep(3600)  # never, within a test
         return self.answers.get((source, kind, value), [])
 
 
@@ -116,9 +115,9 @@ def test_a_hanging_registry_costs_at_most_the_budget() -> None:
         {("openalex", "doi", doi): [WorkMetadata("openalex", TITLE, (), 2021, None, ABSTRACT, doi)]},
         slow=frozenset({"crossref"}),
     )
-    started = time.monotonic()
+    # a resolver that waited for crossref would not be back within the test's time-out, and would have
+    # found openalex's record
     resolved = resolve(fake, DocumentIdentifiers(dois=[doi]), budget=0.5)
-    assert time.monotonic() - started < 1.5
     assert not resolved.found  # crossref and openalex are asked together; the batch was cut
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import httpx
@@ -28,11 +29,17 @@ def _app(release: asyncio.Event, started: list[str]) -> Starlette:
     )
 
 
-async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+async def _until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + seconds
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "condition never held"
         await asyncio.sleep(0.01)
+
+
+def _arrived_at_least(admission: Admission, count: int) -> bool:
+    """Whether `count` requests hold a slot or wait for one."""
+    waiting = admission._slots.waiting if admission._slots is not None else 0
+    return admission.in_flight + waiting >= count
 
 
 def test_requests_beyond_the_limit_wait_in_arrival_order_and_all_are_answered() -> None:
@@ -45,15 +52,15 @@ def test_requests_beyond_the_limit_wait_in_arrival_order_and_all_are_answered() 
             calls = []
             for index in range(6):
                 calls.append(asyncio.create_task(client.get(f"/slow/r{index}")))
-                await asyncio.sleep(0.01)  # a known arrival order
+                # a known arrival order: each one is in (running or queued) before the next is sent
+                await _until(partial(_arrived_at_least, admission, index + 1))
             await _until(lambda: len(started) == 2)
-            await asyncio.sleep(0.05)
             assert started == ["r0", "r1"]  # the other four wait for a slot
             assert admission.in_flight == 2
 
-            health = await asyncio.wait_for(client.get("/v1/health"), 2)  # a probe skips the queue
+            health = await asyncio.wait_for(client.get("/v1/health"), 30)  # a probe skips the queue
             assert health.status_code == 200
-            page = await asyncio.wait_for(client.get("/console/app.js"), 2)  # so do the console's files
+            page = await asyncio.wait_for(client.get("/console/app.js"), 30)  # so do the console's files
             assert page.status_code == 200
 
             release.set()
@@ -76,7 +83,7 @@ def test_a_failing_request_gives_its_slot_back() -> None:
         transport = httpx.ASGITransport(app=admission, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
             for _ in range(3):  # with a leaked slot the second call would wait forever
-                answer = await asyncio.wait_for(client.get("/broken"), 2)
+                answer = await asyncio.wait_for(client.get("/broken"), 30)
                 assert answer.status_code == 500
         assert admission.in_flight == 0
 

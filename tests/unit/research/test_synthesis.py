@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from collections.abc import AsyncGenerator
 from dataclasses import replace
 from typing import Any
@@ -179,10 +178,9 @@ class SlowLlm(ScriptedLlm):
 
 
 def test_a_slow_model_gives_way_to_the_extractive_writer_within_the_budget() -> None:
-    slow = SlowLlm("### Findings\n\nSlow prose [ev-0000000000].", delay=30.0)
-    began = time.perf_counter()
+    # an hour: a step that waited for this model would never finish within the test's time-out
+    slow = SlowLlm("### Findings\n\nSlow prose [ev-0000000000].", delay=3600.0)
     result = synthesize(plan("rapid"), SOURCES, provider=slow, llm_budget_seconds=0.6).to_dict()
-    assert time.perf_counter() - began < 5.0  # the 30 s model never holds the step
     extractive = synthesize(plan("rapid"), SOURCES).to_dict()
     assert result["writer"] == "extractive"
     assert result["synthesis_text"] == extractive["synthesis_text"]
