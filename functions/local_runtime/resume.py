@@ -34,8 +34,8 @@ from moto.stepfunctions.parser.asl.eval.environment import Environment
 
 from functions.common.observability import get_logger
 from functions.common.resources import STATEMACHINE_DIR
-from functions.common.tenancy import DEFAULT_TEAM
 from functions.local_runtime.patching import MethodPatch
+from functions.metering.steps import UNKNOWN_JOB, step_ids
 from functions.orchestrate.steps import kept_outputs
 
 logger = get_logger("local-resume")
@@ -85,14 +85,11 @@ def _payload_digest(event: Mapping[str, Any]) -> str:
 
 
 def _ids(event: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(team, job) of a step's payload: at its top level, or in the Plan step's `input` / MarkFailed's
-    `state`; None when it names no job."""
-    for scope in (event, event.get("input"), event.get("state")):
-        if isinstance(scope, Mapping) and scope.get("job_id"):
-            return str(scope.get("team_id") or DEFAULT_TEAM), str(scope["job_id"])
-    if event.get("execution_name"):
-        return DEFAULT_TEAM, str(event["execution_name"])
-    return None
+    """(team, job) of a step's payload or a state's input, as metering reads them (at the top level, in
+    the Plan step's `input`, in MarkFailed's `state`, else the execution's name); None when it names no
+    job."""
+    team_id, job_id = step_ids(dict(event))
+    return None if job_id == UNKNOWN_JOB else (team_id, job_id)
 
 
 @dataclass(frozen=True)
@@ -195,7 +192,7 @@ def progress_table() -> JobProgressTable | None:
 def _entering(state: CommonStateField, env: Environment) -> None:
     """Record a research execution's entry into a state it could be restarted at."""
     table = _table
-    if table is None or (state.name not in RESUMABLE_STATES and state.name not in CHECKPOINT_STATES):
+    if table is None or state.name not in RESUMABLE_STATES:  # the checkpoints are among them
         return
     context = env.states.context_object.context_object_data
     if context["StateMachine"]["Name"] != RESEARCH_MACHINE:

@@ -53,6 +53,13 @@ def test_a_steps_output_is_kept_for_exactly_its_payload(table: JobProgressTable)
     plan = {"input": {"job_id": "j1", "team_id": "t"}, "execution_name": "j1"}
     table.put("plan", plan, {"job_id": "j1"})
     assert table.get("plan", plan) == {"job_id": "j1"}
+    # a schedule's fire names no job: the execution's name is its job, in the input's team
+    fired = {"input": {"team_id": "t", "research_goal": "g"}, "execution_name": "j9"}
+    table.put("plan", fired, {"job_id": "j9"})
+    table.forget_outputs("t", "j9")
+    assert table.get("plan", fired) is None
+    table.put("search", {"search": {}}, {"round": 1})  # no job at all: nothing kept
+    assert table.get("search", {"search": {}}) is None
 
 
 def test_a_checkpoint_forgets_the_kept_outputs_and_keeps_the_resume_point(table: JobProgressTable) -> None:
