@@ -218,8 +218,15 @@ def _release_unrecorded(team_id: str, job_id: str) -> float:
 
 
 def recover_interrupted_jobs(research_state_machine_arn: str | None) -> Recovery:
-    """Resume the unfinished jobs of `research_state_machine_arn` where they were; fail the rest."""
+    """Resume the unfinished jobs of `research_state_machine_arn` where they were; fail the rest; forget
+    what is kept of every job that does not go on."""
     table = dynamodb_resource().Table(get_settings().jobs_table)
     starter = StepFunctionsStarter(research_state_machine_arn) if research_state_machine_arn else None
-    recovery = JobRecovery(DynamoDbJobStore(table), starter, progress_table(), _release_unrecorded)
-    return recovery.recover(unfinished_jobs(table))
+    points = progress_table()
+    recovered = JobRecovery(DynamoDbJobStore(table), starter, points, _release_unrecorded).recover(
+        unfinished_jobs(table)
+    )
+    if points is not None:
+        names = (name.partition("/") for name in (*recovered.resumed, *recovered.continued))
+        points.forget_all_but({(team_id, job_id) for team_id, _, job_id in names})
+    return recovered

@@ -17,7 +17,9 @@ it is journaled with the rest of DynamoDB when a state directory is set):
   had not finished are extracted again.
 
 Entering a checkpoint forgets the job's kept outputs: after a review the steps run on the reviewer's
-state, and a synthesis sent back is written anew from the same extractions.
+state, and a synthesis sent back is written anew from the same extractions. Entering a terminal state
+(Done, JobFailed) forgets everything kept of the job, and start-up forgets what is kept of every job
+that does not go on (one stopped between its last step and its terminal state).
 """
 
 from __future__ import annotations
@@ -48,19 +50,20 @@ RESUME_KEY = "resume_at"  # the execution input's key the research machine's Res
 _DEFINITION = STATEMACHINE_DIR / "research.asl.json"
 
 
-def _research_states() -> tuple[frozenset[str], frozenset[str]]:
+def _research_states() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(the states the research machine's Resume Choice can start at, checkpoints included; its
-    checkpoint Tasks)."""
+    checkpoint Tasks; its terminal states)."""
     states = json.loads(_DEFINITION.read_text(encoding="utf-8"))["States"]
     resume = states["Resume"]
     targets = {choice["Next"] for choice in resume["Choices"]} | {resume["Default"]}
     checkpoints = {
         name for name, state in states.items() if str(state.get("Resource", "")).endswith(".waitForTaskToken")
     }
-    return frozenset(targets), frozenset(checkpoints)
+    terminal = {name for name, state in states.items() if state["Type"] in ("Succeed", "Fail")}
+    return frozenset(targets), frozenset(checkpoints), frozenset(terminal)
 
 
-RESUMABLE_STATES, CHECKPOINT_STATES = _research_states()
+RESUMABLE_STATES, CHECKPOINT_STATES, TERMINAL_STATES = _research_states()
 
 
 def create_table(client: Any) -> None:
@@ -163,13 +166,40 @@ class JobProgressTable:
 
     def forget_outputs(self, team_id: str, job_id: str) -> None:
         """Drop the job's kept step outputs (its resume point stays)."""
+        self._forget(team_id, job_id, STEP_PREFIX)
+
+    def forget_job(self, team_id: str, job_id: str) -> None:
+        """Drop everything kept of the job: its execution ended, nothing of it will resume."""
+        self._forget(team_id, job_id, None)
+
+    def forget_all_but(self, going_on: set[tuple[str, str]]) -> int:
+        """Drop what is kept of every job but those (team, job) `going_on`: the others' executions
+        ended, even the one stopped before it entered its terminal state. Returns how many items went."""
+        keep = {_job_pk(team_id, job_id) for team_id, job_id in going_on}
+        options: dict[str, Any] = {"TableName": PROGRESS_TABLE, "ProjectionExpression": "pk, sk"}
+        dropped = 0
+        while True:
+            page = self.client.scan(**options)
+            for item in page.get("Items", []):
+                if item["pk"]["S"] not in keep:
+                    self.client.delete_item(
+                        TableName=PROGRESS_TABLE, Key={"pk": item["pk"], "sk": item["sk"]}
+                    )
+                    dropped += 1
+            if "LastEvaluatedKey" not in page:
+                return dropped
+            options["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _forget(self, team_id: str, job_id: str, prefix: str | None) -> None:
+        values = {":pk": {"S": _job_pk(team_id, job_id)}}
+        condition = "pk = :pk"
+        if prefix is not None:
+            values[":prefix"] = {"S": prefix}
+            condition += " AND begins_with(sk, :prefix)"
         options: dict[str, Any] = {
             "TableName": PROGRESS_TABLE,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :step)",
-            "ExpressionAttributeValues": {
-                ":pk": {"S": _job_pk(team_id, job_id)},
-                ":step": {"S": STEP_PREFIX},
-            },
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
             "ProjectionExpression": "pk, sk",
         }
         while True:
@@ -192,8 +222,8 @@ def progress_table() -> JobProgressTable | None:
 def _entering(state: CommonStateField, env: Environment) -> None:
     """Record a research execution's entry into a state it could be restarted at."""
     table = _table
-    if table is None or state.name not in RESUMABLE_STATES:  # the checkpoints are among them
-        return
+    if table is None or (state.name not in RESUMABLE_STATES and state.name not in TERMINAL_STATES):
+        return  # (the checkpoints are among the resumable states)
     context = env.states.context_object.context_object_data
     if context["StateMachine"]["Name"] != RESEARCH_MACHINE:
         return
@@ -206,7 +236,9 @@ def _entering(state: CommonStateField, env: Environment) -> None:
     if ids is None:
         return
     try:
-        if state.name in CHECKPOINT_STATES:
+        if state.name in TERMINAL_STATES:
+            table.forget_job(*ids)
+        elif state.name in CHECKPOINT_STATES:
             table.forget_outputs(*ids)
         else:
             table.entered(*ids, state.name, state_input)

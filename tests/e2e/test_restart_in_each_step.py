@@ -23,7 +23,9 @@ from tests.support.restart_scenario import (
     FinishedJob,
     extractions,
     job_killed_in_each_step,
+    kept_progress,
     resumed_states,
+    started_again,
     uninterrupted_job,
 )
 from tests.support.scholarly_web import ScholarlyWeb
@@ -44,7 +46,13 @@ def web() -> Iterator[ScholarlyWeb]:
 
 @pytest.fixture(scope="module")
 def uninterrupted(web: ScholarlyWeb, tmp_path_factory: pytest.TempPathFactory) -> FinishedJob:
-    return uninterrupted_job(web, tmp_path_factory.mktemp("uninterrupted"))
+    state_dir = tmp_path_factory.mktemp("uninterrupted")
+    finished = uninterrupted_job(web, state_dir)
+    assert kept_progress(state_dir)[0], "nothing of the job's progress was kept while it ran"
+    # what a finished job's execution kept is gone, at its end or at the next start at the latest
+    started_again(web, state_dir)
+    assert kept_progress(state_dir)[1] == []
+    return finished
 
 
 def test_a_normal_job_logs_no_error_and_no_exception(uninterrupted: FinishedJob) -> None:
@@ -58,6 +66,8 @@ def test_a_job_killed_in_each_step_completes_billed_once_for_each(
     web: ScholarlyWeb, uninterrupted: FinishedJob, tmp_path: Path
 ) -> None:
     finished = job_killed_in_each_step(web, tmp_path / "state", tmp_path)
+    started_again(web, tmp_path / "state")
+    assert kept_progress(tmp_path / "state")[1] == []
 
     assert finished.status["status"] == "COMPLETED", finished.status
     assert finished.results["evidence"], "the restarted job extracted nothing"

@@ -9,6 +9,7 @@ job was (functions/local_runtime/recovery.py); the last life holds nothing and t
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from functions.local_runtime.durable import JOURNAL
+from functions.local_runtime.resume import PROGRESS_TABLE
 from functions.orchestrate.models import JobStatus
 from tests.e2e.scholarly_topic import GOAL, environment
 from tests.support.runtime_process import LocalRuntime
@@ -144,3 +147,22 @@ def resumed_states(job: FinishedJob) -> list[str]:
 def extractions(job: FinishedJob) -> int:
     summary = job.results["execution_summary"]
     return int(summary["extractions_successful"]) + int(summary["extractions_failed"])
+
+
+def started_again(web: ScholarlyWeb, state_dir: Path) -> str:
+    """Start a runtime on `state_dir` once more and stop it; what it printed."""
+    runtime = LocalRuntime(state_dir, runtime_environment(web))
+    return runtime.stop()
+
+
+def kept_progress(state_dir: Path) -> tuple[int, list[str]]:
+    """What a state directory's journal says of the runtime's progress table (resume points, kept step
+    outputs): how many lines it wrote, and the items still held (the last line of their key has an
+    image)."""
+    lines, latest = 0, {}
+    for line in (state_dir / JOURNAL).read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("t") == "ddb" and record["k"][0] == PROGRESS_TABLE:
+            lines += 1
+            latest["#".join(str(part) for part in record["k"][1:])] = record.get("v") is not None
+    return lines, sorted(key for key, present in latest.items() if present)

@@ -72,3 +72,18 @@ def test_a_checkpoint_forgets_the_kept_outputs_and_keeps_the_resume_point(table:
     assert table.get("search", {**SEARCH_EVENT, "job_id": "j2"}) == {"round": 9}  # another job's stay
     point = table.resume_point("t", "j1")
     assert point is not None and point.state == "Synthesize"
+    table.put("finalize", SEARCH_EVENT, {"status": "COMPLETED"})
+    table.forget_job("t", "j1")  # its execution ended
+    assert table.resume_point("t", "j1") is None and table.get("finalize", SEARCH_EVENT) is None
+    assert {"Done", "JobFailed"} == resume.TERMINAL_STATES
+
+
+def test_start_up_forgets_what_is_kept_of_the_jobs_that_do_not_go_on(table: JobProgressTable) -> None:
+    for job_id in ("going-on", "ended", "failed-at-start"):
+        table.entered("t", job_id, "Search", {"job_id": job_id})
+        table.put("search", {**SEARCH_EVENT, "job_id": job_id}, {"round": 2})
+    assert table.forget_all_but({("t", "going-on")}) == 4
+    assert table.resume_point("t", "going-on") is not None
+    assert table.get("search", {**SEARCH_EVENT, "job_id": "going-on"}) == {"round": 2}
+    assert table.resume_point("t", "ended") is None and table.resume_point("t", "failed-at-start") is None
+    assert table.forget_all_but(set()) == 2
