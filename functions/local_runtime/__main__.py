@@ -71,9 +71,15 @@ def _announce(
                 f"{len(aws.resumed_jobs)} job(s) waiting at a checkpoint when the runtime stopped: waiting again",
                 flush=True,
             )
+        if aws.continued_jobs:
+            print(
+                f"{len(aws.continued_jobs)} job(s) were running when the runtime stopped: going on where "
+                "they were",
+                flush=True,
+            )
         if aws.interrupted_jobs:
             print(
-                f"{len(aws.interrupted_jobs)} job(s) were running when the runtime stopped: now FAILED",
+                f"{len(aws.interrupted_jobs)} job(s) could not go on after the runtime stopped: now FAILED",
                 flush=True,
             )
     print(f"embedded AWS ready: state machines {sorted(aws.state_machine_arns)}", flush=True)

@@ -33,6 +33,7 @@ from functions.local_runtime import (
     grants,
     lambda_adapter,
     recovery,
+    resume,
     s3_atomic,
 )
 from functions.search.turns import reset_process_turns
@@ -44,7 +45,7 @@ _FAKE_CREDENTIALS = {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": REGION,
 }
-RESEARCH_MACHINE = "research"  # the state machine a job waiting at a checkpoint resumes on
+RESEARCH_MACHINE = resume.RESEARCH_MACHINE  # the state machine an unfinished job resumes on
 _SUBSTITUTION = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
 
@@ -75,6 +76,7 @@ class EmbeddedAws:
     restored: dict[str, int] = field(default_factory=dict, init=False)  # what the last start loaded
     interrupted_jobs: list[str] = field(default_factory=list, init=False)  # "team/job" failed at start
     resumed_jobs: list[str] = field(default_factory=list, init=False)  # waiting at a checkpoint again
+    continued_jobs: list[str] = field(default_factory=list, init=False)  # going on where they were
     restore_seconds: float = field(default=0.0, init=False)  # loading the kept state, in the last start
     state_machine_arns: dict[str, str] = field(default_factory=dict, init=False)
     function_arns: dict[str, str] = field(default_factory=dict, init=False)
@@ -122,6 +124,8 @@ class EmbeddedAws:
         dynamodb_json.install()
         s3_atomic.install()
         self._create_storage()
+        if self.state_dir is not None:  # where running jobs got to, for the next start to go on from
+            resume.install(boto3.client("dynamodb", region_name=REGION))
         self._create_functions()
         self._create_state_machines()
         if len(self.state_machine_arns) == 1:
@@ -130,16 +134,18 @@ class EmbeddedAws:
         if self._state is not None:
             self.restored = self._state.load()
             self.restore_seconds = self._state.load_seconds
-            # executions do not survive a restart: a job waiting at a checkpoint waits there again, in a
-            # new execution; the others end FAILED, now, not on a read
+            # executions do not survive a restart: each unfinished job goes on in a new execution, at its
+            # checkpoint or at the state it had reached; one that cannot ends FAILED, now, not on a read
             recovered = recovery.recover_interrupted_jobs(self.state_machine_arns.get(RESEARCH_MACHINE))
             self.resumed_jobs, self.interrupted_jobs = recovered.resumed, recovered.failed
+            self.continued_jobs = recovered.continued
 
     def stop(self) -> None:
         durable.deactivate()  # nothing a lingering execution thread writes now reaches the journal
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
+        resume.uninstall()
         lambda_adapter.uninstall()
         grants.uninstall()
         grants.forget()

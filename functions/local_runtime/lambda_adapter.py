@@ -8,7 +8,12 @@ Lambda-like context. A raised exception becomes `errored=True` with `{"errorType
 exactly as the Lambda service reports it, so Retry and Catch in the ASL behave as on AWS.
 
 A step Lambda's calls are held to what its spec declares it uses (functions/local_runtime/grants.py),
-as IAM holds them on AWS. Limits: handlers share this process's environment (per-function environment
+as IAM holds them on AWS.
+
+For the restart tests, `LOCAL_HOLD_STEP=<function>[:after]` with `LOCAL_HOLD_SIGNAL=<file>` holds the
+first invocation of that function in this process, before its handler runs (or, with `:after`, once it
+has returned and before Step Functions sees the result): the file is written, and the invocation waits
+until it is removed, so a test kills the runtime at a known point, with no timing involved. Limits: handlers share this process's environment (per-function environment
 variables are not applied), and a Task that exceeds its TimeoutSeconds fails on time while its Python thread runs on to
 completion in the background (threads cannot be killed).
 """
@@ -17,11 +22,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import threading
 import time
 import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from moto.awslambda.models import LambdaFunction
@@ -58,10 +66,36 @@ def resolve_handler(dotted: str) -> Handler:
     return handler
 
 
+class _Hold:
+    """The test hold of `LOCAL_HOLD_STEP` (once per process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held = False
+
+    def wait(self, function_name: str, when: str) -> None:
+        wanted, _, wanted_when = os.environ.get("LOCAL_HOLD_STEP", "").partition(":")
+        signal = os.environ.get("LOCAL_HOLD_SIGNAL")
+        if not wanted or wanted != function_name or (wanted_when or "before") != when or not signal:
+            return
+        with self._lock:
+            if self._held:
+                return
+            self._held = True
+        marker = Path(signal)
+        marker.write_text(f"{function_name} {when}\n", encoding="utf-8")
+        while marker.exists():
+            time.sleep(0.05)
+
+
+_hold = _Hold()
+
+
 def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     """The replacement for `LambdaFunction._invoke_lambda`."""
     if isinstance(event, str | bytes):
         event = json.loads(event or "{}")
+    _hold.wait(function.function_name, "before")
     context = LocalLambdaContext(
         function_name=function.function_name,
         memory_limit_in_mb=int(function.memory_size),
@@ -79,6 +113,7 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
             "stackTrace": traceback.format_exception(exc)[-3:],
         }
         return json.dumps(error), True, f"{type(exc).__name__}: {exc}"
+    _hold.wait(function.function_name, "after")
     return json.dumps(result, default=str), False, ""
 
 

@@ -225,6 +225,24 @@ class Budgets:
         settled = self.store.settle(team_id, job_id)
         return settled[1] if settled is not None else 0.0
 
+    def release_unrecorded(self, team_id: str, job_id: str) -> float:
+        """Give back what the job's steps reserved and never replaced by their cost: call it only while
+        none of its steps runs (the local runtime, restarting, before the job goes on), when every
+        reservation left belongs to a step that died unrecorded. The job's ledger, and the month's
+        totals for a job without a hold (where its reservations were made too), lose that amount;
+        returns it."""
+        ledger = self.store.job(team_id, job_id)
+        if ledger is None:
+            return 0.0
+        unrecorded = ledger.committed_usd - ledger.cost_usd
+        if unrecorded <= ROUNDING_USD:
+            return 0.0
+        self.store.charge_job(team_id, job_id, {"committed_usd": -unrecorded})
+        if ledger.held_usd is None:
+            month = month_of(self.clock())
+            self.store.add(UsageKey(team_id, month, TOTALS), {"committed_usd": -unrecorded})
+        return unrecorded
+
     # --- a running job ----------------------------------------------------------------------------
 
     def open_job(self, team_id: str, job_id: str, scope: Mapping[str, Any]) -> None:

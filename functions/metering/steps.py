@@ -23,6 +23,7 @@ logger = get_logger("metering")
 
 StepRunner = Callable[[str, dict[str, Any], Any], dict[str, Any]]
 TERMINAL_STEPS = frozenset({"finalize", "fail"})
+UNKNOWN_JOB = "unknown"  # the job of a step event that names none
 
 
 def _state(event: dict[str, Any]) -> dict[str, Any]:
@@ -45,7 +46,7 @@ def step_ids(event: dict[str, Any]) -> tuple[str, str]:
         or state.get("job_id")
         or nested.get("job_id")
         or event.get("execution_name")
-        or "unknown"
+        or UNKNOWN_JOB
     )
     return str(team), str(job)
 

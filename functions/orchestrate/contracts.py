@@ -143,7 +143,7 @@ class ScreenOutput(BaseModel):
 # --- Checkpoint<Phase> ------------------------------------------------------------------------------
 
 # Keys of the state that belong to one pass through a checkpoint, not to the job's work.
-TRANSIENT_STATE_KEYS = ("checkpoint_timeout", "resume_checkpoint", "error")
+TRANSIENT_STATE_KEYS = ("checkpoint_timeout", "resume_at", "error")
 
 
 class CheckpointInput(_JobPayload):

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -202,7 +203,7 @@ def _start(client: TestClient, headers: dict[str, str], callback_url: str) -> Jo
     return Job(client, started.json()["job_id"], headers)
 
 
-def test_each_checkpoint_edit_changes_what_the_next_phase_does(client: TestClient) -> None:
+def test_each_checkpoint_edit_changes_what_the_next_phase_does(client: TestClient, tmp_path: Path) -> None:
     papers = topic_papers(9, off_topic=1)
     extra = topic_papers(12, off_topic=0)[11]  # on topic, known to the reviewer only; DOI-only
     assert extra.sample.arxiv_id is None and extra.sample.title not in {p.sample.title for p in papers}
@@ -217,7 +218,11 @@ def test_each_checkpoint_edit_changes_what_the_next_phase_does(client: TestClien
             ADMIN_TOKEN=ADMIN,
         )
         reset_workflow_settings_cache()
-        with EmbeddedAws(extra_environment=env), TestClient(admin_app) as admin:
+        # kept like `make run`'s: the steps' outputs are kept too, and a review still changes what follows
+        with (
+            EmbeddedAws(extra_environment=env, state_dir=tmp_path / "state"),
+            TestClient(admin_app) as admin,
+        ):
             team_id, receiver.secret = _team(admin)
             job = _start(client, {"x-team-id": team_id}, receiver.url("/jobs"))
             _review_plan(job)
@@ -233,12 +238,15 @@ def test_each_checkpoint_edit_changes_what_the_next_phase_does(client: TestClien
                 ).text
                 for name in results["artifacts"]
             }
+            usage = client.get(f"/api/usage/jobs/{job.job_id}", headers=job.headers).json()
             nothing_waits = client.get(f"/api/agent/checkpoint/{job.job_id}", headers=job.headers)
             other_team = client.get(
                 f"/api/agent/checkpoint/{job.job_id}", headers={"x-team-id": "team-other0001"}
             )
 
     assert final["status"] == "COMPLETED", final
+    # the synthesis sent back was written anew (the review forgot the kept output of the first)
+    assert usage["steps"]["synthesize"] == 2
     assert nothing_waits.status_code == 409 and other_team.status_code == 404
     # nothing was delivered while the report was held: its notice follows the fifth checkpoint's (the
     # resynthesis, after the first approval of the synthesis)

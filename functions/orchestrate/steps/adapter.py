@@ -1,6 +1,7 @@
 """What every step Lambda shares: its input parsed at the boundary, its output dumped to the JSON the
-state machine reads, JSON logs with the job id, step and request id, metering (functions/metering/steps.py)
-and the container's fair CPU slots (functions/common/fair_slots.py)."""
+state machine reads, JSON logs with the job id, step and request id, metering (functions/metering/steps.py),
+the container's fair CPU slots (functions/common/fair_slots.py) and, where a store is installed, the
+outputs of finished steps (functions/orchestrate/steps/kept_outputs.py)."""
 
 from __future__ import annotations
 
@@ -14,17 +15,30 @@ from functions.common import snapstart
 from functions.common.fair_slots import working_for
 from functions.common.observability import get_logger
 from functions.metering.steps import metered_step, step_ids
+from functions.orchestrate.steps.kept_outputs import keep_output, kept_output
 
 logger = get_logger("orchestrate-steps")
 StepHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StepInput = TypeVar("StepInput", bound=BaseModel)
+KeepsOutput = Callable[[BaseModel], bool]
+
+
+def _always(_output: BaseModel) -> bool:
+    return True
 
 
 def step_handler(
-    name: str, input_model: type[StepInput], build: Callable[[], Callable[[StepInput], BaseModel]]
+    name: str,
+    input_model: type[StepInput],
+    build: Callable[[], Callable[[StepInput], BaseModel]],
+    *,
+    keeps: KeepsOutput | None = _always,
 ) -> StepHandler:
     """The Lambda handler of the state `name`: `build()` wires the step per invocation (cheap: clients
-    are cached by functions.common.aws; it follows the current settings, which tests change)."""
+    are cached by functions.common.aws; it follows the current settings, which tests change).
+
+    `keeps`: whether an output is kept and given again, unmetered, to a repeat of the same payload; None
+    for a step that must run every time it is invoked."""
 
     def run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
         request_id = getattr(context, "aws_request_id", None)
@@ -40,11 +54,20 @@ def step_handler(
             raise
         else:
             logger.info("step finished", duration_ms=round((time.perf_counter() - started) * 1000, 1))
-            return output.model_dump(mode="json")
+            dumped: dict[str, Any] = output.model_dump(mode="json")
+            # kept before metering records the step: a stop in between leaves it unbilled, never billed twice
+            if keeps is not None and keeps(output):
+                keep_output(step, event, dumped)
+            return dumped
         finally:
             logger.thread_safe_clear_keys()
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if keeps is not None:
+            kept = kept_output(name, event)
+            if kept is not None:  # it ran and was metered before the workflow's restart
+                logger.info("step answered with its kept output", job_id=step_ids(event)[1], step=name)
+                return kept
         # Measured and recorded on the job's cost ledger and the team's month (functions/metering).
         return metered_step(name, event, context, run)
 

@@ -74,4 +74,4 @@ def build() -> Checkpoint:
     )
 
 
-handler = step_handler("checkpoint", CheckpointInput, build)
+handler = step_handler("checkpoint", CheckpointInput, build, keeps=None)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from functions.common.embedder import default_embedder
 from functions.common.models import Paper
 from functions.common.settings import get_settings
@@ -173,4 +175,9 @@ def build() -> Screen:
     )
 
 
-handler = step_handler("screen", ScreenInput, build)
+def _not_continued(output: BaseModel) -> bool:
+    """A CONTINUE is not kept: the next iteration has the same payload and goes on from the kept vectors."""
+    return not (isinstance(output, ScreenOutput) and output.action == "CONTINUE")
+
+
+handler = step_handler("screen", ScreenInput, build, keeps=_not_continued)

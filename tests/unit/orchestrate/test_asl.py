@@ -105,15 +105,26 @@ def test_each_checkpoint_is_a_rearmed_task_token_wait_the_caller_opts_into(
     ]
 
 
-def test_an_execution_starts_with_plan_or_resumes_at_the_checkpoint_its_input_names() -> None:
+def test_an_execution_starts_with_plan_or_resumes_at_the_state_its_input_names() -> None:
     states = DEFINITION["States"]
-    resume = states[DEFINITION["StartAt"]]
+    defaults = states[DEFINITION["StartAt"]]
+    # resume_at has a default (Plan), so a normal execution evaluates no missing path (a clean log)
+    assert defaults["Type"] == "Pass" and defaults["Parameters"] == {
+        "defaults": {"resume_at": "Plan"},
+        "input.$": "$",
+    }
+    merged = states[defaults["Next"]]
+    assert merged["Parameters"] == {"state.$": "States.JsonMerge($.defaults, $.input, false)"}
+    assert merged["OutputPath"] == "$.state"
+    resume = states[merged["Next"]]
     assert resume["Type"] == "Choice" and resume["Default"] == "Plan"
-    assert resume["Choices"] == [{"Variable": "$.resume_checkpoint", "IsPresent": True, "Next": "ResumeAt"}]
-    resume_at = states["ResumeAt"]
-    assert resume_at["Default"] == "Plan"
-    assert {c["StringEquals"]: c["Next"] for c in resume_at["Choices"]} == CHECKPOINTS
-    assert {c["Variable"] for c in resume_at["Choices"]} == {"$.resume_checkpoint"}
+    assert {c["Variable"] for c in resume["Choices"]} == {"$.resume_at"}
+    targets = {c["StringEquals"]: c["Next"] for c in resume["Choices"]}
+    assert all(name == target for name, target in targets.items())  # each value names its state
+    work = {"Search", "Screen", "Extract", "Synthesize", "Finalize", "MarkFailed"}
+    assert set(targets) == work | set(CHECKPOINTS.values())
+    assert all(states[name]["Type"] in ("Task", "Map") for name in targets)
+    assert not any("IsPresent" in choice for state in states.values() for choice in state.get("Choices", []))
 
 
 def test_a_reviewer_may_send_the_synthesis_back() -> None:
