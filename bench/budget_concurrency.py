@@ -11,7 +11,7 @@ On the embedded runtime with metering on, against the loopback scholarly web of 
   overspend ratio (charged / budget) and the excess over the budget in steps (the largest step of its
   jobs): issue 31 asks for at least N - 1 accepted, every accepted job COMPLETED, at most one step over;
 - submits 3 rapid jobs at once for a team without a monthly budget, each with `max_cost_usd` at a
-  fraction of the quote's low figure, and prints the largest overrun of a job's cap in steps
+  fraction of the quote's mean (`basis.mean_usd`), and prints the largest overrun of a job's cap in steps
   ((cost - max_cost_usd) / the job's largest step; <= 1 is the promise of docs/usage.md).
 
     .venv/bin/python -m bench.budget_concurrency [--budget-usd 0.01] [--concurrency 1 5 20] [--no-politeness]
@@ -73,7 +73,7 @@ def _settled(client: TestClient, team_id: str, job_id: str) -> dict[str, Any] | 
     if not (steps.get("finalize") or steps.get("fail")):
         return None
     time.sleep(0.3)  # the settlement follows the last step's recording
-    return {**body, "status": status["status"]}
+    return {**body, "status": status["status"], "failure_reason": status.get("failure_reason")}
 
 
 def _wait(client: TestClient, team_id: str, job_ids: list[str]) -> list[dict[str, Any]]:
@@ -111,6 +111,9 @@ def monthly_budget_run(client: TestClient, concurrency: int, budget: float) -> d
         "refused_402": len(refused),
         "other_status": others,
         "statuses": dict(Counter(job["status"] for job in jobs)),
+        "failures": dict(
+            Counter(str(job["failure_reason"])[:120] for job in jobs if job["status"] == "FAILED")
+        ),
         "budget_usd": round(budget, 6),
         "charged_usd": round(charged, 6),
         "overspend_ratio": round(charged / budget, 3),
@@ -125,7 +128,7 @@ def job_cap_run(client: TestClient, fraction: float, jobs: int = 3) -> dict[str,
     team, _, _ = team_service().create_team(f"Bench capped team {fraction}", "basic")
     _, quote = _execute(client, team.team_id, {"discovery_depth": "rapid"})
     _wait(client, team.team_id, [quote["job_id"]])
-    cap = round(quote["cost_estimate"]["low_usd"] * fraction, 6)
+    cap = round(quote["cost_estimate"]["basis"]["mean_usd"] * fraction, 6)
     scope = {"discovery_depth": "rapid", "max_cost_usd": cap}
     answers = _at_once(jobs, lambda: _execute(client, team.team_id, scope))
     accepted = [body["job_id"] for code, body in answers if code == 202]
@@ -137,7 +140,7 @@ def job_cap_run(client: TestClient, fraction: float, jobs: int = 3) -> dict[str,
     ]
     return {
         "max_cost_usd": cap,
-        "quote_low_usd": quote["cost_estimate"]["low_usd"],
+        "quote_mean_usd": quote["cost_estimate"]["basis"]["mean_usd"],
         "jobs": len(accepted),
         "refused": len(answers) - len(accepted),
         "costs_usd": sorted(round(float(u["cost_usd"]), 6) for u in usages),
@@ -152,7 +155,13 @@ def main() -> None:
         "--budget-usd", type=float, help="the team's monthly budget (default: N jobs at the quote's middle)"
     )
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 5, 20])
-    parser.add_argument("--cap-fractions", type=float, nargs="+", default=[0.6, 0.3])
+    parser.add_argument(
+        "--cap-fractions",
+        type=float,
+        nargs="+",
+        default=[0.7, 0.4],
+        help="max_cost_usd as a share of the quote's mean",
+    )
     add_condition_options(parser)
     args = parser.parse_args()
     figure = figure_printer(args.no_politeness)

@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.quote_coverage [--split heldout dev] [--depths rapid focused ...]
                                              [--goals-per-depth 4] [--record steps.json]
                                              [--no-politeness] [--no-latency]
+    .venv/bin/python -m bench.quote_coverage --calibrate steps.json
 
 Every goal of the quality bench's split (bench/quality.py: the dev half calibrates, the held-out half
 is reported) runs a real job at each depth, one after the other, on the embedded runtime with metering
@@ -24,9 +25,11 @@ import argparse
 import json
 import logging
 import os
+import statistics
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
@@ -84,7 +87,7 @@ class StepLog:
                 )
             return cost
 
-        UsageRecorder.record_step = record_step  # type: ignore[method-assign]
+        setattr(UsageRecorder, "record_step", record_step)  # noqa: B010 (mypy: a method is read-only)
 
 
 def interleaved(goals: list[Goal]) -> list[Goal]:
@@ -198,6 +201,67 @@ def run(args: argparse.Namespace) -> list[JobCost]:
     return jobs
 
 
+def _sd(values: Sequence[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def calibrate(recorded: list[dict[str, Any]]) -> None:
+    """Print the step profiles and the job shape of functions/metering/estimate.py from recorded dev jobs.
+
+    A job's load factor is its Lambda GB-seconds against what its steps take on average (each step at its
+    kind's mean seconds); LOAD_SD is that factor's spread over the jobs, and each kind's seconds spread is
+    taken after dividing every step by its job's factor, so that the two are not counted twice."""
+    from functions.metering.usage import step_memory_mb
+
+    jobs = [job for job in recorded if job["steps"] and job["cost_usd"] > 0]
+    if any(job.get("split") != "dev" for job in jobs):
+        raise SystemExit("calibrate on dev goals only: the held-out half stays held out")
+    seconds: dict[str, list[float]] = {}
+    for job in jobs:
+        for step in job["steps"]:
+            seconds.setdefault(step["step"], []).append(step["seconds"])
+    means = {kind: statistics.fmean(values) for kind, values in seconds.items()}
+    factors: list[float] = []
+    normalised: dict[str, list[float]] = {}
+    for job in jobs:
+        weighted = [(step_memory_mb(s["step"]), s) for s in job["steps"] if s["step"] in means]
+        expected = sum(memory * means[s["step"]] for memory, s in weighted)
+        factor = sum(memory * s["seconds"] for memory, s in weighted) / expected
+        factors.append(factor)
+        for _, s in weighted:
+            normalised.setdefault(s["step"], []).append(s["seconds"] / factor)
+    print(f"calibration from {len(jobs)} dev jobs")
+    for kind, values in sorted(seconds.items()):
+        print(
+            f'    "{kind}": seconds mean {means[kind]:.3f}, sd {_sd(normalised[kind]):.3f}  ({len(values)} steps)'
+        )
+    print(f"LOAD_SD = {_sd(factors):.3f}  (job factors {min(factors):.2f}-{max(factors):.2f})")
+    # A job's Search iterations together take time in proportion to its planned queries.
+    phase = [
+        (sum(s["seconds"] for s in job["steps"] if s["step"] == "search"), job["basis"]["queries"])
+        for job in jobs
+    ]
+    per_query = sum(seconds for seconds, _ in phase) / sum(queries for _, queries in phase)
+    ratios = [seconds / (per_query * queries) for seconds, queries in phase]
+    print(f"SEARCH_SECONDS_PER_QUERY = {per_query:.4f}, SEARCH_PHASE_SD = {_sd(ratios):.3f}")
+    for kind in ("search", "screen"):
+        counts = [sum(1 for s in job["steps"] if s["step"] == kind) for job in jobs]
+        print(
+            f'    "{kind}": count mean {statistics.fmean(counts):.3f}, sd {_sd(counts):.3f}, most {max(counts)}'
+        )
+    # How many sources a goal's screening selects: the share of jobs that extracted none, and the
+    # others' count from the jobs whose target did not cap it (above the most any dev job extracted).
+    extracted = [(sum(1 for s in job["steps"] if s["step"] == "extract"), job) for job in jobs]
+    most = max(count for count, _ in extracted)
+    free = [count for count, job in extracted if job["basis"]["target_sources"] > most and count]
+    zero_share = sum(1 for count, _ in extracted if not count) / len(extracted)
+    if free:
+        print(
+            f'    "extract": zero_share {zero_share:.3f}; else count mean {statistics.fmean(free):.3f}, '
+            f"sd {_sd(free):.3f} ({len(free)} uncapped jobs)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -206,8 +270,14 @@ def main() -> None:
     parser.add_argument("--depths", nargs="+", choices=DEPTHS, default=list(DEPTHS))
     parser.add_argument("--goals-per-depth", type=int, default=4)
     parser.add_argument("--record", type=Path, help="write each job's plan, cost and metered steps as JSON")
+    parser.add_argument(
+        "--calibrate", type=Path, help="print the estimate's profile from a --record of dev jobs"
+    )
     add_condition_options(parser)
     args = parser.parse_args()
+    if args.calibrate:
+        calibrate(json.loads(args.calibrate.read_text()))
+        return
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     started = time.perf_counter()
