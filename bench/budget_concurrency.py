@@ -33,6 +33,7 @@ from fastapi.testclient import TestClient
 
 from bench.corpus_web import add_condition_options, describe_conditions, figure_printer
 from bench.corpus_web.web import POLITENESS_SETTINGS
+from bench.partial_causes import job_causes
 from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
@@ -73,7 +74,16 @@ def _settled(client: TestClient, team_id: str, job_id: str) -> dict[str, Any] | 
     if not (steps.get("finalize") or steps.get("fail")):
         return None
     time.sleep(0.3)  # the settlement follows the last step's recording
-    return {**body, "status": status["status"], "failure_reason": status.get("failure_reason")}
+    causes: list[str] = []
+    if status["status"] == "PARTIAL":
+        results = client.get(f"/api/agent/results/{job_id}", headers=headers).json()
+        causes = job_causes(status, results)
+    return {
+        **body,
+        "status": status["status"],
+        "failure_reason": status.get("failure_reason"),
+        "causes": causes,
+    }
 
 
 def _wait(client: TestClient, team_id: str, job_ids: list[str]) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -261,7 +261,9 @@ class Budgets:
         if ledger is None or ledger.held_usd is None or ledger.settled or ledger.hold_month is None:
             return 0.0
         ratio = self.costs.measured_ratio(ledger.counters)
-        remaining = self.costs.remaining_cost(ledger.counters, ledger.planned_extractions or 0, high=False)
+        remaining = self.costs.remaining_cost(
+            ledger.counters, ledger.planned_extractions or 0, high=False, selected=ledger.selected_extractions
+        )
         closing = self.costs.step_cost("finalize", high=True)
         keep = max(ledger.committed_usd + max(ratio * remaining, closing), ledger.cost_usd)
         release = ledger.held_usd - keep
@@ -270,15 +272,17 @@ class Budgets:
         changed = self.store.resize_hold(HoldChange(team_id, job_id, ledger.hold_month, -release))
         return release if changed else 0.0
 
-    def _grow_hold(self, ledger: JobLedger, need: UnitNeed) -> float | None:
+    def _grow_hold(self, ledger: JobLedger, need: UnitNeed) -> bool:
         """Grow a held job's hold by what the unit lacks, from what the month has left (others' holds
-        trued down): the new hold, or None when the month cannot spare it or max_cost_usd binds."""
+        trued down). False when the month cannot spare it or max_cost_usd binds; True when grown, or
+        when the hold already had room as read (other units reserved since: ask again)."""
         if ledger.held_usd is None or ledger.hold_month is None or ledger.monthly_budget_usd is None:
-            return None
+            return False
         grow = need.committed_usd + need.total - ledger.held_usd + ROUNDING_USD
-        held = ledger.held_usd + grow
-        if grow <= 0 or (ledger.max_cost_usd is not None and held > ledger.max_cost_usd):
-            return None
+        if grow <= ROUNDING_USD:
+            return True
+        if ledger.max_cost_usd is not None and ledger.held_usd + grow > ledger.max_cost_usd:
+            return False
         change = HoldChange(
             ledger.team_id,
             ledger.job_id,
@@ -286,7 +290,7 @@ class Budgets:
             grow,
             month_limit=ledger.monthly_budget_usd - grow,
         )
-        return held if self.store.resize_hold(change) else None
+        return self.store.resize_hold(change)
 
     def check_job_cap(self, quote: Mapping[str, Any], max_cost_usd: float | None) -> None:
         """InvalidInput when `max_cost_usd` is below what the job costs even if every unit is refused:
@@ -341,7 +345,10 @@ class Budgets:
         screening = self.costs.running_step_cost("screen", meter.elapsed_seconds() if meter else 0.0)
         room = min(caps) - ledger.committed_usd - screening - ratio * self.costs.closing_cost("extract")
         each = ratio * self.costs.skipped_cost("extract")
-        return max(0, min(wanted, int(room // each))) if each > 0 else wanted
+        affordable = max(0, min(wanted, int(room // each))) if each > 0 else wanted
+        if held is not None:
+            self.store.select_extractions(team_id, job_id, affordable)
+        return affordable
 
     def admit(
         self,
@@ -359,10 +366,27 @@ class Budgets:
         scaled by how far the job's recorded steps passed theirs (`CostModel.measured_ratio`).
 
         A job that holds part of the month (`hold`) is capped by that hold and reserves on its ledger
-        only: the month already counts the hold. Other jobs reserve on the month's totals as well."""
-        ledger = self.store.job(team_id, job_id)
-        if ledger is None:
-            return None
+        only: the month already counts the hold; when the hold is short, it is grown from what the
+        month has left and the unit asks again (the ledger read afresh: a Map's other iterations may
+        have reserved in between). Other jobs reserve on the month's totals as well."""
+        refused: Refusal | None = None
+        for attempt in range(HOLD_ATTEMPTS):
+            ledger = self.store.job(team_id, job_id)
+            if ledger is None:
+                return None
+            need = self._unit_need(ledger, unit, sources, pending)
+            if need is None:
+                return None
+            held = ledger.held_usd if not ledger.settled else None
+            refused = self._reserve(team_id, job_id, need, held)
+            if refused is None or not need.by_hold or attempt == HOLD_ATTEMPTS - 1:
+                return refused
+            if not self._grow_hold(ledger, need):
+                return refused
+        return refused
+
+    def _unit_need(self, ledger: JobLedger, unit: Unit, sources: int, pending: int) -> UnitNeed | None:
+        """What the unit asks of the job's budgets; None when the job has none."""
         held = ledger.held_usd if not ledger.settled else None
         caps = [cap for cap in (ledger.max_cost_usd, held) if cap is not None]
         if not caps and ledger.monthly_budget_usd is None:
@@ -370,7 +394,7 @@ class Budgets:
         ratio = self.costs.measured_ratio(ledger.counters)
         skipped = max(0, pending) * self.costs.skipped_cost(unit)
         job_cap = min(caps) if caps else None
-        need = UnitNeed(
+        return UnitNeed(
             unit=unit,
             month=month_of(self.clock()),
             estimate=self.costs.unit_estimate(unit, ledger.counters, sources=sources),
@@ -382,13 +406,6 @@ class Budgets:
             and (ledger.max_cost_usd is None or held < ledger.max_cost_usd),
             monthly_budget_usd=ledger.monthly_budget_usd,
         )
-        refused = self._reserve(team_id, job_id, need, held)
-        if refused is not None and need.by_hold and (grown := self._grow_hold(ledger, need)) is not None:
-            need = replace(
-                need, job_cap=grown if ledger.max_cost_usd is None else min(grown, ledger.max_cost_usd)
-            )
-            refused = self._reserve(team_id, job_id, need, grown)
-        return refused
 
     def _reserve(self, team_id: str, job_id: str, need: UnitNeed, held: float | None) -> Refusal | None:
         """Reserve the unit's estimate within the job's cap and the month's budget, or refuse."""

@@ -53,6 +53,7 @@ _DESCRIPTIVE = frozenset(
         "settled_at",
         "hold_margin_sq",
         "planned_extractions",
+        "selected_extractions",
     }
 )
 
@@ -275,6 +276,13 @@ class DynamoDbUsageStore:
                 return "refused"
             raise
         return "held"
+
+    def select_extractions(self, team_id: str, job_id: str, count: int) -> None:
+        self._table.update_item(
+            Key={"pk": job_pk(team_id, job_id), "sk": LEDGER},
+            UpdateExpression="SET selected_extractions = :count",
+            ExpressionAttributeValues={":count": count},
+        )
 
     def resize_hold(self, change: HoldChange) -> bool:
         ledger = {

@@ -337,12 +337,18 @@ class CostModel:
         return closing
 
     def remaining_cost(
-        self, counters: Mapping[str, float], planned_extractions: int, *, high: bool = True
+        self,
+        counters: Mapping[str, float],
+        planned_extractions: int,
+        *,
+        high: bool = True,
+        selected: int | None = None,
     ) -> float:
         """What a running job may still spend after the steps its ledger counts (`steps_<step>`): every
         step it can still run, none of a phase it has left behind (no search once it extracts, no
         extraction once it synthesizes). `high`: each step at its high profile and as many as a job
-        runs (the plan's extractions); else each at its mean and as many as a job runs on average."""
+        runs (the plan's extractions); else each at its mean and as many as a job runs on average.
+        `selected`: the extractions the screening started, once it has (then exactly those)."""
         done = {step: counters.get(f"steps_{step}", 0.0) for step in self.profiles}
         if high:
             left = {step: count.most or 0.0 for step, count in self.shape.items()}
@@ -350,6 +356,8 @@ class CostModel:
         else:
             left = {step: count.capped(count.most or count.mean)[0] for step, count in self.shape.items()}
             left["extract"] = self.shape["extract"].capped(planned_extractions)[0]
+        if selected is not None:
+            left["extract"] = float(selected)
         if done["extract"] or done["synthesize"]:
             left["search"], left["screen"] = done["search"], done["screen"]
         if done["synthesize"]:

@@ -95,6 +95,7 @@ class JobLedger:
     settled: bool = False  # the hold was settled: the job's costs now count in full
     hold_margin_sq: float = 0.0  # (high - mean)^2 of the job's quote, while it holds (HoldRequest)
     planned_extractions: int | None = None  # the quote's extractions, for the hold's true-up
+    selected_extractions: int | None = None  # how many the screening handed the extraction Map
 
     @classmethod
     def from_stored(
@@ -223,6 +224,10 @@ class UsageStore(Protocol):
     def hold(self, request: HoldRequest) -> HoldOutcome:
         """ADD `usd` to the month's `committed_usd` if it is at most `month_limit` before, and record the
         hold on the job's ledger, both or neither. A job holds once: a second hold changes nothing."""
+        ...
+
+    def select_extractions(self, team_id: str, job_id: str, count: int) -> None:
+        """Record on the job's ledger how many extractions its Map runs (the hold's true-up)."""
         ...
 
     def resize_hold(self, change: HoldChange) -> bool:

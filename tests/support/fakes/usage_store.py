@@ -134,6 +134,10 @@ class InMemoryUsageStore:
             self._add(totals_key, {"committed_usd": request.usd, "hold_margin_sq": request.margin_sq})
             return "held"
 
+    def select_extractions(self, team_id: str, job_id: str, count: int) -> None:
+        with self._lock:
+            self.ledgers.setdefault((team_id, job_id), {})["selected_extractions"] = float(count)
+
     def resize_hold(self, change: HoldChange) -> bool:
         totals_key = (month_pk(change.team_id, change.month), TOTALS)
         with self._lock:
