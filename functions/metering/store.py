@@ -126,6 +126,9 @@ class JobLedger:
             planned_extractions=int(planned)
             if (planned := number("planned_extractions")) is not None
             else None,
+            selected_extractions=int(chosen)
+            if (chosen := number("selected_extractions")) is not None
+            else None,
         )
 
     @property

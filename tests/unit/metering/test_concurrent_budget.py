@@ -359,3 +359,20 @@ def test_a_cap_below_what_the_job_costs_doing_nothing_is_refused_at_submission(
     assert body["error"] == "INVALID_INPUT" and body["field"] == "scope_parameters.max_cost_usd"
     assert "even if its budget refuses every search" in body["message"]
     assert _committed(store) == 0.0  # nothing held for it
+
+
+def test_the_true_up_keeps_the_extractions_the_screening_started(store: UsageStore) -> None:
+    budgets = Budgets(store, MODEL, team_budget=lambda team: BUDGET)
+    assert budgets.hold(TEAM, "job-1", QUOTE) is not None
+    budgets.open_job(TEAM, "job-1", {"discovery_depth": "rapid"})
+    for step in ("plan", "search"):
+        _record(store, "job-1", step, MODEL.profiles[step].seconds_mean)
+    with metering(Meter()):
+        started = budgets.affordable_extractions(TEAM, "job-1", 9)
+    _record(store, "job-1", "screen", MODEL.profiles["screen"].seconds_mean)
+    budgets.true_up(TEAM, "job-1")
+    ledger = store.job(TEAM, "job-1")
+    assert ledger is not None and ledger.held_usd is not None
+    assert started == ledger.selected_extractions == 9
+    extract = MODEL.step_cost("extract", high=False)
+    assert ledger.held_usd >= ledger.cost_usd + 9 * extract  # every started extraction still covered
