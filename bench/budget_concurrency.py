@@ -124,6 +124,7 @@ def monthly_budget_run(client: TestClient, concurrency: int, budget: float) -> d
         "failures": dict(
             Counter(str(job["failure_reason"])[:120] for job in jobs if job["status"] == "FAILED")
         ),
+        "partial_causes": dict(Counter(cause[:100] for job in jobs for cause in job["causes"])),
         "budget_usd": round(budget, 6),
         "charged_usd": round(charged, 6),
         "overspend_ratio": round(charged / budget, 3),
