@@ -112,7 +112,7 @@ def test_a_small_job_budget_ends_partial_with_budget_reached(client: TestClient)
         with _runtime(web, RESEARCH_EXTRACT_MAX_CONCURRENCY="4", RESEARCH_EXTRACT_BUDGET_SECONDS="5"):
             quote = _execute(client, {"discovery_depth": "rapid"}).json()
             _finish(client, quote["job_id"])
-            budget = round(quote["cost_estimate"]["basis"]["mean_usd"] * 0.4, 6)
+            budget = round(quote["cost_estimate"]["basis"]["mean_usd"] * 0.6, 6)
             response = _execute(client, {"discovery_depth": "rapid", "max_cost_usd": budget})
             assert response.status_code == 202, response.text
             job_id = response.json()["job_id"]
