@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,7 +27,16 @@ from typing import Any, Literal
 from functions.common.errors import DomainError, InvalidInput
 from functions.metering.estimate import CostModel, Unit
 from functions.metering.meter import current_meter
-from functions.metering.store import TOTALS, HoldRequest, JobTerms, ReserveRequest, UsageKey, UsageStore
+from functions.metering.store import (
+    TOTALS,
+    HoldChange,
+    HoldRequest,
+    JobLedger,
+    JobTerms,
+    ReserveRequest,
+    UsageKey,
+    UsageStore,
+)
 
 TeamBudget = Callable[[str], float | None]  # a team's monthly budget in USD; None when it has none
 
@@ -44,6 +54,14 @@ def month_of(moment: datetime) -> str:
 
 def usd(amount: float) -> str:
     return f"${amount:.6f}"
+
+
+def pooled_share(mean: float, high: float, pooled_sq: float) -> float:
+    """A job's share of a month whose running holds' squared margins sum to `pooled_sq`: its expected
+    cost plus what its margin (high - mean) adds to the root of that sum (its whole margin, so its high
+    figure, when it runs alone)."""
+    margin = max(0.0, high - mean)
+    return mean + math.sqrt(pooled_sq + margin * margin) - math.sqrt(pooled_sq)
 
 
 class BudgetExceeded(DomainError):
@@ -144,10 +162,7 @@ class Budgets:
     # --- the team's month -------------------------------------------------------------------------
 
     def month_committed(self, team_id: str, month: str) -> float:
-        totals = self.store.get(UsageKey(team_id, month, TOTALS))
-        if totals is None:
-            return 0.0
-        return max(totals.count("committed_usd"), totals.count("cost_usd"))
+        return self._month_holds(team_id, month)[0]
 
     def monthly_status(self, team_id: str) -> dict[str, Any]:
         """The team's monthly budget, what is committed (spent or reserved) and what remains."""
@@ -162,25 +177,37 @@ class Budgets:
         }
 
     def hold(self, team_id: str, job_id: str, quote: Mapping[str, Any]) -> float | None:
-        """Hold the job's share of the team's month: the quote's high figure, or what is left when that
-        is less; None without a monthly budget. BudgetExceeded when not even the low figure fits.
+        """Hold the job's share of the team's month; None without a monthly budget. BudgetExceeded when
+        the month cannot pay for what the job costs even if every unit is refused (its floor:
+        `CostModel.least_job_cost`, or the quote's low figure when less).
+
+        The share starts at the quote's high figure for a job that runs alone. Jobs running at once in
+        a month share one margin: together they hold their expected costs (the quote's `mean_usd`)
+        plus the margin of their sum, the root of the sum of their squared margins (high - mean),
+        since their errors do not all fall the same way; a job holds its mean plus what it adds to
+        that root (`pooled_share`), or what is left of the month when less, down to its floor. The
+        hold is trued down as its steps are recorded and grown when a unit needs more (`true_up`, `admit`).
 
         Optimistic: read what is committed, then ADD the share on condition that the month's committed
         amount has not grown past the budget less the share in between (else read again). The last try
-        asks for the low figure alone."""
+        asks for the floor alone."""
         budget = self.team_budget(team_id)
         if budget is None:
             return None
         month = month_of(self.clock())
-        low = max(0.0, float(quote.get("low_usd", 0.0)))
-        high = max(low, float(quote.get("high_usd", low)))
-        remaining = max(0.0, budget - self.month_committed(team_id, month))
+        low, high, mean, extractions = self._quote_terms(quote)
+        margin_sq = (high - mean) ** 2
+        committed, pooled_sq = self._month_holds(team_id, month)
+        remaining = max(0.0, budget - committed)
+        floor = min(low, self.costs.least_job_cost())
         if not self.holds and low <= remaining + ROUNDING_USD:
             return None
         for attempt in range(HOLD_ATTEMPTS if self.holds else 0):
-            if low > remaining + ROUNDING_USD:
+            if floor > remaining + ROUNDING_USD:
                 break
-            share = low if attempt == HOLD_ATTEMPTS - 1 else max(low, min(high, remaining))
+            share = floor
+            if attempt < HOLD_ATTEMPTS - 1:
+                share = max(floor, min(pooled_share(mean, high, pooled_sq), remaining))
             outcome = self.store.hold(
                 HoldRequest(
                     team_id,
@@ -189,6 +216,8 @@ class Budgets:
                     share,
                     month_limit=budget - share + ROUNDING_USD,
                     monthly_budget_usd=budget,
+                    margin_sq=margin_sq,
+                    planned_extractions=extractions,
                 )
             )
             if outcome == "held":
@@ -196,15 +225,72 @@ class Budgets:
             if outcome == "already_held":  # a retried submission or Plan step: held once
                 ledger = self.store.job(team_id, job_id)
                 return ledger.held_usd if ledger is not None else None
-            remaining = max(0.0, budget - self.month_committed(team_id, month))
+            committed, pooled_sq = self._month_holds(team_id, month)
+            remaining = max(0.0, budget - committed)
         raise BudgetExceeded(
-            f"the job's estimated cost ({usd(low)} at least) exceeds the {usd(remaining)} left of the "
-            f"team's monthly budget of {usd(budget)} for {month}",
+            f"the job's estimated cost ({usd(low)} - {usd(high)}) does not fit the {usd(remaining)} left of "
+            f"the team's monthly budget of {usd(budget)} for {month}: it needs at least {usd(floor)}",
             month=month,
             monthly_budget_usd=budget,
             remaining_budget_usd=remaining,
             cost_estimate=quote,
         )
+
+    def _quote_terms(self, quote: Mapping[str, Any]) -> tuple[float, float, float, int]:
+        """The quote's low, high and mean figures and its planned extractions."""
+        low = max(0.0, float(quote.get("low_usd", 0.0)))
+        high = max(low, float(quote.get("high_usd", low)))
+        basis = quote.get("basis") or {}
+        mean = min(high, max(low, float(basis.get("mean_usd") or (low + high) / 2)))
+        return low, high, mean, int(basis.get("extractions") or 0)
+
+    def _month_holds(self, team_id: str, month: str) -> tuple[float, float]:
+        """What the month has committed, and the sum of its running holds' squared margins."""
+        totals = self.store.get(UsageKey(team_id, month, TOTALS))
+        if totals is None:
+            return 0.0, 0.0
+        committed = max(totals.count("committed_usd"), totals.count("cost_usd"))
+        return committed, max(0.0, totals.count("hold_margin_sq"))
+
+    def true_up(self, team_id: str, job_id: str) -> float:
+        """After a step of a held job is recorded, give back to the month what its hold no longer needs:
+        all but what the job has spent or reserved, what its remaining steps cost on average
+        (`CostModel.remaining_cost`, scaled as its steps ran) and, at least, its closing steps' high
+        estimate. A unit that then needs more grows the hold again (`admit`). Returns what was released."""
+        ledger = self.store.job(team_id, job_id)
+        if ledger is None or ledger.held_usd is None or ledger.settled or ledger.hold_month is None:
+            return 0.0
+        ratio = self.costs.measured_ratio(ledger.counters)
+        remaining = self.costs.remaining_cost(
+            ledger.counters, ledger.planned_extractions or 0, high=False, selected=ledger.selected_extractions
+        )
+        closing = self.costs.step_cost("finalize", high=True)
+        keep = max(ledger.committed_usd + max(ratio * remaining, closing), ledger.cost_usd)
+        release = ledger.held_usd - keep
+        if release <= ROUNDING_USD:
+            return 0.0
+        changed = self.store.resize_hold(HoldChange(team_id, job_id, ledger.hold_month, -release))
+        return release if changed else 0.0
+
+    def _grow_hold(self, ledger: JobLedger, need: UnitNeed) -> bool:
+        """Grow a held job's hold by what the unit lacks, from what the month has left (others' holds
+        trued down). False when the month cannot spare it or max_cost_usd binds; True when grown, or
+        when the hold already had room as read (other units reserved since: ask again)."""
+        if ledger.held_usd is None or ledger.hold_month is None or ledger.monthly_budget_usd is None:
+            return False
+        grow = need.committed_usd + need.total - ledger.held_usd + ROUNDING_USD
+        if grow <= ROUNDING_USD:
+            return True
+        if ledger.max_cost_usd is not None and ledger.held_usd + grow > ledger.max_cost_usd:
+            return False
+        change = HoldChange(
+            ledger.team_id,
+            ledger.job_id,
+            ledger.hold_month,
+            grow,
+            month_limit=ledger.monthly_budget_usd - grow,
+        )
+        return self.store.resize_hold(change)
 
     def check_job_cap(self, quote: Mapping[str, Any], max_cost_usd: float | None) -> None:
         """InvalidInput when `max_cost_usd` is below what the job costs even if every unit is refused:
@@ -277,7 +363,10 @@ class Budgets:
         screening = self.costs.running_step_cost("screen", meter.elapsed_seconds() if meter else 0.0)
         room = min(caps) - ledger.committed_usd - screening - ratio * self.costs.closing_cost("extract")
         each = ratio * self.costs.skipped_cost("extract")
-        return max(0, min(wanted, int(room // each))) if each > 0 else wanted
+        affordable = max(0, min(wanted, int(room // each))) if each > 0 else wanted
+        if held is not None:
+            self.store.select_extractions(team_id, job_id, affordable)
+        return affordable
 
     def admit(
         self,
@@ -295,10 +384,27 @@ class Budgets:
         scaled by how far the job's recorded steps passed theirs (`CostModel.measured_ratio`).
 
         A job that holds part of the month (`hold`) is capped by that hold and reserves on its ledger
-        only: the month already counts the hold. Other jobs reserve on the month's totals as well."""
-        ledger = self.store.job(team_id, job_id)
-        if ledger is None:
-            return None
+        only: the month already counts the hold; when the hold is short, it is grown from what the
+        month has left and the unit asks again (the ledger read afresh: a Map's other iterations may
+        have reserved in between). Other jobs reserve on the month's totals as well."""
+        refused: Refusal | None = None
+        for attempt in range(HOLD_ATTEMPTS):
+            ledger = self.store.job(team_id, job_id)
+            if ledger is None:
+                return None
+            need = self._unit_need(ledger, unit, sources, pending)
+            if need is None:
+                return None
+            held = ledger.held_usd if not ledger.settled else None
+            refused = self._reserve(team_id, job_id, need, held)
+            if refused is None or not need.by_hold or attempt == HOLD_ATTEMPTS - 1:
+                return refused
+            if not self._grow_hold(ledger, need):
+                return refused
+        return refused
+
+    def _unit_need(self, ledger: JobLedger, unit: Unit, sources: int, pending: int) -> UnitNeed | None:
+        """What the unit asks of the job's budgets; None when the job has none."""
         held = ledger.held_usd if not ledger.settled else None
         caps = [cap for cap in (ledger.max_cost_usd, held) if cap is not None]
         if not caps and ledger.monthly_budget_usd is None:
@@ -306,10 +412,10 @@ class Budgets:
         ratio = self.costs.measured_ratio(ledger.counters)
         skipped = max(0, pending) * self.costs.skipped_cost(unit)
         job_cap = min(caps) if caps else None
-        need = UnitNeed(
+        return UnitNeed(
             unit=unit,
             month=month_of(self.clock()),
-            estimate=ratio * self.costs.unit_cost(unit, sources=sources),
+            estimate=self.costs.unit_estimate(unit, ledger.counters, sources=sources),
             closing=ratio * (self.costs.closing_cost(unit) + skipped),
             committed_usd=ledger.committed_usd,
             job_cap=job_cap,
@@ -318,7 +424,6 @@ class Budgets:
             and (ledger.max_cost_usd is None or held < ledger.max_cost_usd),
             monthly_budget_usd=ledger.monthly_budget_usd,
         )
-        return self._reserve(team_id, job_id, need, held)
 
     def _reserve(self, team_id: str, job_id: str, need: UnitNeed, held: float | None) -> Refusal | None:
         """Reserve the unit's estimate within the job's cap and the month's budget, or refuse."""

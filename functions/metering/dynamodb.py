@@ -19,6 +19,7 @@ from functions.common.settings import get_settings
 from functions.metering.store import (
     LEDGER,
     TOTALS,
+    HoldChange,
     HoldOutcome,
     HoldRequest,
     JobLedger,
@@ -50,6 +51,9 @@ _DESCRIPTIVE = frozenset(
         "held_usd",
         "hold_month",
         "settled_at",
+        "hold_margin_sq",
+        "planned_extractions",
+        "selected_extractions",
     }
 )
 
@@ -237,15 +241,20 @@ class DynamoDbUsageStore:
         totals = {
             "TableName": table,
             "Key": {"pk": month_pk(team_id, month), "sk": TOTALS},
-            "UpdateExpression": "ADD committed_usd :usd",
+            "UpdateExpression": "ADD committed_usd :usd, hold_margin_sq :margin",
             "ConditionExpression": "attribute_not_exists(committed_usd) OR committed_usd <= :limit",
-            "ExpressionAttributeValues": {":usd": _number(usd), ":limit": _number(request.month_limit)},
+            "ExpressionAttributeValues": {
+                ":usd": _number(usd),
+                ":limit": _number(request.month_limit),
+                ":margin": _number(request.margin_sq),
+            },
         }
         ledger = {
             "TableName": table,
             "Key": {"pk": job_pk(team_id, job_id), "sk": LEDGER},
             "UpdateExpression": "SET held_usd = :usd, hold_month = :month, team_id = :team, job_id = :job, "
-            "monthly_budget_usd = if_not_exists(monthly_budget_usd, :budget)",
+            "monthly_budget_usd = if_not_exists(monthly_budget_usd, :budget), hold_margin_sq = :margin, "
+            "planned_extractions = :extractions",
             "ConditionExpression": "attribute_not_exists(held_usd)",
             "ExpressionAttributeValues": {
                 ":usd": _number(usd),
@@ -253,6 +262,8 @@ class DynamoDbUsageStore:
                 ":team": team_id,
                 ":job": job_id,
                 ":budget": _number(request.monthly_budget_usd),
+                ":margin": _number(request.margin_sq),
+                ":extractions": request.planned_extractions,
             },
         }
         try:
@@ -265,6 +276,38 @@ class DynamoDbUsageStore:
                 return "refused"
             raise
         return "held"
+
+    def select_extractions(self, team_id: str, job_id: str, count: int) -> None:
+        self._table.update_item(
+            Key={"pk": job_pk(team_id, job_id), "sk": LEDGER},
+            UpdateExpression="SET selected_extractions = :count",
+            ExpressionAttributeValues={":count": count},
+        )
+
+    def resize_hold(self, change: HoldChange) -> bool:
+        ledger = {
+            "TableName": self._table.name,
+            "Key": {"pk": job_pk(change.team_id, change.job_id), "sk": LEDGER},
+            "UpdateExpression": "ADD held_usd :usd",
+            "ConditionExpression": "attribute_exists(held_usd) AND attribute_not_exists(settled_at)",
+            "ExpressionAttributeValues": {":usd": _number(change.usd)},
+        }
+        totals: dict[str, Any] = {
+            "TableName": self._table.name,
+            "Key": {"pk": month_pk(change.team_id, change.month), "sk": TOTALS},
+            "UpdateExpression": "ADD committed_usd :usd",
+            "ExpressionAttributeValues": {":usd": _number(change.usd)},
+        }
+        if change.month_limit is not None:
+            totals["ConditionExpression"] = "attribute_not_exists(committed_usd) OR committed_usd <= :limit"
+            totals["ExpressionAttributeValues"][":limit"] = _number(change.month_limit)
+        try:
+            self._client.transact_write_items(TransactItems=[{"Update": ledger}, {"Update": totals}])
+        except ClientError as exc:
+            if "ConditionalCheckFailed" in _cancellation_codes(exc):
+                return False
+            raise
+        return True
 
     def settle(self, team_id: str, job_id: str) -> tuple[str, float] | None:
         try:
@@ -283,8 +326,8 @@ class DynamoDbUsageStore:
         if ledger.held_usd is None or ledger.hold_month is None:
             return None
         released = max(0.0, ledger.held_usd - ledger.cost_usd)
-        if released:
-            self.add(UsageKey(team_id, ledger.hold_month, TOTALS), {"committed_usd": -released})
+        returned = {"committed_usd": -released, "hold_margin_sq": -ledger.hold_margin_sq}
+        self.add(UsageKey(team_id, ledger.hold_month, TOTALS), {k: v for k, v in returned.items() if v})
         return ledger.hold_month, released
 
 

@@ -18,7 +18,7 @@ from functions.metering.store import (
     jobs_dimension,
     route_dimension,
 )
-from functions.metering.usage import STEP_TRANSITIONS, Cost, Quantities, billed_gb_seconds
+from functions.metering.usage import STEP_TRANSITIONS, Cost, Quantities, billed_gb_seconds, step_cost_counter
 
 UNKNOWN_DEPTH = "unknown"
 
@@ -98,7 +98,13 @@ class UsageRecorder:
                 )
 
         ledger = self.store.charge_job(
-            run.team_id, run.job_id, {**counters, "committed_usd": cost.total_usd - reserved}
+            run.team_id,
+            run.job_id,
+            {
+                **counters,
+                "committed_usd": cost.total_usd - reserved,
+                step_cost_counter(run.step): cost.total_usd,
+            },
         )
         if cost.total_usd > ledger.max_step_usd:
             self.store.raise_max_step(run.team_id, run.job_id, cost.total_usd)

@@ -105,9 +105,11 @@ def _instrument() -> None:
 
 
 def _record(run: StepRun) -> None:
-    from functions.metering.wiring import recorder
+    from functions.metering.wiring import budgets, recorder
 
     cost = recorder().record_step(run)
+    if not run.closes_job:  # the last step settles the hold instead
+        _guarded("true the job's hold up", lambda: budgets().true_up(run.team_id, run.job_id))
     logger.info(
         "step metered",
         job_id=run.job_id,
@@ -118,7 +120,7 @@ def _record(run: StepRun) -> None:
     )
 
 
-def _guarded(what: str, action: Callable[[], None]) -> None:
+def _guarded(what: str, action: Callable[[], object]) -> None:
     try:
         action()
     except Exception:

@@ -93,6 +93,9 @@ class JobLedger:
     held_usd: float | None = None  # what the job holds of its team's month (None: no hold)
     hold_month: str | None = None
     settled: bool = False  # the hold was settled: the job's costs now count in full
+    hold_margin_sq: float = 0.0  # (high - mean)^2 of the job's quote, while it holds (HoldRequest)
+    planned_extractions: int | None = None  # the quote's extractions, for the hold's true-up
+    selected_extractions: int | None = None  # how many the screening handed the extraction Map
 
     @classmethod
     def from_stored(
@@ -119,6 +122,13 @@ class JobLedger:
             held_usd=number("held_usd"),
             hold_month=str(hold_month) if hold_month is not None else None,
             settled="settled_at" in described,
+            hold_margin_sq=number("hold_margin_sq") or 0.0,
+            planned_extractions=int(planned)
+            if (planned := number("planned_extractions")) is not None
+            else None,
+            selected_extractions=int(chosen)
+            if (chosen := number("selected_extractions")) is not None
+            else None,
         )
 
     @property
@@ -156,7 +166,8 @@ class ReserveRequest:
 
 @dataclass(frozen=True)
 class HoldRequest:
-    """`usd` of `month` for a job to hold, if the month's committed amount is at most `month_limit`."""
+    """`usd` of `month` for a job to hold, if the month's committed amount is at most `month_limit`.
+    `margin_sq` ((high - mean)^2 of its quote) adds to the month's `hold_margin_sq` while it holds."""
 
     team_id: str
     job_id: str
@@ -164,6 +175,20 @@ class HoldRequest:
     usd: float
     month_limit: float
     monthly_budget_usd: float
+    margin_sq: float = 0.0
+    planned_extractions: int = 0
+
+
+@dataclass(frozen=True)
+class HoldChange:
+    """A running job's hold grown (`usd` > 0, if the month's committed amount is at most `month_limit`)
+    or trued down (`usd` < 0), on its ledger and its month's totals together."""
+
+    team_id: str
+    job_id: str
+    month: str
+    usd: float
+    month_limit: float | None = None
 
 
 class UsageStore(Protocol):
@@ -204,7 +229,17 @@ class UsageStore(Protocol):
         hold on the job's ledger, both or neither. A job holds once: a second hold changes nothing."""
         ...
 
+    def select_extractions(self, team_id: str, job_id: str, count: int) -> None:
+        """Record on the job's ledger how many extractions its Map runs (the hold's true-up)."""
+        ...
+
+    def resize_hold(self, change: HoldChange) -> bool:
+        """ADD `usd` to the job's `held_usd` and its month's `committed_usd`, both or neither: only while
+        the hold is not settled and (growing) the month's committed amount is at most `month_limit`."""
+        ...
+
     def settle(self, team_id: str, job_id: str) -> tuple[str, float] | None:
         """Mark the job's hold settled (once) and give back to its month what the job did not spend:
-        (month, released), or None when the job has no hold or it was settled already."""
+        (month, released), or None when the job has no hold or it was settled already. The month's
+        `hold_margin_sq` drops the job's."""
         ...

@@ -55,6 +55,11 @@ STEP_TRANSITIONS: Mapping[str, int] = {
 }
 
 
+def step_cost_counter(step: str) -> str:
+    """The job ledger's counter of what its steps of one kind cost together (budget estimates)."""
+    return f"cost_step_{step}_usd"
+
+
 def step_memory_mb(step: str, default: int = 1024) -> int:
     """The memory the registry configures for the step's function (what CDK deploys)."""
     handler = f"{STEP_HANDLER_PREFIX}{step}.handler"

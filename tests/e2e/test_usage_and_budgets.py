@@ -89,13 +89,9 @@ def test_the_quote_of_a_comprehensive_job_is_within_2x_of_what_it_records(client
     # What it recorded is what it used: every step, measured.
     assert job["steps"]["extract"] == quote["basis"]["extractions"] == 30
     # the job's queries share their Search iterations (one when every query had its turn at once)
-    assert (
-        quote["basis"]["steps"]["low"]["search"]
-        <= job["steps"]["search"]
-        <= quote["basis"]["steps"]["high"]["search"]
-    )
+    assert 1 <= job["steps"]["search"] <= quote["basis"]["steps_most"]["search"]
     assert job["usage"]["lambda_requests"] == sum(job["steps"].values())
-    assert job["usage"]["sfn_transitions"] >= quote["basis"]["state_transitions"]["low"]
+    assert job["usage"]["sfn_transitions"] > job["usage"]["lambda_requests"]  # Map and Choice states too
     assert job["usage"]["s3_tier1_requests"] > 0 and job["usage"]["dynamodb_write_requests"] > 0
     assert job["committed_usd"] == pytest.approx(recorded)  # nothing left reserved
     # ...and the team's month shows it.
@@ -116,7 +112,7 @@ def test_a_small_job_budget_ends_partial_with_budget_reached(client: TestClient)
         with _runtime(web, RESEARCH_EXTRACT_MAX_CONCURRENCY="4", RESEARCH_EXTRACT_BUDGET_SECONDS="5"):
             quote = _execute(client, {"discovery_depth": "rapid"}).json()
             _finish(client, quote["job_id"])
-            budget = round(quote["cost_estimate"]["low_usd"] * 0.5, 6)
+            budget = round(quote["cost_estimate"]["basis"]["mean_usd"] * 0.6, 6)
             response = _execute(client, {"discovery_depth": "rapid", "max_cost_usd": budget})
             assert response.status_code == 202, response.text
             job_id = response.json()["job_id"]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from functions.metering.store import (
     LEDGER,
     TOTALS,
+    HoldChange,
     HoldOutcome,
     HoldRequest,
     JobLedger,
@@ -123,10 +124,33 @@ class InMemoryUsageStore:
             ledger = self.ledgers.setdefault((request.team_id, request.job_id), {})
             if "held_usd" in ledger:
                 return "already_held"
-            ledger.update(held_usd=request.usd, hold_month=request.month)
+            ledger.update(
+                held_usd=request.usd,
+                hold_month=request.month,
+                hold_margin_sq=request.margin_sq,
+                planned_extractions=float(request.planned_extractions),
+            )
             ledger.setdefault("monthly_budget_usd", request.monthly_budget_usd)
-            self._add(totals_key, {"committed_usd": request.usd})
+            self._add(totals_key, {"committed_usd": request.usd, "hold_margin_sq": request.margin_sq})
             return "held"
+
+    def select_extractions(self, team_id: str, job_id: str, count: int) -> None:
+        with self._lock:
+            self.ledgers.setdefault((team_id, job_id), {})["selected_extractions"] = float(count)
+
+    def resize_hold(self, change: HoldChange) -> bool:
+        totals_key = (month_pk(change.team_id, change.month), TOTALS)
+        with self._lock:
+            ledger = self.ledgers.get((change.team_id, change.job_id))
+            if ledger is None or "held_usd" not in ledger or "settled_at" in ledger:
+                return False
+            month_committed = self.items.get(totals_key, {}).get("committed_usd")
+            limit = change.month_limit
+            if limit is not None and month_committed is not None and month_committed > limit:
+                return False
+            ledger["held_usd"] = float(ledger["held_usd"] or 0.0) + change.usd
+            self._add(totals_key, {"committed_usd": change.usd})
+            return True
 
     def settle(self, team_id: str, job_id: str) -> tuple[str, float] | None:
         with self._lock:
@@ -138,5 +162,8 @@ class InMemoryUsageStore:
             month = str(ledger["hold_month"])
             spent = self.items.get((job_pk(team_id, job_id), LEDGER), {}).get("cost_usd", 0.0)
             released = max(0.0, held - spent)
-            self._add((month_pk(team_id, month), TOTALS), {"committed_usd": -released})
+            margin_sq = float(ledger.get("hold_margin_sq") or 0.0)
+            self._add(
+                (month_pk(team_id, month), TOTALS), {"committed_usd": -released, "hold_margin_sq": -margin_sq}
+            )
             return month, released

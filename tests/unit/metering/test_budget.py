@@ -26,20 +26,21 @@ def test_a_job_that_cannot_fit_the_month_is_refused_with_what_remains(store: Usa
     quote = {"low_usd": 0.004, "high_usd": 0.006, "currency": "USD", "basis": {}}
     assert budgets.hold(TEAM, "job-0", quote) == pytest.approx(0.006)  # 0.01 left: the high figure
     store.add(
-        UsageKey(TEAM, MONTH, TOTALS), {"cost_usd": 0.0015, "committed_usd": 0.0015}
+        UsageKey(TEAM, MONTH, TOTALS), {"cost_usd": 0.0035, "committed_usd": 0.0035}
     )  # e.g. LLM answers
+    assert 0.0005 < MODEL.least_job_cost() < 0.004  # 0.0005 left: not even the job's floor fits
     with pytest.raises(BudgetExceeded) as refused:
         budgets.hold(TEAM, "job-1", quote)
     details = refused.value.details()
-    assert details["remaining_budget_usd"] == pytest.approx(0.0025)
+    assert details["remaining_budget_usd"] == pytest.approx(0.0005)
     assert details["monthly_budget_usd"] == 0.01 and details["month"] == MONTH
     assert details["cost_estimate"] == quote
-    assert "$0.002500 left" in refused.value.message
+    assert "$0.000500 left" in refused.value.message
     assert budgets.monthly_status(TEAM) == {
         "month": MONTH,
         "monthly_budget_usd": 0.01,
-        "committed_usd": 0.0075,
-        "remaining_usd": 0.0025,
+        "committed_usd": 0.0095,
+        "remaining_usd": 0.0005,
     }
     assert _budgets(store, monthly=None).hold(TEAM, "job-2", {"low_usd": 100.0}) is None  # no budget
 

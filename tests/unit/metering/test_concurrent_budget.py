@@ -35,7 +35,7 @@ TEAM = "team-alpha"
 GOAL = "What are recent advances in transformer architectures?"
 MODEL = CostModel(DEFAULT_PRICES, llm_configured=False)
 SUBMISSIONS = 20
-FITS = 3  # the monthly budget fits this many rapid quotes (their high figure)
+FITS = 3  # the monthly budget fits this many rapid quotes at their high figure (more hold a pooled margin)
 
 
 def _month() -> str:
@@ -117,7 +117,7 @@ def test_simultaneous_submissions_never_pass_the_same_remainder(
     responses = _at_once(SUBMISSIONS, lambda: _execute(client))
     codes = sorted(response.status_code for response in responses)
     accepted = codes.count(202)
-    assert 1 <= accepted <= FITS and codes.count(402) == SUBMISSIONS - accepted, codes
+    assert accepted >= FITS and codes.count(402) == SUBMISSIONS - accepted, codes
     for refused in (r.json() for r in responses if r.status_code == 402):
         assert refused["error"] == "BUDGET_EXCEEDED" and refused["monthly_budget_usd"] == BUDGET
         assert refused["remaining_budget_usd"] < refused["cost_estimate"]["low_usd"]
@@ -160,19 +160,25 @@ def test_the_last_step_settles_the_hold_to_what_the_job_spent(store: UsageStore)
     assert _committed(store) > spent
 
 
-def test_a_held_jobs_concurrent_units_stay_within_its_hold(store: UsageStore) -> None:
-    """A Map's iterations asking at once: reservations on the job's ledger only, capped by the hold."""
-    budgets = Budgets(store, MODEL, team_budget=lambda team: BUDGET)
-    share = budgets.hold(TEAM, "job-1", QUOTE)
-    assert share == pytest.approx(QUOTE["high_usd"])
-    budgets.open_job(TEAM, "job-1", {"discovery_depth": "rapid"})
-    meter = Meter()
-
+def _concurrent_extractions(budgets: Budgets, job_id: str, meter: Meter) -> int:
     def admit() -> bool:
         with metering(meter):
-            return budgets.admit(TEAM, "job-1", "extract") is None
+            return budgets.admit(TEAM, job_id, "extract") is None
 
-    admitted = sum(_at_once(40, admit))
+    return sum(_at_once(40, admit))
+
+
+def test_a_held_jobs_concurrent_units_stay_within_its_hold_when_the_month_has_no_more(
+    store: UsageStore,
+) -> None:
+    """A Map's iterations asking at once: reservations on the job's ledger only, capped by the hold
+    when the month has nothing left to grow it."""
+    budgets = Budgets(store, MODEL, team_budget=lambda team: QUOTE["high_usd"])
+    share = budgets.hold(TEAM, "job-1", QUOTE)
+    assert share == pytest.approx(QUOTE["high_usd"])  # alone in its month: the quote's high figure
+    budgets.open_job(TEAM, "job-1", {"discovery_depth": "rapid"})
+    meter = Meter()
+    admitted = _concurrent_extractions(budgets, "job-1", meter)
     unit, closing = MODEL.unit_cost("extract"), MODEL.closing_cost("extract")
     ledger = store.job(TEAM, "job-1")
     assert ledger is not None and admitted >= 1
@@ -180,6 +186,68 @@ def test_a_held_jobs_concurrent_units_stay_within_its_hold(store: UsageStore) ->
     assert ledger.committed_usd <= QUOTE["high_usd"] - closing + 1e-9
     assert all(reservation.month is None for reservation in meter.reservations)
     assert _committed(store) == pytest.approx(share)  # the month holds the share, no more
+
+
+def test_a_short_hold_grows_from_what_the_month_has_left_and_never_past_it(store: UsageStore) -> None:
+    budget = 2 * QUOTE["high_usd"]
+    budgets = Budgets(store, MODEL, team_budget=lambda team: budget)
+    shares = [budgets.hold(TEAM, job_id, QUOTE) for job_id in ("job-1", "job-2")]
+    assert shares[0] == pytest.approx(QUOTE["high_usd"])
+    assert shares[1] is not None and QUOTE["low_usd"] <= shares[1] < QUOTE["high_usd"]  # a pooled margin
+    budgets.open_job(TEAM, "job-2", {"discovery_depth": "rapid"})
+    admitted = _concurrent_extractions(budgets, "job-2", Meter())
+    ledger = store.job(TEAM, "job-2")
+    unit, closing = MODEL.unit_cost("extract"), MODEL.closing_cost("extract")
+    assert ledger is not None and ledger.held_usd is not None
+    assert ledger.held_usd > shares[1] and admitted * unit + closing > shares[1]  # grown by what it lacked
+    assert ledger.committed_usd == pytest.approx(admitted * unit)
+    assert ledger.committed_usd + closing <= ledger.held_usd + 1e-9
+    assert _committed(store) <= budget + 1e-9  # the two holds together never pass the month
+
+
+def _record(store: UsageStore, job_id: str, step: str, seconds: float) -> None:
+    meter = Meter()
+    meter.count_call("dynamodb", "UpdateItem")
+    UsageRecorder(store, DEFAULT_PRICES).record_step(StepRun(TEAM, job_id, step, seconds, 1024, meter))
+
+
+def test_each_recorded_step_trues_the_hold_down_to_what_the_job_may_still_need(store: UsageStore) -> None:
+    budgets = Budgets(store, MODEL, team_budget=lambda team: BUDGET)
+    share = budgets.hold(TEAM, "job-1", QUOTE)
+    assert share is not None
+    budgets.open_job(TEAM, "job-1", {"discovery_depth": "rapid"})
+    _record(store, "job-1", "plan", 0.1)
+    released = budgets.true_up(TEAM, "job-1")
+    ledger = store.job(TEAM, "job-1")
+    assert ledger is not None and ledger.held_usd is not None
+    remaining = MODEL.remaining_cost(ledger.counters, QUOTE["basis"]["extractions"], high=False)
+    expected_release = max(0.0, share - ledger.cost_usd - remaining)
+    assert released == pytest.approx(expected_release)
+    assert ledger.held_usd == pytest.approx(share - released)
+    assert _committed(store) == pytest.approx(share - released)  # the month got it back at once
+    for step in ("search", "screen", *["extract"] * 10, "synthesize"):
+        _record(store, "job-1", step, MODEL.profiles[step].seconds_mean)
+        budgets.true_up(TEAM, "job-1")
+    ledger = store.job(TEAM, "job-1")
+    assert ledger is not None and ledger.held_usd is not None
+    finalize = MODEL.step_cost("finalize", high=True)  # all that is left: no more than it is kept
+    assert ledger.held_usd <= ledger.cost_usd + finalize + 1e-9
+    assert _committed(store) == pytest.approx(max(ledger.held_usd, ledger.cost_usd))  # spent past the hold
+
+
+@pytest.mark.parametrize("jobs", [3, 5])
+def test_n_jobs_sent_at_once_on_a_budget_for_n_at_the_middle(
+    api: tuple[TestClient, JobService], store: UsageStore, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """Issue 31: a budget sized for N jobs at the quote's middle admits at least N - 1 of them (for as
+    many as the pooled margin allows: see docs/usage.md)."""
+    client, service = api
+    budget = jobs * (QUOTE["low_usd"] + QUOTE["high_usd"]) / 2
+    assert service.costs is not None
+    monkeypatch.setattr(service.costs, "team_budget", lambda team: budget)
+    codes = [response.status_code for response in _at_once(jobs, lambda: _execute(client))]
+    assert codes.count(202) >= jobs - 1, codes
+    assert _committed(store) <= budget + 1e-9
 
 
 # --- a job's max_cost_usd with a Map's iterations asking at once --------------------------------------
@@ -254,11 +322,11 @@ class SimulatedJob:
 
 
 @pytest.mark.parametrize("slowness", [1.0, 2.0, 4.0])
-@pytest.mark.parametrize("fraction", [0.4, 0.7])
+@pytest.mark.parametrize("fraction", [0.4, 0.7])  # of the least a job costs, above it
 def test_a_jobs_cap_is_passed_by_at_most_one_step(
     store: UsageStore, slowness: float, fraction: float
 ) -> None:
-    cap = round(QUOTE["low_usd"] * fraction, 6)
+    cap = round(MODEL.least_job_cost() * (1 + fraction), 6)
     budgets = Budgets(store, MODEL, team_budget=lambda team: None)
     budgets.open_job(TEAM, "job-1", {"discovery_depth": "rapid", "max_cost_usd": cap})
     SimulatedJob(store, budgets, "job-1", slowness).run()
@@ -291,3 +359,20 @@ def test_a_cap_below_what_the_job_costs_doing_nothing_is_refused_at_submission(
     assert body["error"] == "INVALID_INPUT" and body["field"] == "scope_parameters.max_cost_usd"
     assert "even if its budget refuses every search" in body["message"]
     assert _committed(store) == 0.0  # nothing held for it
+
+
+def test_the_true_up_keeps_the_extractions_the_screening_started(store: UsageStore) -> None:
+    budgets = Budgets(store, MODEL, team_budget=lambda team: BUDGET)
+    assert budgets.hold(TEAM, "job-1", QUOTE) is not None
+    budgets.open_job(TEAM, "job-1", {"discovery_depth": "rapid"})
+    for step in ("plan", "search"):
+        _record(store, "job-1", step, MODEL.profiles[step].seconds_mean)
+    with metering(Meter()):
+        started = budgets.affordable_extractions(TEAM, "job-1", 9)
+    _record(store, "job-1", "screen", MODEL.profiles["screen"].seconds_mean)
+    budgets.true_up(TEAM, "job-1")
+    ledger = store.job(TEAM, "job-1")
+    assert ledger is not None and ledger.held_usd is not None
+    assert started == ledger.selected_extractions == 9
+    extract = MODEL.step_cost("extract", high=False)
+    assert ledger.held_usd >= ledger.cost_usd + 9 * extract  # every started extraction still covered

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 import pytest
 
-from functions.metering.estimate import CostModel
+from functions.metering.estimate import (
+    HIGH_QUANTILE_Z,
+    LOW_QUANTILE_Z,
+    CostModel,
+    CountProfile,
+    Moments,
+    mixture_quantile,
+)
 from functions.metering.prices import DEFAULT_PRICES, load_price_table
 from functions.research.planning import build_plan
 from functions.research.request import ScopeParameters
@@ -24,22 +32,60 @@ def test_a_quote_has_a_range_and_its_basis() -> None:
     plan = _plan("comprehensive")
     quote = CostModel(DEFAULT_PRICES, llm_configured=False).quote(plan)
     assert quote["currency"] == "USD"
-    assert 0 < quote["low_usd"] < quote["high_usd"] < 4 * quote["low_usd"]
     basis = quote["basis"]
+    assert 0 < quote["low_usd"] < basis["mean_usd"] < quote["high_usd"]
     assert basis["queries"] == len(plan["queries"])  # type: ignore[arg-type]
     assert basis["target_sources"] == basis["extractions"] == 30
-    assert basis["steps"]["low"]["extract"] == 30 and basis["steps"]["high"]["search"] == 3  # iterations
-    assert basis["search_iterations"] == {"low": 1, "high": 3}
+    assert basis["steps_most"]["extract"] == 30 and basis["steps_most"]["search"] == 3  # iterations
+    assert 0 < basis["expected_steps"]["extract"] <= 30
     assert basis["llm_tokens_in"] == {"low": 0, "high": 0}
     assert basis["prices"]["region"] == "us-east-1"
     assert basis["step_memory_mb"]["extract"] == 2048
+
+
+def test_the_interval_is_the_15th_to_95th_percentile_of_a_mixture_of_log_normal_costs() -> None:
+    one = Moments(0.004, 0.001**2)
+    mu, sigma = one.log_normal()
+    assert math.exp(mu + sigma**2 / 2) == pytest.approx(0.004)  # the log-normal's mean...
+    assert math.exp(2 * mu + sigma**2) * math.expm1(sigma**2) == pytest.approx(0.001**2)  # ...variance
+    for z in (LOW_QUANTILE_Z, HIGH_QUANTILE_Z):
+        assert mixture_quantile([(1.0, one)], z) == pytest.approx(math.exp(mu + z * sigma), rel=1e-6)
+    cheap = Moments(0.001, 0.0001**2)  # a quarter of jobs find nothing to extract
+    low = mixture_quantile([(0.25, cheap), (0.75, one)], LOW_QUANTILE_Z)
+    assert 0.001 < low < math.exp(mu + LOW_QUANTILE_Z * sigma)
+    assert mixture_quantile([(0.25, cheap), (0.75, one)], 0.0) > 0.002  # the median is an expensive job's
+
+
+def test_a_count_capped_by_the_plan_has_a_lower_mean_and_spread() -> None:
+    count = CountProfile(20.0, 4.0)
+    assert count.capped(1000) == pytest.approx((20.0, 4.0), rel=1e-2)
+    mean, sd = count.capped(16)
+    assert mean < 16 and sd < 4.0
+    assert CountProfile(1.0, 0.0).capped(3) == (1.0, 0.0)
+
+
+def test_what_a_running_job_may_still_spend_follows_its_phase() -> None:
+    model = CostModel(DEFAULT_PRICES, llm_configured=False)
+    cost = {step: model.step_cost(step, high=True) for step in model.profiles}
+    fresh = model.remaining_cost({"steps_plan": 1}, 10)
+    assert fresh == pytest.approx(
+        3 * cost["search"] + 2 * cost["screen"] + 10 * cost["extract"] + cost["synthesize"] + cost["finalize"]
+    )
+    extracting = {"steps_plan": 1, "steps_search": 1, "steps_screen": 1, "steps_extract": 4}
+    assert model.remaining_cost(extracting, 10) == pytest.approx(
+        6 * cost["extract"] + cost["synthesize"] + cost["finalize"]
+    )  # no search or screening once it extracts
+    synthesized = {**extracting, "steps_synthesize": 1}
+    assert model.remaining_cost(synthesized, 10) == pytest.approx(cost["finalize"])
 
 
 def test_deeper_jobs_and_a_model_cost_more() -> None:
     without_llm = CostModel(DEFAULT_PRICES, llm_configured=False)
     with_llm = CostModel(DEFAULT_PRICES, llm_configured=True)
     rapid, comprehensive = without_llm.quote(_plan("rapid")), without_llm.quote(_plan("comprehensive"))
-    assert comprehensive["low_usd"] > rapid["low_usd"]
+    assert comprehensive["low_usd"] >= rapid["low_usd"]  # a goal that finds nothing costs the same
+    assert comprehensive["basis"]["mean_usd"] > rapid["basis"]["mean_usd"]
+    assert comprehensive["high_usd"] > rapid["high_usd"]
     quote = with_llm.quote(_plan("comprehensive"))
     assert quote["low_usd"] > comprehensive["low_usd"]
     assert 0 < quote["basis"]["llm_tokens_in"]["low"] < quote["basis"]["llm_tokens_in"]["high"]
@@ -70,3 +116,16 @@ def test_a_unit_reserves_its_high_figure_and_closing_covers_finishing() -> None:
     assert model.closing_cost("synthesize") == model.step_cost("finalize", high=True)
     llm = CostModel(DEFAULT_PRICES, llm_configured=True)
     assert llm.unit_cost("synthesize", sources=30) > llm.unit_cost("synthesize", sources=0)
+
+
+def test_a_running_job_reserves_its_own_pace_once_it_has_measured_a_unit() -> None:
+    model = CostModel(DEFAULT_PRICES, llm_configured=False)
+    high = model.unit_cost("extract")
+    assert model.unit_estimate("extract", {}) == high  # nothing measured yet: the high profile
+    spread = math.sqrt(model.step_moments("extract").variance)
+    fast = {"steps_extract": 4.0, "cost_step_extract_usd": 4 * 0.00005}
+    assert model.unit_estimate("extract", fast) == pytest.approx(0.00005 + 2 * spread)
+    assert 0.00005 + 2 * spread < high
+    slow = {"steps_extract": 2.0, "cost_step_extract_usd": 2 * 0.002, "cost_usd": 0.004}
+    assert model.measured_ratio(slow) > 1
+    assert model.unit_estimate("extract", slow) == pytest.approx(model.measured_ratio(slow) * high)
