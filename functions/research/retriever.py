@@ -40,7 +40,7 @@ from functions.research.untrusted_text import (
     hostile_source,
     own_links,
     prime,
-    screen,
+    screen_in_order,
     tainted_sources,
     without_hostile,
 )
@@ -427,8 +427,20 @@ def screen_chunks(
     to a model is quarantined, and a source full of them is withheld whole. Duplicate texts count once."""
     links = {source.source_id: source_links(source) for source in sources}
     prime(chunk.text for chunk in candidates)
+    order = sorted(range(len(candidates)), key=lambda i: _place(candidates[i]))
+    results = screen_in_order(
+        [
+            (
+                candidates[i].text,
+                links.get(candidates[i].source_id, frozenset()),
+                n > 0 and _follows(candidates[order[n - 1]], candidates[i]),
+            )
+            for n, i in enumerate(order)
+        ]
+    )
+    by_index = dict(zip(order, results, strict=True))
     screened: list[tuple[EvidenceChunk, Screened]] = [
-        (chunk, screen(chunk.text, links.get(chunk.source_id, frozenset()))) for chunk in candidates
+        (chunk, by_index[i]) for i, chunk in enumerate(candidates)
     ]
     by_source: dict[str, list[Screened]] = {}
     for chunk, result in screened:
@@ -450,6 +462,18 @@ def screen_chunks(
             seen_text.add(key)
             clean.append(part)
     return clean, quarantined, hostile
+
+
+def _place(chunk: EvidenceChunk) -> tuple[str, str, int, int]:
+    return chunk.source_id, chunk.origin, chunk.page or 0, chunk.char_start
+
+
+def _follows(before: EvidenceChunk, chunk: EvidenceChunk) -> bool:
+    """`chunk` continues the text of `before` (same passage, no gap but white space)."""
+    return (
+        _place(before)[:3] == _place(chunk)[:3]
+        and before.char_start < chunk.char_start <= before.char_end + 3
+    )
 
 
 def _part(chunk: EvidenceChunk, start: int, end: int) -> EvidenceChunk:

@@ -51,7 +51,7 @@ from functions.research.untrusted_text import (
     hostile_source,
     own_links,
     prime,
-    screen,
+    screen_in_order,
     tainted_sources,
 )
 from functions.research.verifier import Verifier
@@ -164,6 +164,24 @@ class ScreenedEvidence:
     hostile_sources: list[str]
 
 
+def _screened_quotes(
+    quotes: list[EvidenceQuote], links: frozenset[str]
+) -> list[tuple[EvidenceQuote, Screened]]:
+    """A paper's quotes screened in reading order: a quote that directly follows another on its page is
+    judged in its context (functions/research/untrusted_text.py, screen_in_order)."""
+    order = sorted(range(len(quotes)), key=lambda i: (quotes[i].page, quotes[i].char_start))
+
+    def follows(n: int) -> bool:
+        before, quote = quotes[order[n - 1]], quotes[order[n]]
+        return (
+            n > 0 and before.page == quote.page and before.char_end <= quote.char_start <= before.char_end + 3
+        )
+
+    results = screen_in_order([(quotes[i].quote, links, follows(n)) for n, i in enumerate(order)])
+    by_index = dict(zip(order, results, strict=True))
+    return [(quote, by_index[i]) for i, quote in enumerate(quotes)]
+
+
 def screen_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> ScreenedEvidence:
     """Each quote judged sentence by sentence: its runs of clean sentences are evidence (verbatim, with
     their own offsets); the rest is quarantined, and a source full of it gives no evidence at all."""
@@ -174,7 +192,7 @@ def screen_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> Screened
     prime(quote.quote for _, paper in sources for quote in paper.evidence)
     for candidate, paper in sources:
         links = own_links(candidate.paper.url, candidate.paper.doi, paper.source_url)
-        screened: list[tuple[EvidenceQuote, Screened]] = [(q, screen(q.quote, links)) for q in paper.evidence]
+        screened = _screened_quotes(paper.evidence, links)
         for quote, result in screened:
             for clause in result.hostile:
                 quarantined.append(

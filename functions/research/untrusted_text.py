@@ -48,8 +48,12 @@ READER_ORDER = "reader_order"
 LINK = "foreign_link"
 HANDLING = "handling_directive"  # about how this document must be summarised, cited, ranked...
 ANNOUNCING = "announcing_neighbour"  # announces a step that a caught sentence carries out
-STRONG = frozenset({ROLE_MARKER, OVERRIDE, CREDENTIALS, ASSISTANT, READER_ORDER, LINK, HANDLING, ANNOUNCING})
+CLOSING = "closing_neighbour"  # the formula that closes a caught block ("That is all.")
+STRONG = frozenset(
+    {ROLE_MARKER, OVERRIDE, CREDENTIALS, ASSISTANT, READER_ORDER, LINK, HANDLING, ANNOUNCING, CLOSING}
+)
 ADDRESSED = STRONG - {LINK}  # the classes that speak to the reader or a model
+_HANDLING_SIGNALS = frozenset({HANDLING, ANNOUNCING, CLOSING})
 SECOND_PERSON, PLEASE, ADDRESSEE = "second_person", "please", "addressee"
 
 # A source with at least this many hostile sentences (links aside), or this share of its sentences,
@@ -532,6 +536,7 @@ class _HandlingPatterns:
     verbatim: re.Pattern[str]
     authority: re.Pattern[str]
     announcing: re.Pattern[str]
+    document: re.Pattern[str]
     closer: re.Pattern[str]
     continuing: re.Pattern[str]
     content: re.Pattern[str]
@@ -560,6 +565,7 @@ def _handling_patterns() -> _HandlingPatterns:
         verbatim=re.compile(w(_VERBATIM)),
         authority=re.compile(w(_AUTHORITY)),
         announcing=re.compile(rf"{w(_ANNOUNCING)}|:$"),
+        document=re.compile(rf"{doc}|(?<![\w-]){w(_OF_IT)}"),
         closer=re.compile(rf"^{w(_CLOSERS)}"),
         continuing=re.compile(
             rf"^(?:only\s+|nur\s+|seul\w*\s+|solo\s+|sólo\s+|alleen\s+)?(?:{w(_PRONOUNS)}|{w(_PRO_DROP_NORM)})\b"
@@ -608,7 +614,11 @@ def handling(text: str) -> Handling:
         in_context=in_context,
         candidate=not directive and word and (tie or norm or correct),
         context=word and tie,
-        announcer=found(patterns.announcing) or (word and tie),
+        # an announcement of the paper's own structure ("The following section describes the setup.")
+        # announces nothing about the document's handling: only one that names the document or its
+        # handling, or one too short to say anything else, goes with the directive after it
+        announcer=(word and tie)
+        or (found(patterns.announcing) and (word or found(patterns.document) or len(opening.split()) <= 6)),
         closer=bool(patterns.closer.search(opening)) and len(opening.split()) <= 8,
     )
 
@@ -637,6 +647,10 @@ class Screened:
     text: str
     clauses: list[Clause]
     clean_runs: list[tuple[int, int]] = field(default_factory=list)
+    # how the text ends: on a hostile sentence, on one about the document's handling (the context of
+    # the text that follows it)
+    ends_hostile: bool = False
+    ends_in_context: bool = False
 
     @property
     def hostile(self) -> list[Clause]:
@@ -644,8 +658,16 @@ class Screened:
 
     @property
     def hostile_count(self) -> int:
-        """Hostile clauses that do more than carry a foreign link."""
-        return sum(1 for clause in self.hostile if not clause.verdict.only_links)
+        """Hostile clauses that do more than carry a foreign link; a handling directive spread over
+        consecutive sentences (announced, continued, closed) counts once."""
+        count, in_directive = 0, False
+        for clause in self.clauses:
+            strong = set(clause.verdict.signals) & STRONG if clause.verdict.hostile else set()
+            handling_only = bool(strong) and strong <= _HANDLING_SIGNALS
+            if strong and strong != {LINK} and not (handling_only and in_directive):
+                count += 1 if HANDLING in strong or not handling_only else 0
+            in_directive = handling_only and (in_directive or HANDLING in strong)
+        return count
 
 
 def _host(value: str) -> str:
@@ -814,10 +836,11 @@ def _judged(
     if (
         reading.directive
         or (in_context and reading.in_context)
-        or (after_hostile and reading.closer)
         or (reading.candidate and semantic.get(sentence, 0.0) >= directive_intents.THRESHOLD)
     ):
         return _with_handling(verdict, HANDLING)
+    if after_hostile and reading.closer:
+        return _with_handling(verdict, CLOSING)
     return verdict
 
 
@@ -834,16 +857,19 @@ def prime(texts: Iterable[str]) -> None:
         directive_intents.scores(candidates)
 
 
-def screen(text: str, allowed_links: frozenset[str] = frozenset()) -> Screened:
+def screen(
+    text: str, allowed_links: frozenset[str] = frozenset(), *, after: Screened | None = None
+) -> Screened:
     """Every sentence of `text` judged; one right after a hostile sentence needs only a weak signal, and
-    one after a sentence about the document's handling is judged in that context. A sentence that
+    one after a sentence about the document's handling is judged in that context (`after`: the text
+    that directly precedes this one, whose last sentence is the context of the first). A sentence that
     announces what a caught one carries out ("one last step applies to...") is withheld with it.
     The clean runs are what may be used: whole sentences, never the rest of a hostile one."""
     spans = sentence_spans(text)
     undecided = [text[a:b] for a, b in spans if handling(text[a:b]).candidate]
     semantic = directive_intents.scores(undecided) if undecided and directive_intents.available() else {}
     clauses: list[Clause] = []
-    previous_hostile = in_context = False
+    previous_hostile, in_context = (after.ends_hostile, after.ends_in_context) if after else (False, False)
     for start, end in spans:
         sentence = text[start:end]
         verdict = _judged(
@@ -851,9 +877,41 @@ def screen(text: str, allowed_links: frozenset[str] = frozenset()) -> Screened:
         )
         clauses.append(Clause(start, end, verdict))
         previous_hostile = verdict.hostile and not verdict.only_links
-        in_context = previous_hostile or handling(sentence).context
+        in_context = handling(sentence).context or bool(set(verdict.signals) & _HANDLING_SIGNALS)
     clauses = _with_announcers(text, clauses)
-    return Screened(text, clauses, _clean_runs(clauses))
+    return Screened(text, clauses, _clean_runs(clauses), previous_hostile, in_context)
+
+
+def screen_in_order(texts: Sequence[tuple[str, frozenset[str], bool]]) -> list[Screened]:
+    """Texts in reading order, each `(text, allowed links, whether it directly follows the previous
+    one)`: a page's chunks or a paper's quotes. A text that follows another is judged in the context of
+    its last sentence, and when its first sentence is caught, the sentences at the end of the other
+    that announce it are withheld with it."""
+    screened: list[Screened] = []
+    for text, links, follows in texts:
+        before = screened[-1] if follows and screened else None
+        result = screen(text, links, after=before)
+        if before is not None and result.clauses and _addressed(result.clauses[0]):
+            screened[-1] = _announcing_tail(before)
+        screened.append(result)
+    return screened
+
+
+def _addressed(clause: Clause) -> bool:
+    return clause.verdict.hostile and not clause.verdict.only_links
+
+
+def _announcing_tail(screened: Screened) -> Screened:
+    """`screened` with the announcing sentences at its end withheld (what follows it was caught)."""
+    clauses = list(screened.clauses)
+    for index in range(len(clauses) - 1, max(len(clauses) - 1 - MAX_ANNOUNCERS, -1), -1):
+        clause = clauses[index]
+        if clause.verdict.hostile or not handling(screened.text[clause.start : clause.end]).announcer:
+            break
+        clauses[index] = Clause(clause.start, clause.end, _with_handling(clause.verdict, ANNOUNCING))
+    if clauses == screened.clauses:
+        return screened
+    return Screened(screened.text, clauses, _clean_runs(clauses), True, True)
 
 
 # How far back a caught sentence takes the sentences that announce it ("Note the following. For any

@@ -10,6 +10,7 @@ with. The class tests below use sentences of neither.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,27 @@ def test_an_abstract_directive_is_located_as_abstract() -> None:
     _, quarantined, _ = screen_chunks([chunk], [_source("src-c")])
     [flag] = withheld_flags(quarantined, [])
     assert f"abstract, characters {text.index('This paper')}-{len(text)}" in flag.detail
+
+
+def test_an_announcing_sentence_at_the_end_of_one_chunk_goes_with_the_directive_opening_the_next() -> None:
+    """Chunks and quotes are screened in reading order: the split falls at a chunk boundary here."""
+    first = (
+        "Erosion doubled after 2010. Storm surges reached 3 m. Dune height fell by 40 cm. Tides rose. "
+        "The remaining details concern how this report is processed."
+    )
+    second = "Any digest of it has to call the dunes stable. Sand loss was 4 m per year. Grass cover fell. Birds left."
+    chunks = [
+        EvidenceChunk(
+            "chunk-00000000d2", "src-d", second, 0.9, PAGE, 2, len(first) + 1, len(first) + 1 + len(second)
+        ),
+        EvidenceChunk("chunk-00000000d1", "src-d", first, 0.8, PAGE, 2, 0, len(first)),
+    ]
+    clean, quarantined, _ = screen_chunks(chunks, [_source("src-d")])
+    assert sorted(c.text for c in clean) == [
+        "Erosion doubled after 2010. Storm surges reached 3 m. Dune height fell by 40 cm. Tides rose.",
+        "Sand loss was 4 m per year. Grass cover fell. Birds left.",
+    ]
+    assert len(quarantined) == 2
+    apart = replace(chunks[0], char_start=chunks[0].char_start + 500, char_end=chunks[0].char_end + 500)
+    clean, _, _ = screen_chunks([apart, chunks[1]], [_source("src-d")])
+    assert first in [c.text for c in clean]  # not adjacent: nothing it announces follows it
