@@ -190,6 +190,7 @@ def main() -> None:
     args = parser.parse_args()
 
     elapsed, judged = corpus_figures(args.corpus, args.show)
+    handed = directive_intents.handed_over()  # the corpus's alone (the attack files come next)
     for name in sorted(path.name for path in ATTACKS.glob("*.txt")):
         if name == "held_out_genuine.txt":
             continue
@@ -198,9 +199,8 @@ def main() -> None:
         print(f"attacks {name}: {caught}/{len(lines)} lines caught (each alone)")
     held_out_figures()
     print(f"time per sentence: {1000 * elapsed / max(judged, 1):.2f} ms over {judged} corpus sentences")
-    handed = directive_intents.handed_over()
     print(
-        f"embedder: {handed.sentences} distinct sentences handed over by the rules "
+        f"embedder: {handed.sentences} distinct corpus sentences handed over by the rules "
         f"({100 * handed.sentences / max(judged, 1):.2f} % of the corpus's), {handed.seconds:.2f} s embedding, "
         f"{1000 * handed.seconds / max(handed.sentences, 1):.0f} ms each "
         f"({'MiniLM loaded' if directive_intents.available() else 'no MiniLM weights: rules alone'})"

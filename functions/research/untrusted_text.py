@@ -903,12 +903,7 @@ def _addressed(clause: Clause) -> bool:
 
 def _announcing_tail(screened: Screened) -> Screened:
     """`screened` with the announcing sentences at its end withheld (what follows it was caught)."""
-    clauses = list(screened.clauses)
-    for index in range(len(clauses) - 1, max(len(clauses) - 1 - MAX_ANNOUNCERS, -1), -1):
-        clause = clauses[index]
-        if clause.verdict.hostile or not handling(screened.text[clause.start : clause.end]).announcer:
-            break
-        clauses[index] = Clause(clause.start, clause.end, _with_handling(clause.verdict, ANNOUNCING))
+    clauses = _withhold_announcers(screened.text, screened.clauses, len(screened.clauses))
     if clauses == screened.clauses:
         return screened
     return Screened(screened.text, clauses, _clean_runs(clauses), True, True)
@@ -919,16 +914,22 @@ def _announcing_tail(screened: Screened) -> Screened:
 MAX_ANNOUNCERS = 2
 
 
+def _withhold_announcers(text: str, clauses: list[Clause], caught: int) -> list[Clause]:
+    """`clauses` with the announcing ones right before clause `caught` withheld."""
+    judged = list(clauses)
+    for back in range(caught - 1, max(caught - 1 - MAX_ANNOUNCERS, -1), -1):
+        before = judged[back]
+        if before.verdict.hostile or not handling(text[before.start : before.end]).announcer:
+            break
+        judged[back] = Clause(before.start, before.end, _with_handling(before.verdict, ANNOUNCING))
+    return judged
+
+
 def _with_announcers(text: str, clauses: list[Clause]) -> list[Clause]:
     judged = list(clauses)
     for index, clause in enumerate(clauses):
-        if not clause.verdict.hostile or clause.verdict.only_links:
-            continue
-        for back in range(index - 1, max(index - 1 - MAX_ANNOUNCERS, -1), -1):
-            before = judged[back]
-            if before.verdict.hostile or not handling(text[before.start : before.end]).announcer:
-                break
-            judged[back] = Clause(before.start, before.end, _with_handling(before.verdict, ANNOUNCING))
+        if clause.verdict.hostile and not clause.verdict.only_links:
+            judged = _withhold_announcers(text, judged, index)
     return judged
 
 
