@@ -371,7 +371,8 @@ class Retriever:
         for source, paper in uploads:
             candidates += page_chunks(source.source_id, paper)
         sources = [source for source, _ in uploads] + sources
-        clean, quarantined, hostile = screen_chunks(candidates, sources)
+        # off the event loop: the embedder may judge a few sentences (functions/research/directive_intents.py)
+        clean, quarantined, hostile = await asyncio.to_thread(screen_chunks, candidates, sources)
         tainted = tainted_sources((chunk.source_id, signals) for chunk, signals in quarantined)
         sources = [scrubbed(source, hostile, tainted) for source in sources]
         chunks = await asyncio.to_thread(self.rank_chunks, plan, sources, clean)

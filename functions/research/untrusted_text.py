@@ -592,7 +592,8 @@ def handling(text: str) -> Handling:
     """The handling-directive reading of one sentence (cached: a text is screened more than once)."""
     patterns = _handling_patterns()
     plain = fold(text)
-    readings = (plain, _joined(plain))
+    joined = _joined(plain)
+    readings = (plain,) if joined == plain else (plain, joined)
 
     def found(pattern: re.Pattern[str]) -> bool:
         return any(pattern.search(reading) for reading in readings)

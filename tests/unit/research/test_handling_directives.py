@@ -20,9 +20,10 @@ from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc
 from functions.research.planner import plan_answer
 from functions.research.redteam import withheld_flags
 from functions.research.retriever import screen_chunks
+from functions.research.synthesis import OTHER_FINDINGS, without_authority
 from functions.research.untrusted_text import handling, is_hostile, screen
 from functions.research.verifier import UNSUPPORTED, verify_claim
-from functions.research.writer import DIRECT_ANSWER, ExtractiveWriter
+from functions.research.writer import DIRECT_ANSWER, Draft, DraftSentence, ExtractiveWriter
 
 ATTACKS = Path(__file__).parent / "attacks"
 BEFORE = "The samples were collected in 2019 from 12 coastal sites."
@@ -211,3 +212,27 @@ def test_an_announcing_sentence_at_the_end_of_one_chunk_goes_with_the_directive_
     apart = replace(chunks[0], char_start=chunks[0].char_start + 500, char_end=chunks[0].char_end + 500)
     clean, _, _ = screen_chunks([apart, chunks[1]], [_source("src-d")])
     assert first in [c.text for c in clean]  # not adjacent: nothing it announces follows it
+
+
+def test_a_jobs_tainted_source_never_leads_the_summary_nor_names_a_theme_alone() -> None:
+    tainted_id, other_id = "ev-00000000aa", "ev-00000000bb"
+    draft = Draft(
+        sentences=[
+            DraftSentence("Dunes shrank by 40 cm.", [tainted_id], "Dune height"),
+            DraftSentence("Sand loss was 4 m per year.", [tainted_id], "Sand loss"),
+            DraftSentence("Sand loss doubled after storms.", [other_id], "Sand loss"),
+            DraftSentence("Grass cover fell.", [other_id], "Vegetation"),
+        ],
+        writer="extractive",
+        model="extractive",
+        summary=[
+            DraftSentence("Dunes shrank by 40 cm.", [tainted_id], "Dune height"),
+            DraftSentence("Grass cover fell.", [other_id], "Vegetation"),
+        ],
+    )
+    shown = without_authority(draft, {tainted_id})
+    assert [s.section for s in shown.sentences] == [OTHER_FINDINGS, "Sand loss", "Sand loss", "Vegetation"]
+    assert [s.chunk_ids for s in shown.summary] == [[other_id]]
+    only_tainted = replace(draft, summary=draft.summary[:1])
+    assert all(tainted_id not in s.chunk_ids for s in without_authority(only_tainted, {tainted_id}).summary)
+    assert without_authority(draft, set()) is draft
