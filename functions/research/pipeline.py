@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from functions.common.errors import UpstreamError
@@ -352,14 +353,18 @@ class AnswerPipeline:
 
     async def _draft(self, context: AnswerContext) -> Draft:
         plan, retrieval = context.planned(), context.retrieved()
-        extractive = ExtractiveWriter()
-        primary = {source.source_id for source in retrieval.sources if source.answers_question}
-        contradictions = context.contradictions
         sources = {source.source_id: source for source in retrieval.sources}
+        extractive = partial(
+            ExtractiveWriter().write,
+            plan,
+            retrieval.chunks,
+            contradictions=context.contradictions,
+            primary={source.source_id for source in retrieval.sources if source.answers_question},
+            sources=sources,
+            tainted=frozenset(retrieval.tainted_sources),
+        )
         if self.llm is None or not retrieval.chunks:
-            return await extractive.write(
-                plan, retrieval.chunks, contradictions=contradictions, primary=primary, sources=sources
-            )
+            return await extractive()
         try:
             return await LlmWriter(self.llm).write(
                 plan.goal,
@@ -371,9 +376,7 @@ class AnswerPipeline:
                 authors=attribution_labels(sources),
             )
         except UpstreamError as exc:  # the answer still comes, from the evidence itself
-            draft = await extractive.write(
-                plan, retrieval.chunks, contradictions=contradictions, primary=primary, sources=sources
-            )
+            draft = await extractive()
             draft.notes.append(f"LLM writer failed ({exc.message}); the extractive writer answered")
             return draft
 

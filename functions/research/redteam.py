@@ -17,7 +17,7 @@ from typing import Any
 
 from functions.research.attribution import finding
 from functions.research.evidence import EvidenceChunk
-from functions.research.untrusted_text import screen, signal_summary
+from functions.research.untrusted_text import ADDRESSED, screen, signal_summary
 from functions.research.verifier import UNSUPPORTED, ClaimVerification, numbers_in
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
@@ -140,6 +140,19 @@ def claim_flags(claim: ClaimVerification, chunks: dict[str, EvidenceChunk]) -> l
     return flags
 
 
+AUTHORITY_LOST = (
+    "; the source's other sentences stay evidence, but it is never the direct answer, a heading or a theme"
+)
+
+
+def locations(chunks: Sequence[EvidenceChunk]) -> str:
+    """Where withheld sentences are, without quoting them: "page 3, characters 120-245; abstract, ..."."""
+    return "; ".join(
+        f"{'abstract' if chunk.page is None else f'page {chunk.page}'}, characters {chunk.char_start}-{chunk.char_end}"
+        for chunk in chunks
+    )
+
+
 def withheld_flags(
     quarantined: Sequence[tuple[EvidenceChunk, str]], hostile_sources: Sequence[str]
 ) -> list[RedTeamFlag]:
@@ -158,17 +171,19 @@ def withheld_flags(
                     HOSTILE_SOURCE,
                     HIGH,
                     f"source {source_id} is full of text addressed to the reader or a model "
-                    f"({len(withheld)} sentence(s): {found}); none of it was used",
+                    f"({len(withheld)} sentence(s): {found}, at {locations(withheld)}); none of it was used",
                     chunk_ids=[chunk.chunk_id for chunk in withheld],
                 )
             )
         else:
+            addressed = bool(set(signals[source_id]) & ADDRESSED)
             flags.append(
                 RedTeamFlag(
                     "prompt_injection",
-                    LOW,
+                    MEDIUM if addressed else LOW,
                     f"{len(withheld)} sentence(s) of source {source_id} addressed to the reader or a model "
-                    f"were withheld ({found})",
+                    f"were withheld ({found}) at {locations(withheld)}"
+                    + (AUTHORITY_LOST if addressed else ""),
                     chunk_ids=[chunk.chunk_id for chunk in withheld],
                 )
             )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from functions.common.embedder import MemoEmbedder
@@ -35,7 +35,15 @@ from functions.research.presets import EFFORT_LOW
 from functions.research.relevance import RelevanceScorer
 from functions.research.screening import document_text
 from functions.research.trace import RETRIEVER, TraceRecorder
-from functions.research.untrusted_text import Screened, hostile_source, own_links, screen, without_hostile
+from functions.research.untrusted_text import (
+    Screened,
+    hostile_source,
+    own_links,
+    prime,
+    screen_in_order,
+    tainted_sources,
+    without_hostile,
+)
 from functions.research.uploads import FULL_TEXT_BUDGET_SECONDS, DocumentPort, uploaded_sources
 
 MIN_COVERAGE = 0.5  # below this share of concepts covered, one broader round of searches runs
@@ -56,6 +64,9 @@ class Retrieval:
     # What was withheld as text addressed to the reader or a model: (chunk, the signals found).
     quarantined: list[tuple[EvidenceChunk, str]] = field(default_factory=list)
     hostile_sources: list[str] = field(default_factory=list)  # sources full of it: nothing of them used
+    # Sources with some of it: their other sentences are evidence, but they have lost their authority
+    # (never the direct answer, never a source that answers the question as a whole).
+    tainted_sources: list[str] = field(default_factory=list)
     full_text_read: list[str] = field(default_factory=list)  # source ids
     notes: list[str] = field(default_factory=list)
 
@@ -323,6 +334,9 @@ class Retriever:
     ) -> Retrieval:
         sources, chunks, quarantined, hostile = evidence
         used = found.connectors_used
+        tainted = sorted(
+            tainted_sources((chunk.source_id, signals) for chunk, signals in quarantined) - set(hostile)
+        )
         return Retrieval(
             sources=sources,
             chunks=chunks,
@@ -332,6 +346,7 @@ class Retriever:
             filtered_sources=filtered,
             quarantined=quarantined,
             hostile_sources=hostile,
+            tainted_sources=tainted,
             full_text_read=sorted(full_texts),
             notes=notes,
         )
@@ -356,8 +371,10 @@ class Retriever:
         for source, paper in uploads:
             candidates += page_chunks(source.source_id, paper)
         sources = [source for source, _ in uploads] + sources
-        clean, quarantined, hostile = screen_chunks(candidates, sources)
-        sources = [scrubbed(source, hostile) for source in sources]
+        # off the event loop: the embedder may judge a few sentences (functions/research/directive_intents.py)
+        clean, quarantined, hostile = await asyncio.to_thread(screen_chunks, candidates, sources)
+        tainted = tainted_sources((chunk.source_id, signals) for chunk, signals in quarantined)
+        sources = [scrubbed(source, hostile, tainted) for source in sources]
         chunks = await asyncio.to_thread(self.rank_chunks, plan, sources, clean)
         if not announce:
             return sources, chunks, quarantined, sorted(hostile)
@@ -410,8 +427,21 @@ def screen_chunks(
     sentences (verbatim, with their own offsets) stay evidence; a sentence addressed to the reader or
     to a model is quarantined, and a source full of them is withheld whole. Duplicate texts count once."""
     links = {source.source_id: source_links(source) for source in sources}
+    prime(chunk.text for chunk in candidates)
+    order = sorted(range(len(candidates)), key=lambda i: _place(candidates[i]))
+    results = screen_in_order(
+        [
+            (
+                candidates[i].text,
+                links.get(candidates[i].source_id, frozenset()),
+                n > 0 and _follows(candidates[order[n - 1]], candidates[i]),
+            )
+            for n, i in enumerate(order)
+        ]
+    )
+    by_index = dict(zip(order, results, strict=True))
     screened: list[tuple[EvidenceChunk, Screened]] = [
-        (chunk, screen(chunk.text, links.get(chunk.source_id, frozenset()))) for chunk in candidates
+        (chunk, by_index[i]) for i, chunk in enumerate(candidates)
     ]
     by_source: dict[str, list[Screened]] = {}
     for chunk, result in screened:
@@ -435,6 +465,18 @@ def screen_chunks(
     return clean, quarantined, hostile
 
 
+def _place(chunk: EvidenceChunk) -> tuple[str, str, int, int]:
+    return chunk.source_id, chunk.origin, chunk.page or 0, chunk.char_start
+
+
+def _follows(before: EvidenceChunk, chunk: EvidenceChunk) -> bool:
+    """`chunk` continues the text of `before` (same passage, no gap but white space)."""
+    return (
+        _place(before)[:3] == _place(chunk)[:3]
+        and before.char_start < chunk.char_start <= before.char_end + 3
+    )
+
+
 def _part(chunk: EvidenceChunk, start: int, end: int) -> EvidenceChunk:
     """The span [start, end) of a chunk's text as a chunk of its own (offsets into the same origin)."""
     if start == 0 and end == len(chunk.text):
@@ -449,12 +491,15 @@ def _part(chunk: EvidenceChunk, start: int, end: int) -> EvidenceChunk:
     )
 
 
-def scrubbed(source: SourceDoc, hostile: set[str]) -> SourceDoc:
+def scrubbed(source: SourceDoc, hostile: set[str], tainted: Collection[str] = ()) -> SourceDoc:
     """The source as a response shows it: its abstract without sentences addressed to the reader or a
-    model (nothing of it when the source is full of them)."""
+    model (nothing of it when the source is full of them); one that carries such a sentence no longer
+    answers the question as a whole."""
     if source.source_id in hostile:
-        return replace(source, snippet="")
+        return replace(source, snippet="", answers_question=False)
     snippet = without_hostile(source.snippet, source_links(source))
+    if source.source_id in tainted:
+        return replace(source, snippet=snippet, answers_question=False)
     return source if snippet == source.snippet else replace(source, snippet=snippet)
 
 

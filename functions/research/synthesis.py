@@ -46,7 +46,14 @@ from functions.research.stages import (
 )
 from functions.research.stances import stance
 from functions.research.trace import WRITER, TraceRecorder
-from functions.research.untrusted_text import Screened, hostile_source, own_links, screen
+from functions.research.untrusted_text import (
+    Screened,
+    hostile_source,
+    own_links,
+    prime,
+    screen_in_order,
+    tainted_sources,
+)
 from functions.research.verifier import Verifier
 from functions.research.writer import (
     GAPS_SECTION,
@@ -157,6 +164,24 @@ class ScreenedEvidence:
     hostile_sources: list[str]
 
 
+def _screened_quotes(
+    quotes: list[EvidenceQuote], links: frozenset[str]
+) -> list[tuple[EvidenceQuote, Screened]]:
+    """A paper's quotes screened in reading order: a quote that directly follows another on its page is
+    judged in its context (functions/research/untrusted_text.py, screen_in_order)."""
+    order = sorted(range(len(quotes)), key=lambda i: (quotes[i].page, quotes[i].char_start))
+
+    def follows(n: int) -> bool:
+        before, quote = quotes[order[n - 1]], quotes[order[n]]
+        return (
+            n > 0 and before.page == quote.page and before.char_end <= quote.char_start <= before.char_end + 3
+        )
+
+    results = screen_in_order([(quotes[i].quote, links, follows(n)) for n, i in enumerate(order)])
+    by_index = dict(zip(order, results, strict=True))
+    return [(quote, by_index[i]) for i, quote in enumerate(quotes)]
+
+
 def screen_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> ScreenedEvidence:
     """Each quote judged sentence by sentence: its runs of clean sentences are evidence (verbatim, with
     their own offsets); the rest is quarantined, and a source full of it gives no evidence at all."""
@@ -164,9 +189,10 @@ def screen_evidence(sources: list[tuple[Candidate, ExtractedPaper]]) -> Screened
     quarantined: list[tuple[EvidenceChunk, str]] = []
     hostile: list[str] = []
     seen: set[str] = set()
+    prime(quote.quote for _, paper in sources for quote in paper.evidence)
     for candidate, paper in sources:
         links = own_links(candidate.paper.url, candidate.paper.doi, paper.source_url)
-        screened: list[tuple[EvidenceQuote, Screened]] = [(q, screen(q.quote, links)) for q in paper.evidence]
+        screened = _screened_quotes(paper.evidence, links)
         for quote, result in screened:
             for clause in result.hostile:
                 quarantined.append(
@@ -337,6 +363,26 @@ async def llm_draft(
     )
 
 
+def without_authority(draft: Draft, tainted: set[str]) -> Draft:
+    """A source that carries text addressed to the reader or a model (`tainted`: its evidence ids) never
+    leads the summary and never names a theme: a theme of its sentences alone joins OTHER_FINDINGS, and
+    a summary sentence that cites only it is left out (the themes' other leads take its place)."""
+
+    def alone(sentence: DraftSentence) -> bool:
+        return bool(sentence.chunk_ids) and set(sentence.chunk_ids) <= tainted
+
+    if not tainted or not any(alone(sentence) for sentence in [*draft.sentences, *draft.summary]):
+        return draft
+    named = {s.section for s in draft.sentences if s.section not in (None, GAPS_SECTION, OTHER_FINDINGS)}
+    unnamed = {name for name in named if all(alone(s) for s in draft.sentences if s.section == name)}
+    sentences = [replace(s, section=OTHER_FINDINGS) if s.section in unnamed else s for s in draft.sentences]
+    summary = [s for s in draft.summary if not alone(s)]
+    if not summary:
+        leads = {s.section: s for s in reversed(sentences) if s.section != GAPS_SECTION and not alone(s)}
+        summary = list(reversed(leads.values()))
+    return replace(draft, sentences=sentences, summary=summary)
+
+
 @dataclass(frozen=True)
 class ReportSections:
     """A report draft as verification left it: its themes, summary and gaps, verified sentences only."""
@@ -411,7 +457,8 @@ async def write_report(context: JobContext, trace: TraceRecorder) -> None:
             context.notes.append(
                 f"LLM writer failed ({type(exc).__name__}: {exc}); used the extractive writer"
             )
-    context.draft = draft
+    tainted = tainted_sources((chunk.source_id, signals) for chunk, signals in context.quarantined)
+    context.draft = without_authority(draft, {e.evidence_id for e in evidence if e.source_id in tainted})
     # The summary repeats theme sentences: each distinct sentence is one claim.
     distinct = {(s.text, tuple(s.chunk_ids)): s for s in [*draft.sentences, *draft.summary] if s.text}
     context.drafted = list(distinct.values())
@@ -484,7 +531,13 @@ def job_facts(context: JobContext) -> GateFacts:
         rationale=rationale,
         cited_sources=len(cited),
         verified_claims=len(supported),
-        answered=any(c.answers_goal(threshold) for c, _ in context.sources if c.source_id in cited),
+        # a source carrying text addressed to the reader or a model has lost its authority: it never
+        # answers the goal alone
+        answered=any(
+            c.answers_goal(threshold)
+            for c, _ in context.sources
+            if c.source_id in cited - tainted_sources((q.source_id, s) for q, s in context.quarantined)
+        ),
         has_sources=bool(context.sources),
         has_evidence=bool(with_evidence),
         red_team=context.red_team,

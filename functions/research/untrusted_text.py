@@ -34,9 +34,11 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 from urllib.parse import urlsplit
+
+from functions.research import directive_intents
 
 ROLE_MARKER = "role_marker"
 OVERRIDE = "override_instruction"
@@ -44,7 +46,14 @@ CREDENTIALS = "credential_request"
 ASSISTANT = "assistant_addressed"
 READER_ORDER = "reader_order"
 LINK = "foreign_link"
-STRONG = frozenset({ROLE_MARKER, OVERRIDE, CREDENTIALS, ASSISTANT, READER_ORDER, LINK})
+HANDLING = "handling_directive"  # about how this document must be summarised, cited, ranked...
+ANNOUNCING = "announcing_neighbour"  # announces a step that a caught sentence carries out
+CLOSING = "closing_neighbour"  # the formula that closes a caught block ("That is all.")
+STRONG = frozenset(
+    {ROLE_MARKER, OVERRIDE, CREDENTIALS, ASSISTANT, READER_ORDER, LINK, HANDLING, ANNOUNCING, CLOSING}
+)
+ADDRESSED = STRONG - {LINK}  # the classes that speak to the reader or a model
+_HANDLING_SIGNALS = frozenset({HANDLING, ANNOUNCING, CLOSING})
 SECOND_PERSON, PLEASE, ADDRESSEE = "second_person", "please", "addressee"
 
 # A source with at least this many hostile sentences (links aside), or this share of its sentences,
@@ -399,6 +408,222 @@ _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|\n+|(?<=[\u3002\uff
 _CLAUSE_END = re.compile(r"(?<=[.!?;:\u3002\uff01\uff1f\uff1b\uff1a])\s+|\n+|(?<=[\u3002\uff01\uff1f])")
 
 
+# ---- handling directives: text about how this document must be summarised, cited, ranked, quoted ----
+# A claim about the world has a subject in the paper's domain; a handling directive talks about the
+# document's own summary, digest, ranking, citation or its readers' next step, in any mood. Parts:
+# a product of processing (noun) or the processing (verb), tied to the document ("summary of this
+# study", "this paper should be cited", "any digest prepared from it"), and a norm ("must", "is
+# expected to", "applies to", "the only correct ... is that", "word for word"). The lexicons cover
+# English, German, French, Spanish, Italian, Portuguese and Dutch.
+_HANDLING_NOUNS = (
+    "summary|summaries|summarisation*|summarization*|digest|digests|synopsis|synopses|overview|overviews|"
+    "abstract|precis|recap|recaps|tldr|tl;dr|gist|write-up*|citation|citations|ranking|rankings|"
+    "excerpt|excerpts|quotation|quotations|paraphrase*|condensation*|literature review*|answer|answers|"
+    "report|reports|review|reviews|response|responses|output|outputs|brief|briefs|briefing*|"
+    "zusammenfassung*|kurzfassung*|übersicht*|überblick*|resümee*|synopse*|zitat|zitate|zitation*|"
+    "zitierung*|rangliste*|rangfolge*|auszug|auszüge|antwort*|résumé|résumés|synthèse|synthèses|abrégé*|"
+    "aperçu*|classement*|extrait|extraits|compte rendu|comptes rendus|réponse*|récapitulatif*|resumen|"
+    "resúmenes|síntesis|sinopsis|extracto*|cita|citas|citación*|clasificación*|reseña*|respuesta*|"
+    "riassunt*|sintesi|sommario|sommari|estratto|estratti|citazion*|classifica|rassegna*|rispost*|"
+    "resumo|resumos|síntese*|sinopse*|citação|citações|classificação*|extrato*|resposta*|resenha*|"
+    "samenvatting*|overzicht*|citaat|citaten|citering*|rangschikking*|ranglijst*|uittreksel*|antwoord*"
+)
+_HANDLING_VERBS = (
+    "summarise*|summarize*|summarising|summarizing|condense*|condensing|cite|cited|citing|quote|quoted|"
+    "quoting|rank|ranked|excerpted|paraphrase*|paraphrasing|processed|digested|abridge*|zusammengefasst|"
+    "zusammenfassen|zusammenzufassen|zitiert*|zitieren|zu zitieren|gerankt|eingestuft|wiedergegeben|"
+    "wiederzugeben|résumer|résumée|résumées|citer|cité|citée|citées|cités|classé|classée|classés|"
+    "reprendre|resumir|resumido*|citar|citado*|clasificado*|riassumere|riassunto|riassunta|citare|citato|"
+    "citata|citati|classificat*|riportare|riportato|resumido|resumida|citada|classificado*|samengevat|"
+    "samenvatten|geciteerd|citeren|gerangschikt|verwerkt"
+)
+_DOC_DETERMINERS = (
+    "this|the present|the current|the enclosed|diese|dieser|dieses|diesem|diesen|vorliegende*|ce|cet|"
+    "cette|le présent|la présente|du présent|de la présente|este|esta|estos|el presente|la presente|"
+    "del presente|questo|questa|quest'|quest\u2019|il presente|la presente|deste|desta|neste|nesta|o presente|"
+    "a presente|dit|deze|het huidige|de huidige|het onderhavige"
+)
+_DOC_NOUNS = (
+    "paper|study|work|article|document|manuscript|report|text|trial|review|analysis|investigation|chapter|"
+    "section|source|preprint|submission|publication|contribution|survey|experiment|note|page|studie|"
+    "arbeit|artikel*|dokument*|text*|bericht*|beitrag*|untersuchung|publikation|manuskript*|quelle|"
+    "étude|travail|texte|rapport|papier|manuscrit|essai|estudio|artículo|documento|trabajo|texto|informe|"
+    "manuscrito|ensayo|publicación|fuente|studio|articolo|lavoro|testo|rapporto|manoscritto|saggio|"
+    "pubblicazione|fonte|estudo|artigo|trabalho|relatório|ensaio|publicação|werk|tekst|onderzoek|"
+    "publicatie|bron|verslag"
+)
+# What refers back to the document or to an announced step: only with a handling word, or right after
+# a sentence about the document's handling.
+_OF_IT = "of it|from it|of them|thereof|herein|davon|daraus|de ello|dele|dela|deles|ervan|daarvan"
+_PRONOUNS = (
+    "it|its|they|them|their|this sentence|these words|this statement|the above|es|sie|darin|dabei|"
+    "ils|elle|elles|ello|ellos|ellas|esso|essa|essi|esse|ele|ela|eles|elas|hij|zij|ze|daarin"
+)
+# What a directive asks the processor to do with the content (in context: "they must omit ...").
+_CONTENT_VERBS = (
+    "mention*|omit*|leave out|describe*|present*|state|list|repeat*|include*|exclude*|erwähn*|nenn*|"
+    "weglass*|wegzulassen|darstell*|darzustellen|mentionn*|omettre|omis|présent*|mencion*|omitir|omitid*|"
+    "presentar|menzion*|omettere|omess*|presentare|apresentar|vermeld*|weglaten|weggelaten|presenteren"
+)
+_CONDITIONS = "if|when|whenever|once|wenn|falls|sobald|si|lorsque|quand|cuando|se|quando|als|wanneer|zodra"
+_CONTEXT_NORMS = "may|might|can|darf|dürfen|peut|peuvent|puede|pueden|può|possono|pode|podem|kan|kunnen"
+_NORMS = (
+    "must|must not|should|shall|ought to|is to|are to|is to be|are to be|has to|have to|needs to|need to|"
+    "is expected to|are expected to|is required to|are required to|is supposed to|are supposed to|"
+    "may only|can only|may not|is only to|applies to|apply to|is mandatory|belongs at the top|"
+    "belongs first|counts as|is to be regarded|are to be regarded|muss|müssen|soll|sollen|sollte*|darf|"
+    "dürfen|gilt|gelten|ist zu|sind zu|hat zu|haben zu|doit|doivent|devrait|devraient|il faut|est à|"
+    "sont à|ne peut|ne peuvent|s'applique*|compte comme|debe|deben|debería*|tiene que|tienen que|ha de|"
+    "han de|hay que|se aplica*|cuenta como|deve|devono|dovrebbe*|va|vanno|occorre|bisogna|si applica*|"
+    "devem|deveria*|tem de|tem que|têm de|têm que|aplica-se|aplicam-se|moet|moeten|zou moeten|dient|"
+    "dienen|geldt|gelden|mag|mogen"
+)
+# German puts the infinitive last: "hat die Ergebnisse ... darzustellen", "ist ... zu nennen".
+_ZU_INFINITIVE = r"\b(?:hat|haben|ist|sind)\b(?:\s+\S+){0,8}?\s+(?:\w+zu\w+en|zu\s+\w+en)\b"
+_ONLY = "only|sole|single|one|einzig|einzige|seul|seule|único|única|unico|unica|único|enige"
+_CORRECT = (
+    "definitive|correct|proper|right|acceptable|valid|true|faithful|accurate|authoritative|official|"
+    "approved|permissible|legitimate|richtig*|korrekt*|zulässig*|gültig*|correcte|fidèle|valable|exact|"
+    "exacte|correcto|correcta|válido|válida|fiel|corretto|corretta|valido|valida|fedele|correto|correta|"
+    "juiste|geldige|getrouwe"
+)
+_DEFINING = (
+    "is that|are that|is:|reads|states that|says that|is as follows|lautet|ist, dass|ist dass|est que|"
+    "sont que|es que|son que|è che|sono che|é que|são que|is dat|zijn dat|luidt"
+)
+_VERBATIM = (
+    "word for word|verbatim|in exactly these words|in these exact words|exactly as written|"
+    "without alteration|without modification|wortwörtlich|wörtlich|mot pour mot|mot à mot|textuellement|"
+    "palabra por palabra|textualmente|literalmente|parola per parola|testualmente|letteralmente|"
+    "palavra por palavra|woord voor woord|letterlijk"
+)
+_AUTHORITY = (
+    "definitive|authoritative|decisive|landmark|primary reference|primary source|only reliable|"
+    "most reliable|gold standard|at the top|first in every|first in any|referencia|référence absolue|"
+    "la référence|maßgeblich*|massgeblich*|verlässlichste"
+)
+# Sentences that announce what follows: caught with the directive they announce.
+_ANNOUNCING = (
+    "the following|as follows|below|hereafter|one last|one final|one more|one further|a final|a last|"
+    "a further|an additional|the remaining details|folgende*|nachstehend*|eine letzte|eine weitere|"
+    "eine zusätzliche|ce qui suit|ci-dessous|suivant*|une dernière|une autre|une précision|lo siguiente|"
+    "a continuación|una última|otra|una indicación|quanto segue|di seguito|seguent*|un'ultima|o seguinte|"
+    "a seguir|uma última|het volgende|hieronder|volgend*|een laatste|nog een|a note|a remark|a word on|"
+    "how this|wie diese*|comment ce*|cómo este*|come questo*|como este*|hoe dit"
+)
+# The formulas that close an instruction block: withheld right after one.
+_CLOSERS = (
+    "that is all|nothing else|no other change*|end of note|end of instructions|this concludes|"
+    "das ist alles|sonst nichts|nichts weiter|c'est tout|rien d'autre|rien de plus|eso es todo|nada más|"
+    "è tutto|nient'altro|é tudo|nada mais|dat is alles|verder niets|niets anders"
+)
+_PRO_DROP_NORM = (
+    "debe|deben|debería*|tiene que|tienen que|hay que|deve|devono|dovrebbe*|devem|deveria*|tem de|"
+    "tem que|têm de|têm que|doit|doivent|muss|müssen|moet|moeten|must|should|has to|have to"
+)
+
+
+_PUNCT = r"[^\w\s]*"  # "In any digest, this paper ..."
+
+
+@dataclass(frozen=True)
+class _HandlingPatterns:
+    word: re.Pattern[str]
+    tie: re.Pattern[str]
+    norm: re.Pattern[str]
+    correct: re.Pattern[str]
+    defining: re.Pattern[str]
+    verbatim: re.Pattern[str]
+    authority: re.Pattern[str]
+    announcing: re.Pattern[str]
+    document: re.Pattern[str]
+    closer: re.Pattern[str]
+    continuing: re.Pattern[str]
+    content: re.Pattern[str]
+    context_norm: re.Pattern[str]
+
+
+@cache
+def _handling_patterns() -> _HandlingPatterns:
+    def w(*items: str) -> str:
+        return _words(*items, merged=False)
+
+    noun, verb = w(_HANDLING_NOUNS), w(_HANDLING_VERBS)
+    doc = rf"{w(_DOC_DETERMINERS)}\s*(?:[\w-]+\s+)?{w(_DOC_NOUNS)}"
+    norm = rf"(?<![\w-]){w(_NORMS)}|{_ZU_INFINITIVE}|{_TOLD}"
+    return _HandlingPatterns(
+        word=re.compile(rf"{noun}|{verb}"),
+        tie=re.compile(
+            rf"{noun}{_PUNCT}(?:\s+\S+){{0,4}}?\s+{doc}|{doc}\s*['\u2019]s\s+(?:\w+\s+)?{noun}"
+            rf"|{doc}{_PUNCT}(?:\s+\S+){{0,6}}?\s+{verb}|{verb}{_PUNCT}(?:\s+\S+){{0,2}}?\s+{doc}"
+            rf"|{noun}(?:\s+\S+){{0,3}}?\s+{w(_OF_IT)}"
+            rf"|(?<![\w-]){w(_CONDITIONS)}\s+(?:{w(_PRONOUNS)}|{doc})(?:\s+\S+){{0,2}}?\s+{verb}"
+        ),
+        norm=re.compile(norm),
+        correct=re.compile(rf"(?<![\w-])(?:{w(_ONLY)}\s+)?{w(_CORRECT)}\s+(?:\S+\s+)?{noun}"),
+        defining=re.compile(rf"{w(_DEFINING)}|\b(?:is|ist|est|es|è|é)\s*:"),
+        verbatim=re.compile(w(_VERBATIM)),
+        authority=re.compile(w(_AUTHORITY)),
+        announcing=re.compile(rf"{w(_ANNOUNCING)}|:$"),
+        document=re.compile(rf"{doc}|(?<![\w-]){w(_OF_IT)}"),
+        closer=re.compile(rf"^{w(_CLOSERS)}"),
+        continuing=re.compile(
+            rf"^(?:only\s+|nur\s+|seul\w*\s+|solo\s+|sólo\s+|alleen\s+)?(?:{w(_PRONOUNS)}|{w(_PRO_DROP_NORM)})\b"
+        ),
+        content=re.compile(rf"(?<![\w-])(?:{w(_PRONOUNS)}|{w(_CONTENT_VERBS)})"),
+        context_norm=re.compile(rf"{norm}|(?<![\w-]){w(_CONTEXT_NORMS)}"),
+    )
+
+
+@dataclass(frozen=True)
+class Handling:
+    """What a sentence says about its own document's handling (see the section's comment)."""
+
+    directive: bool  # a handling directive on its own
+    in_context: bool  # a directive when it follows a sentence about the document's handling
+    candidate: bool  # the rules see its parts but cannot decide: the embedder judges it
+    context: bool  # it is about the document's handling: the next sentence is judged in context
+    announcer: bool  # it announces what follows: withheld with the directive it announces
+    closer: bool  # a formula that closes an instruction block
+
+
+@lru_cache(maxsize=8192)
+def handling(text: str) -> Handling:
+    """The handling-directive reading of one sentence (cached: a text is screened more than once)."""
+    patterns = _handling_patterns()
+    plain = fold(text)
+    joined = _joined(plain)
+    readings = (plain,) if joined == plain else (plain, joined)
+
+    def found(pattern: re.Pattern[str]) -> bool:
+        return any(pattern.search(reading) for reading in readings)
+
+    opening = re.sub(r"^[^\w]+", "", plain)
+    word, tie, norm = found(patterns.word), found(patterns.tie), found(patterns.norm)
+    correct = found(patterns.correct)
+    directive = word and (
+        (tie and (norm or found(patterns.authority) or found(patterns.verbatim) or found(patterns.defining)))
+        or (correct and (tie or found(patterns.defining)))
+        or (norm and found(patterns.verbatim))
+    )
+    in_context = directive or (
+        (word or bool(patterns.continuing.search(opening)) or found(patterns.content))
+        and found(patterns.context_norm)
+    )
+    return Handling(
+        directive=directive,
+        in_context=in_context,
+        candidate=not directive and word and (tie or norm or correct),
+        context=word and tie,
+        # an announcement of the paper's own structure ("The following section describes the setup.")
+        # announces nothing about the document's handling: only one that names the document or its
+        # handling, or one too short to say anything else, goes with the directive after it
+        announcer=(word and tie)
+        or (found(patterns.announcing) and (word or found(patterns.document) or len(opening.split()) <= 6)),
+        closer=bool(patterns.closer.search(opening)) and len(opening.split()) <= 8,
+    )
+
+
 @dataclass(frozen=True)
 class Verdict:
     hostile: bool
@@ -423,6 +648,10 @@ class Screened:
     text: str
     clauses: list[Clause]
     clean_runs: list[tuple[int, int]] = field(default_factory=list)
+    # how the text ends: on a hostile sentence, on one about the document's handling (the context of
+    # the text that follows it)
+    ends_hostile: bool = False
+    ends_in_context: bool = False
 
     @property
     def hostile(self) -> list[Clause]:
@@ -430,8 +659,16 @@ class Screened:
 
     @property
     def hostile_count(self) -> int:
-        """Hostile clauses that do more than carry a foreign link."""
-        return sum(1 for clause in self.hostile if not clause.verdict.only_links)
+        """Hostile clauses that do more than carry a foreign link; a handling directive spread over
+        consecutive sentences (announced, continued, closed) counts once."""
+        count, in_directive = 0, False
+        for clause in self.clauses:
+            strong = set(clause.verdict.signals) & STRONG if clause.verdict.hostile else set()
+            handling_only = bool(strong) and strong <= _HANDLING_SIGNALS
+            if strong and strong != {LINK} and not (handling_only and in_directive):
+                count += 1 if HANDLING in strong or not handling_only else 0
+            in_directive = handling_only and (in_directive or HANDLING in strong)
+        return count
 
 
 def _host(value: str) -> str:
@@ -579,15 +816,125 @@ def judge_sentence(
     return Verdict(any(verdict.hostile for verdict in verdicts), signals)
 
 
-def screen(text: str, allowed_links: frozenset[str] = frozenset()) -> Screened:
-    """Every sentence of `text` judged; one right after a hostile sentence needs only a weak signal.
+def _with_handling(verdict: Verdict, signal: str) -> Verdict:
+    return Verdict(True, tuple(dict.fromkeys([*verdict.signals, signal])))
+
+
+def _judged(
+    sentence: str,
+    allowed_links: frozenset[str],
+    *,
+    after_hostile: bool,
+    in_context: bool,
+    semantic: dict[str, float],
+) -> Verdict:
+    """One sentence's verdict: the rules, then its handling of its own document (in the context of the
+    sentence before it), then the embedder's opinion on what the rules left undecided."""
+    verdict = judge_sentence(sentence, allowed_links, after_hostile=after_hostile)
+    if verdict.hostile:
+        return verdict
+    reading = handling(sentence)
+    if (
+        reading.directive
+        or (in_context and reading.in_context)
+        or (reading.candidate and semantic.get(sentence, 0.0) >= directive_intents.THRESHOLD)
+    ):
+        return _with_handling(verdict, HANDLING)
+    if after_hostile and reading.closer:
+        return _with_handling(verdict, CLOSING)
+    return verdict
+
+
+def prime(texts: Iterable[str]) -> None:
+    """Embeds, in one batch, the sentences of `texts` that the embedder will be asked about (the hot
+    path screens texts one by one; a batch costs far less per sentence than single calls)."""
+    candidates = [
+        text[start:end]
+        for text in texts
+        for start, end in sentence_spans(text)
+        if handling(text[start:end]).candidate
+    ]
+    if candidates and directive_intents.available():
+        directive_intents.scores(candidates)
+
+
+def screen(
+    text: str, allowed_links: frozenset[str] = frozenset(), *, after: Screened | None = None
+) -> Screened:
+    """Every sentence of `text` judged; one right after a hostile sentence needs only a weak signal, and
+    one after a sentence about the document's handling is judged in that context (`after`: the text
+    that directly precedes this one, whose last sentence is the context of the first). A sentence that
+    announces what a caught one carries out ("one last step applies to...") is withheld with it.
     The clean runs are what may be used: whole sentences, never the rest of a hostile one."""
+    spans = sentence_spans(text)
+    undecided = [text[a:b] for a, b in spans if handling(text[a:b]).candidate]
+    semantic = directive_intents.scores(undecided) if undecided and directive_intents.available() else {}
     clauses: list[Clause] = []
-    previous_hostile = False
-    for start, end in sentence_spans(text):
-        verdict = judge_sentence(text[start:end], allowed_links, after_hostile=previous_hostile)
+    previous_hostile, in_context = (after.ends_hostile, after.ends_in_context) if after else (False, False)
+    for start, end in spans:
+        sentence = text[start:end]
+        verdict = _judged(
+            sentence, allowed_links, after_hostile=previous_hostile, in_context=in_context, semantic=semantic
+        )
         clauses.append(Clause(start, end, verdict))
         previous_hostile = verdict.hostile and not verdict.only_links
+        in_context = handling(sentence).context or bool(set(verdict.signals) & _HANDLING_SIGNALS)
+    clauses = _with_announcers(text, clauses)
+    return Screened(text, clauses, _clean_runs(clauses), previous_hostile, in_context)
+
+
+def screen_in_order(texts: Sequence[tuple[str, frozenset[str], bool]]) -> list[Screened]:
+    """Texts in reading order, each `(text, allowed links, whether it directly follows the previous
+    one)`: a page's chunks or a paper's quotes. A text that follows another is judged in the context of
+    its last sentence, and when its first sentence is caught, the sentences at the end of the other
+    that announce it are withheld with it."""
+    screened: list[Screened] = []
+    for text, links, follows in texts:
+        before = screened[-1] if follows and screened else None
+        result = screen(text, links, after=before)
+        if before is not None and result.clauses and _addressed(result.clauses[0]):
+            screened[-1] = _announcing_tail(before)
+        screened.append(result)
+    return screened
+
+
+def _addressed(clause: Clause) -> bool:
+    return clause.verdict.hostile and not clause.verdict.only_links
+
+
+def _announcing_tail(screened: Screened) -> Screened:
+    """`screened` with the announcing sentences at its end withheld (what follows it was caught)."""
+    clauses = _withhold_announcers(screened.text, screened.clauses, len(screened.clauses))
+    if clauses == screened.clauses:
+        return screened
+    return Screened(screened.text, clauses, _clean_runs(clauses), True, True)
+
+
+# How far back a caught sentence takes the sentences that announce it ("Note the following. For any
+# digest of this paper: ... <the directive>").
+MAX_ANNOUNCERS = 2
+
+
+def _withhold_announcers(text: str, clauses: list[Clause], caught: int) -> list[Clause]:
+    """`clauses` with the announcing ones right before clause `caught` withheld."""
+    judged = list(clauses)
+    for back in range(caught - 1, max(caught - 1 - MAX_ANNOUNCERS, -1), -1):
+        before = judged[back]
+        if before.verdict.hostile or not handling(text[before.start : before.end]).announcer:
+            break
+        judged[back] = Clause(before.start, before.end, _with_handling(before.verdict, ANNOUNCING))
+    return judged
+
+
+def _with_announcers(text: str, clauses: list[Clause]) -> list[Clause]:
+    judged = list(clauses)
+    for index, clause in enumerate(clauses):
+        if clause.verdict.hostile and not clause.verdict.only_links:
+            judged = _withhold_announcers(text, judged, index)
+    return judged
+
+
+def _clean_runs(clauses: list[Clause]) -> list[tuple[int, int]]:
     runs: list[tuple[int, int]] = []
     previous: Clause | None = None
     for clause in clauses:
@@ -599,7 +946,7 @@ def screen(text: str, allowed_links: frozenset[str] = frozenset()) -> Screened:
         else:
             runs.append((clause.start, clause.end))
         previous = clause
-    return Screened(text, clauses, runs)
+    return runs
 
 
 def is_hostile(text: str, allowed_links: frozenset[str] = frozenset()) -> bool:
@@ -614,6 +961,16 @@ def without_hostile(text: str, allowed_links: frozenset[str] = frozenset()) -> s
     return " ".join(text[start:end] for start, end in screened.clean_runs)
 
 
+def without_addressed(text: str) -> str:
+    """`text` without the sentences addressed to the reader or a model; a sentence held back only for a
+    link stays (whose link it is, the caller cannot tell here)."""
+    screened = screen(text)
+    kept = [c for c in screened.clauses if not c.verdict.hostile or c.verdict.only_links]
+    if len(kept) == len(screened.clauses):
+        return text
+    return " ".join(text[clause.start : clause.end] for clause in kept)
+
+
 def hostile_source(screenings: Iterable[Screened]) -> bool:
     """Whether a source is full of text addressed to the reader or a model (see the thresholds)."""
     total = hostile = 0
@@ -623,6 +980,13 @@ def hostile_source(screenings: Iterable[Screened]) -> bool:
     return hostile >= HOSTILE_SOURCE_MIN_SENTENCES or (
         hostile >= 2 and total > 0 and hostile / total >= HOSTILE_SOURCE_MIN_SHARE
     )
+
+
+def tainted_sources(withheld: Iterable[tuple[str, str]]) -> set[str]:
+    """The sources (of `(source id, signals)` per withheld sentence) that carry a sentence addressed to
+    the reader or a model, not only a foreign link: their other sentences stay evidence, but they lose
+    their authority (never the direct answer, a heading or a theme)."""
+    return {source_id for source_id, signals in withheld if set(signals.split(", ")) & ADDRESSED}
 
 
 def signal_summary(verdicts: Sequence[Verdict]) -> str:

@@ -6,7 +6,8 @@ is earned by the check, not by copying: the finding (the sentence without its at
 in the cited text (fuzzy containment) or share nearly all its terms with it, AND keep the quote's
 numbers and units, polarity, hedges and population; any change there makes it unsupported, however much
 of the quote it repeats. A claim addressed to the reader or a model (functions/research/untrusted_text.py)
-is never supported. Unsupported claims are removed from the answer, never shipped as supported.
+is never supported, and neither is one whose cited quotes are nothing but such text (a directive
+matches itself): the directive sentences of a quote are never what a claim is checked against. Unsupported claims are removed from the answer, never shipped as supported.
 
 A claim's confidence is not how well it matches its own quote (a quote matches itself): it is how many
 independent sources state the finding, each halving the remaining doubt (one source 0.5, two 0.75, three
@@ -35,7 +36,7 @@ from functions.research.faithfulness import (
     unfaithful,
     without_markers,
 )
-from functions.research.untrusted_text import is_hostile
+from functions.research.untrusted_text import is_hostile, without_addressed
 
 if TYPE_CHECKING:
     from functions.common.llm import LlmProvider
@@ -110,6 +111,10 @@ def verify_claim(claim_text: str, quotes: Sequence[str]) -> tuple[str, float, st
         return UNSUPPORTED, 0.0, "cites no known evidence"
     if is_hostile(claim_text):
         return UNSUPPORTED, 0.0, "addressed to the reader or a model: not a finding"
+    # A quote never supports a claim with its own directive: only its other sentences are evidence.
+    quotes = [text for text in map(without_addressed, quotes) if text.strip()]
+    if not quotes:
+        return UNSUPPORTED, 0.0, "its only evidence is text addressed to the reader or a model"
     finding = finding_of(claim_text)
     claim_terms = finding_terms(finding)
     if len(claim_terms) < MIN_CLAIM_TERMS:

@@ -239,6 +239,9 @@ class EvidenceView:
     sources: Mapping[str, SourceDoc]
     primary: set[str]
     contradictions: Sequence[Contradiction]
+    # Sources that carry text addressed to the reader or a model: their other sentences are evidence,
+    # but never the direct answer.
+    tainted: frozenset[str] = frozenset()
 
     def phrasing(self) -> Phrasing:
         authorship = {sid: Authorship(s.authors, s.year, s.title) for sid, s in self.sources.items()}
@@ -279,6 +282,23 @@ def evidence_strength(
     return strength + ";"
 
 
+def _lead(picked: Sequence[EvidenceChunk], view: EvidenceView, met: Sequence[int], disputed: set[str]) -> int:
+    """The finding that answers: never from a source that lost its authority, never one another
+    contradicts (it is set out with its opposite), then from a source that answers the whole question,
+    meeting the most facets, best ranked."""
+    return max(
+        range(len(picked)),
+        key=lambda i: (
+            picked[i].source_id not in view.tainted,
+            picked[i].chunk_id not in disputed,
+            picked[i].source_id in view.primary,
+            met[i],
+            picked[i].score,
+            -i,
+        ),
+    )
+
+
 def compose(
     plan: ResearchPlan[AnswerSettings], picked: Sequence[EvidenceChunk], view: EvidenceView
 ) -> list[DraftSentence]:
@@ -289,18 +309,8 @@ def compose(
     style = plan.settings.preset.style
     scores = facet_scores(plan.facets, [chunk.text for chunk in picked])
     met = [sum(1 for row in scores if row[i] > 0) for i in range(len(picked))]
-    # A finding another contradicts is set out with its opposite, never alone as the answer.
     disputed = {i for c in view.contradictions for i in c.evidence_chunk_ids}
-    lead = max(
-        range(len(picked)),
-        key=lambda i: (
-            picked[i].chunk_id not in disputed,
-            picked[i].source_id in view.primary,
-            met[i],
-            picked[i].score,
-            -i,
-        ),
-    )
+    lead = _lead(picked, view, met, disputed)
     rest = [i for i in range(len(picked)) if i != lead]
     placed: list[tuple[str | None, EvidenceChunk]] = []
     if style in FACET_STYLES:
@@ -330,6 +340,9 @@ def compose(
     sentences = [
         DraftSentence(f"{strength} {opening}", first.chunk_ids, DIRECT_ANSWER, (strength, *first.attribution))
     ]
+    if picked[lead].source_id in view.tainted:  # no source of authority answers: the findings alone
+        lead_section = placed[0][0] if placed else UNTITLED
+        sentences = [DraftSentence(first.text, first.chunk_ids, lead_section, first.attribution)]
     for section, chunk in placed:
         before = sentences[-1]
         again = before.section == section and before.chunk_ids[0] in by_source.get(chunk.source_id, set())
@@ -365,8 +378,9 @@ class ExtractiveWriter:
         sources: Mapping[str, SourceDoc] | None = None,
         on_delta: Delta | None = None,
         temperature: float | None = None,
+        tainted: frozenset[str] = frozenset(),
     ) -> Draft:
-        view = EvidenceView(chunks, sources or {}, primary or set(), contradictions)
+        view = EvidenceView(chunks, sources or {}, primary or set(), contradictions, tainted)
         sentences = compose(plan, select_evidence(plan, chunks, contradictions, primary), view)
         if on_delta is not None:
             numbers = CitationNumbers()
