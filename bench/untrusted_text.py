@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from functions.common.text import sentence_spans
-from functions.research.untrusted_text import STRONG, screen
+from functions.research.retrieval.untrusted_text import STRONG, screen
 
 ATTACKS = Path(__file__).resolve().parent.parent / "tests" / "unit" / "research" / "attacks"
 MAX_PAGES = 60

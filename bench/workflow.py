@@ -29,7 +29,7 @@ from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.lambda_adapter import resolve_handler
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from tests.e2e.scholarly_topic import (
     GOAL,
     NO_POLITENESS,

@@ -53,7 +53,7 @@ SKIPPED_PROFILE = StepProfile(0.1, 0.6, 0, 0, 1, 2)
 # Search iterations of a job: one when every query has its turn at once; up to the plan's search time in
 # 26 s iterations and a refinement round (docs/workflow.md, "Searching under the upstreams' limits").
 SEARCH_ITERATIONS = (1, 3)
-# What the synthesis's LLM writer reads and writes (functions/research/synthesis.py: at most 60 evidence
+# What the synthesis's LLM writer reads and writes (functions/research/job/synthesis.py: at most 60 evidence
 # quotes, 400 answer tokens) and its judge (at most 8 calls of a few hundred tokens); the LLM's own time
 # is Lambda time of the synthesis step, waiting.
 EVIDENCE_PER_SOURCE = 2
@@ -191,7 +191,7 @@ class CostModel:
     # --- a whole job (the quote) -----------------------------------------------------------------
 
     def quote(self, plan: Mapping[str, Any]) -> dict[str, Any]:
-        """`cost_estimate` of POST /api/agent/execute for a plan (functions.research.plan.ResearchPlan
+        """`cost_estimate` of POST /api/agent/execute for a plan (functions.research.planning.plan.ResearchPlan
         as a dict): low and high USD and the basis they were computed from."""
         queries = len(plan.get("queries") or [])
         sources = int(plan.get("target_sources") or 0)

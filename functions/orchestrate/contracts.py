@@ -21,8 +21,8 @@ from pydantic import (
 )
 
 from functions.common.tenancy import DEFAULT_TEAM, checked_team
-from functions.research.plan import JobSettings, ResearchPlan
-from functions.research.request import CheckpointPhase, checkpoint_phases
+from functions.research.planning.plan import JobSettings, ResearchPlan
+from functions.research.planning.request import CheckpointPhase, checkpoint_phases
 
 # The pause between two Search iterations (a Wait state): short, the providers' queues pace the job.
 ITERATION_WAIT_SECONDS = 1

@@ -28,14 +28,14 @@ from functions.orchestrate.models import (
 )
 from functions.orchestrate.records import JobRecords
 from functions.orchestrate.store import JobStore, WorkflowStarter
-from functions.research.planning import (
+from functions.research.planning.job import (
     CONNECTORS,
     Renderer,
     SearchBudget,
     connector_syntax,
     default_search_budget,
 )
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 
 
 class JobCosts(Protocol):

@@ -1,4 +1,4 @@
-"""Shapes of the agent job API's job records (the request itself is functions/research/request.py)."""
+"""Shapes of the agent job API's job records (the request itself is functions/research/planning/request.py)."""
 
 from __future__ import annotations
 

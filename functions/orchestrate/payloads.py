@@ -7,7 +7,7 @@ from typing import Any
 
 from functions.common.storage import BlobStore, get_json
 from functions.orchestrate.contracts import JobRecord
-from functions.research.screening import Candidate
+from functions.research.retrieval.screening import Candidate
 
 
 def _prefix(team_id: str, job_id: str) -> str:

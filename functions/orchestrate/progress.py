@@ -22,9 +22,9 @@ from functions.research.trace import DECISION, PLANNER, RETRIEVER, TraceRecorder
 if TYPE_CHECKING:
     from functions.common.models import ExtractedPaper
     from functions.common.traces import TraceStore
-    from functions.research.plan import JobSettings, PlannedQuery, ResearchPlan
-    from functions.research.screening import ScreeningResult
-    from functions.research.synthesis import SynthesisResult
+    from functions.research.job.synthesis import SynthesisResult
+    from functions.research.planning.plan import JobSettings, PlannedQuery, ResearchPlan
+    from functions.research.retrieval.screening import ScreeningResult
 
 logger = get_logger("orchestrate")
 

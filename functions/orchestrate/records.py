@@ -1,4 +1,4 @@
-"""A new job's record: its plan (functions/research/planning.py), the execute response describing it
+"""A new job's record: its plan (functions/research/planning/job.py), the execute response describing it
 and, with metering, its cost quote. Used by the job service and by the steps that meet a job without a
 record (a schedule's fire)."""
 
@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.models import JobStatus, audit_event, utc_now
-from functions.research.planning import (
+from functions.research.planning.job import (
     CONNECTORS,
     Renderer,
     SearchBudget,
@@ -21,7 +21,7 @@ from functions.research.planning import (
     default_search_budget,
     describe,
 )
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 
 COUNTERS = (
     "queries_total",

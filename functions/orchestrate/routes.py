@@ -15,7 +15,7 @@ from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.models import CheckpointDecision, CheckpointView, WaitingCheckpoints
 from functions.orchestrate.wiring import checkpoint_service, job_service
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 
 router = APIRouter(prefix="/api/agent", tags=["agent jobs"])
 

@@ -26,8 +26,8 @@ from functions.common.storage import BlobStore, put_json
 from functions.orchestrate.contracts import ITERATION_WAIT_SECONDS, SearchState
 from functions.orchestrate.payloads import search_key
 from functions.orchestrate.progress import JobProgress
-from functions.research.fusion import Searcher
-from functions.research.plan import PlannedQuery
+from functions.research.planning.plan import PlannedQuery
+from functions.research.retrieval.fusion import Searcher
 
 logger = get_logger("orchestrate")
 BUDGET_REACHED = "BUDGET_REACHED"

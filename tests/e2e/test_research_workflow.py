@@ -17,7 +17,7 @@ from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
-from functions.research.attribution import finding
+from functions.research.checking.finding import finding
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, normalise, serve, topic_papers
 from tests.support.embedded_aws import events_queue
 from tests.support.scholarly_web import Reply, ScholarlyWeb

@@ -17,9 +17,9 @@ from functions.orchestrate.checkpoints.edits import (
     unknown_ids,
 )
 from functions.orchestrate.checkpoints.views import CheckpointContext, window_years
-from functions.research.plan import PlannedQuery
-from functions.research.planning import QueryWording, Renderer
-from functions.research.screening import Candidate, source_id_for
+from functions.research.planning.job import QueryWording, Renderer
+from functions.research.planning.plan import PlannedQuery
+from functions.research.retrieval.screening import Candidate, source_id_for
 
 DEFAULT_MAX_RESULTS = 20
 

@@ -34,8 +34,8 @@ from functions.orchestrate.checkpoints.waiting import CHECKPOINT_CLEARED
 from functions.orchestrate.contracts import JobRecord
 from functions.orchestrate.models import JobStatus, audit_event, decision
 from functions.orchestrate.store import JobStore, TaskTokens
-from functions.research.planning import CONNECTORS, Renderer, connector_syntax
-from functions.research.request import CheckpointPhase
+from functions.research.planning.job import CONNECTORS, Renderer, connector_syntax
+from functions.research.planning.request import CheckpointPhase
 
 
 @dataclass

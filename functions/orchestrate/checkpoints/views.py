@@ -10,11 +10,11 @@ from functions.common.models import ExtractedPaper
 from functions.common.storage import BlobStore, get_json
 from functions.orchestrate.contracts import Extraction, JobRecord
 from functions.orchestrate.payloads import screened
-from functions.research.request import DEFAULT_WINDOW_YEARS, CheckpointPhase
-from functions.research.screening import Candidate
+from functions.research.planning.request import DEFAULT_WINDOW_YEARS, CheckpointPhase
+from functions.research.retrieval.screening import Candidate
 
 if TYPE_CHECKING:
-    from functions.research.synthesis import Evidence
+    from functions.research.job.synthesis import Evidence
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class CheckpointContext:
 
     def evidence(self) -> list[Evidence]:
         """The evidence the synthesis would read (its ids are the ones it cites), less what was struck."""
-        from functions.research.synthesis import screen_evidence  # the job API reads it only here
+        from functions.research.job.synthesis import screen_evidence  # the job API reads it only here
 
         struck = set(self.job.struck_evidence)
         return [item for item in screen_evidence(self.extracted()).evidence if item.evidence_id not in struck]

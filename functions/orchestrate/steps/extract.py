@@ -31,7 +31,7 @@ from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
-from functions.research.report import BUDGET_NOT_EXTRACTED
+from functions.research.job.report import BUDGET_NOT_EXTRACTED
 
 if TYPE_CHECKING:
     pass

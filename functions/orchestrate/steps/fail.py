@@ -16,7 +16,7 @@ from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
 from functions.orchestrate.wiring import job_records
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from functions.teams.wiring import team_service
 from functions.webhooks.wiring import notifier
 

@@ -23,9 +23,9 @@ from functions.orchestrate.search_round import (
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
-from functions.research import outputs
-from functions.research.report import SearchSummary, build_results
-from functions.research.screening import Candidate
+from functions.research.job import outputs
+from functions.research.job.report import SearchSummary, build_results
+from functions.research.retrieval.screening import Candidate
 from functions.schedules.wiring import living_review
 from functions.teams.wiring import team_service
 from functions.webhooks.wiring import notifier

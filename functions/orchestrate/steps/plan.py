@@ -19,7 +19,7 @@ from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import job_records
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 
 if TYPE_CHECKING:
     pass

@@ -1,4 +1,4 @@
-"""Screen: de-duplicate, score and select the searches' hits (functions/research/screening.py). Too few
+"""Screen: de-duplicate, score and select the searches' hits (functions/research/retrieval/screening.py). Too few
 good sources and turns left: one refinement round of broader queries; else the sources the budget can
 extract, with the screening payload stored for Synthesize and Finalize."""
 
@@ -26,15 +26,15 @@ from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import upstream_query
-from functions.research.plan import JobSettings, ResearchPlan
-from functions.research.planning import (
+from functions.research.planning.job import (
     BOOLEAN_CONNECTORS,
     Renderer,
     connector_syntax,
     refined_queries,
 )
-from functions.research.relevance import EmbeddingUnfinished, RelevanceScorer
-from functions.research.screening import Candidate, ScreeningResult, screen
+from functions.research.planning.plan import JobSettings, ResearchPlan
+from functions.research.retrieval.relevance import EmbeddingUnfinished, RelevanceScorer
+from functions.research.retrieval.screening import Candidate, ScreeningResult, screen
 
 if TYPE_CHECKING:
     pass

@@ -1,4 +1,4 @@
-"""Synthesize: the cited synthesis of the extracted sources (functions/research/synthesis.py), stored for
+"""Synthesize: the cited synthesis of the extracted sources (functions/research/job/synthesis.py), stored for
 Finalize; an empty one that says why when the budget refuses it."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from functions.orchestrate.payloads import screened, synthesis_key
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
-from functions.research.screening import Candidate
-from functions.research.synthesis import synthesize
+from functions.research.job.synthesis import synthesize
+from functions.research.retrieval.screening import Candidate
 
 if TYPE_CHECKING:
     pass

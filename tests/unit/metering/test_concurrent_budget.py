@@ -27,7 +27,7 @@ from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.routes import get_job_service
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.support.fakes.usage_store import InMemoryUsageStore
 

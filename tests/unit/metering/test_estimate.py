@@ -8,8 +8,8 @@ import pytest
 
 from functions.metering.estimate import CostModel
 from functions.metering.prices import DEFAULT_PRICES, load_price_table
-from functions.research.planning import build_plan
-from functions.research.request import ScopeParameters
+from functions.research.planning.job import build_plan
+from functions.research.planning.request import ScopeParameters
 
 
 def _plan(depth: str) -> dict[str, object]:

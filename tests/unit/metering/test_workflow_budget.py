@@ -24,7 +24,7 @@ from functions.orchestrate.steps.extract import Extract
 from functions.orchestrate.steps.finalize import budget_reached
 from functions.orchestrate.steps.search import Search
 from functions.orchestrate.steps.synthesize import Synthesize
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.support.fakes.usage_store import InMemoryUsageStore
 

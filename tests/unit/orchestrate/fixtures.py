@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, Paper
-from functions.research.plan import JobSettings, ResearchPlan
-from functions.research.planning import build_plan
-from functions.research.request import ScopeParameters
-from functions.research.screening import Candidate, source_id_for
+from functions.research.planning.job import build_plan
+from functions.research.planning.plan import JobSettings, ResearchPlan
+from functions.research.planning.request import ScopeParameters
+from functions.research.retrieval.screening import Candidate, source_id_for
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 GOAL = "What are recent advances in transformer architectures for long documents?"

@@ -17,8 +17,8 @@ from functions.orchestrate.contracts import CheckpointInput, CheckpointPhases
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.payloads import extracted_key, screening_key, synthesis_key
 from functions.orchestrate.steps.checkpoint import Checkpoint, CheckpointExpired, CheckpointWindowPassed
-from functions.research.request import ExecuteRequest
-from functions.research.screening import Candidate
+from functions.research.planning.request import ExecuteRequest
+from functions.research.retrieval.screening import Candidate
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 
 TEAM = "team-default"

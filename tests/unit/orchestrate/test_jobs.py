@@ -13,7 +13,7 @@ from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobNotFinished, JobService, progress_percentage
 from functions.orchestrate.models import JobStatus
 from functions.orchestrate.store import DynamoDbJobStore, JobStore
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.support.tables import create_table
 

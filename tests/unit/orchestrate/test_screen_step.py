@@ -13,8 +13,8 @@ from functions.orchestrate.jobs import JobService
 from functions.orchestrate.payloads import screen_vectors_key
 from functions.orchestrate.screen_vectors import load_vectors
 from functions.orchestrate.steps.screen import Screen
-from functions.research.relevance import RelevanceScorer
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
+from functions.research.retrieval.relevance import RelevanceScorer
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.unit.orchestrate.fixtures import GOAL, paper
 from tests.unit.research.test_relevance_budget import SlowEmbedder

@@ -15,7 +15,7 @@ from functions.orchestrate.jobs import JobService
 from functions.orchestrate.search_round import uncovered_concepts, upstream_failures
 from functions.orchestrate.steps.plan import Plan
 from functions.orchestrate.steps.search import Search
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from functions.search.models import SearchOutcome
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.unit.orchestrate.fixtures import paper

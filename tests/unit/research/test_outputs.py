@@ -4,9 +4,9 @@ import asyncio
 
 from bibtexparser.entrypoint import parse_string
 
-from functions.research import outputs
-from functions.research.screening import Candidate, source_id_for
-from functions.research.synthesis import synthesize
+from functions.research.job import outputs
+from functions.research.job.synthesis import synthesize
+from functions.research.retrieval.screening import Candidate, source_id_for
 from tests.unit.orchestrate.fixtures import extracted, paper, plan
 
 

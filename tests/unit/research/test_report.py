@@ -1,9 +1,9 @@
-"""A job's results document from typed inputs (functions/research/report.py): no I/O."""
+"""A job's results document from typed inputs (functions/research/job/report.py): no I/O."""
 
 from __future__ import annotations
 
-from functions.research.report import BUDGET_NOT_EXTRACTED, SearchSummary, build_results
-from functions.research.screening import Candidate
+from functions.research.job.report import BUDGET_NOT_EXTRACTED, SearchSummary, build_results
+from functions.research.retrieval.screening import Candidate
 from tests.unit.orchestrate.fixtures import paper
 
 

@@ -18,12 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
 from functions.common.text import listed, mid_sentence
-from functions.research.attribution import author_label
-from functions.research.critic import find_contradictions
-from functions.research.evidence import PAGE, EvidenceChunk
-from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
-from functions.research.phrasing import Authorship, Phrasing
-from functions.research.plan import JobSettings, ResearchPlan
+from functions.research.checking.critic import find_contradictions
+from functions.research.checking.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
+from functions.research.checking.verifier import Verifier
+from functions.research.planning.plan import JobSettings, ResearchPlan
 from functions.research.presets import (
     DECIDE,
     JOB_SYNTHESIS_STAGES,
@@ -33,7 +31,9 @@ from functions.research.presets import (
     VERIFY,
     WRITE,
 )
-from functions.research.screening import Candidate
+from functions.research.retrieval.evidence import PAGE, EvidenceChunk
+from functions.research.retrieval.screening import Candidate
+from functions.research.retrieval.untrusted_text import Screened, hostile_source, own_links, screen
 from functions.research.stages import (
     PipelineContext,
     Stage,
@@ -44,11 +44,11 @@ from functions.research.stages import (
     stage_result,
     verified,
 )
-from functions.research.stances import stance
 from functions.research.trace import WRITER, TraceRecorder
-from functions.research.untrusted_text import Screened, hostile_source, own_links, screen
-from functions.research.verifier import Verifier
-from functions.research.writer import (
+from functions.research.writing.attribution import author_label
+from functions.research.writing.phrasing import Authorship, Phrasing
+from functions.research.writing.stances import stance
+from functions.research.writing.writer import (
     GAPS_SECTION,
     Draft,
     DraftSentence,
@@ -546,7 +546,7 @@ def executive_summary(context: JobContext, title: str, span: str, single_source:
 
 
 def theme_stances(context: JobContext) -> dict[str, str]:
-    """Each facet's stance (functions/research/stances.py) by its heading, from the verified themes, the
+    """Each facet's stance (functions/research/writing/stances.py) by its heading, from the verified themes, the
     critic's contradictions among the evidence and the Verifier's corroboration: in the goal's order,
     facets no verified finding addresses included."""
     cited = {

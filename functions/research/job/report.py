@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from functions.research.screening import Candidate
+from functions.research.retrieval.screening import Candidate
 
 BUDGET_NOT_EXTRACTED = "not extracted: the budget was reached"
 SYNTHESIS_FIELDS = (

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from functions.common.text import first_sentence
-from functions.research.attribution import last_name
-from functions.research.screening import Candidate
-from functions.research.untrusted_text import own_links, without_hostile
+from functions.research.retrieval.screening import Candidate
+from functions.research.retrieval.untrusted_text import own_links, without_hostile
+from functions.research.writing.attribution import last_name
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
