@@ -13,7 +13,13 @@ from functions.common.errors import InvalidInput
 from functions.orchestrate.checkpoints.edits import EDITS_BY_PHASE
 from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import CheckpointDecision, CheckpointView, WaitingCheckpoints
+from functions.orchestrate.models import (
+    CheckpointDecision,
+    CheckpointView,
+    JobResults,
+    JobStatusResponse,
+    WaitingCheckpoints,
+)
 from functions.orchestrate.wiring import checkpoint_service, job_service
 from functions.research.planning.request import ExecuteRequest
 
@@ -44,15 +50,25 @@ def execute(
     return JSONResponse(status_code=202, content=response, headers=headers)
 
 
-@router.get("/status/{job_id}", summary="Status, phase, progress, decisions and quality metrics of a job")
-def status(job_id: str, service: Service, team: TeamId) -> dict[str, Any]:
+# Fields a body does not have stay out of it (a running job has no `failure_reason`, a job that failed
+# before Finalize no `writer`), as they always have.
+@router.get(
+    "/status/{job_id}",
+    summary="Status, phase, progress, decisions and quality metrics of a job",
+    response_model=JobStatusResponse,
+    response_model_exclude_unset=True,
+)
+def status(job_id: str, service: Service, team: TeamId) -> JobStatusResponse:
     return service.status(team, job_id)
 
 
 @router.get(
-    "/results/{job_id}", summary="Synthesis, sources, evidence, claims and artifacts of a finished job"
+    "/results/{job_id}",
+    summary="Synthesis, sources, evidence, claims and artifacts of a finished job",
+    response_model=JobResults,
+    response_model_exclude_unset=True,
 )
-def results(job_id: str, service: Service, team: TeamId) -> dict[str, Any]:
+def results(job_id: str, service: Service, team: TeamId) -> JobResults:
     return service.results(team, job_id)
 
 

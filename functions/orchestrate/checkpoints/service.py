@@ -31,8 +31,7 @@ from functions.orchestrate.checkpoints.views import (
     synthesis_view,
 )
 from functions.orchestrate.checkpoints.waiting import CHECKPOINT_CLEARED
-from functions.orchestrate.contracts import JobRecord
-from functions.orchestrate.models import JobStatus, audit_event, decision
+from functions.orchestrate.models import JobRecord, JobStatus, audit_event, decision
 from functions.orchestrate.store import JobStore, TaskTokens
 from functions.research.planning.job import CONNECTORS, Renderer, connector_syntax
 from functions.research.planning.request import CheckpointPhase
@@ -41,7 +40,7 @@ from functions.research.planning.request import CheckpointPhase
 @dataclass
 class CheckpointService:
     jobs: JobStore
-    find_job: Callable[[str, str], dict[str, Any]]  # the team's job; NotFound for another team's
+    find_job: Callable[[str, str], JobRecord]  # the team's job; NotFound for another team's
     data: BlobStore
     tokens: TaskTokens | None
     render: Renderer = connector_syntax
@@ -95,10 +94,10 @@ class CheckpointService:
         return {"job_id": job_id, "phase": context.phase, "decision": "aborted"}
 
     def _waiting(self, team_id: str, job_id: str) -> CheckpointContext:
-        job = JobRecord.model_validate(self.find_job(team_id, job_id))
-        if not job.awaiting_checkpoint or not job.checkpoint_token or JobStatus(job.status).terminal:
+        job = self.find_job(team_id, job_id)
+        if not job.awaiting_checkpoint or not job.checkpoint_token or job.status.terminal:
             raise Conflict(f"job {job_id} is not waiting at a checkpoint")
-        phase: CheckpointPhase = job.checkpoint_phase or "screening"  # type: ignore[assignment]
+        phase: CheckpointPhase = job.checkpoint_phase or "screening"
         return CheckpointContext(job, phase, job.checkpoint_state or {}, self.data)
 
     def _view(self, context: CheckpointContext) -> dict[str, Any]:

@@ -55,7 +55,7 @@ class Fail(JobStep):
         except ValueError:  # incl. pydantic's ValidationError: not even a valid request
             placeholder = ExecuteRequest(research_goal=PLACEHOLDER_GOAL)
             record = self.new_record(progress.team_id, progress.job_id, placeholder, "schedule", None)
-        self.jobs.create(record)
+        self.jobs.create(record.stored())
 
 
 def build() -> Fail:

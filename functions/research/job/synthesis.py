@@ -12,9 +12,11 @@ import asyncio
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
 from functions.common.text import listed, mid_sentence
@@ -123,8 +125,9 @@ class Claim:
     kept: bool
 
 
-@dataclass
-class SynthesisResult:
+class SynthesisResult(BaseModel):
+    """The job's synthesis: stored for Finalize (and a synthesis checkpoint) as its `to_dict()`."""
+
     research_goal: str
     executive_summary: str
     synthesis_text: str
@@ -140,11 +143,11 @@ class SynthesisResult:
     refusal: bool
     refusal_reason: str | None
     writer: str
-    notes: list[str] = field(default_factory=list)
-    red_team: dict[str, Any] = field(default_factory=dict)  # the answer engine's Red-Team report
+    notes: list[str] = Field(default_factory=list)
+    red_team: dict[str, Any] = Field(default_factory=dict)  # the answer engine's Red-Team report
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # evidence and claims become dicts too
+        return self.model_dump(mode="json")  # evidence and claims become dicts too
 
 
 @dataclass

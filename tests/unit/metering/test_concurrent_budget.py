@@ -52,7 +52,7 @@ def _rapid_quote() -> dict[str, Any]:
         jobs=InMemoryJobStore(), starter=RecordingStarter(), artifacts=InMemoryBlobStore(), costs=None
     )
     plan, _, _ = service.records.describe(RAPID)
-    return MODEL.quote(plan)
+    return MODEL.quote(plan.to_dict())
 
 
 QUOTE = _rapid_quote()

@@ -15,11 +15,13 @@ from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.contracts import CheckpointInput, CheckpointPhases
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.payloads import extracted_key, screening_key, synthesis_key
+from functions.orchestrate.payloads import extracted_key, screening_key, store, synthesis_key
 from functions.orchestrate.steps.checkpoint import Checkpoint, CheckpointExpired, CheckpointWindowPassed
+from functions.research.job.synthesis import Claim
 from functions.research.planning.request import ExecuteRequest
 from functions.research.retrieval.screening import Candidate
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
+from tests.unit.orchestrate.fixtures import synthesis_result
 
 TEAM = "team-default"
 CALLER = "key:reviewer-1"
@@ -101,8 +103,9 @@ def test_nothing_waiting_is_a_conflict_and_another_teams_job_is_unknown() -> Non
         h.service.approve(TEAM, h.job_id, None, CALLER)
     h.wait("screening", {"job_id": h.job_id})
     status = h.jobs.status(TEAM, h.job_id)
-    assert status["awaiting_checkpoint"] is True and status["checkpoint"]["phase"] == "screening"
-    assert "screening checkpoint" in status["current_phase"]["phase_description"]
+    assert status.awaiting_checkpoint is True and status.checkpoint is not None
+    assert status.checkpoint.phase == "screening"
+    assert "screening checkpoint" in status.current_phase.phase_description
     with pytest.raises(NotFound):
         h.service.show("team-other", h.job_id)
     with pytest.raises(NotFound):
@@ -216,10 +219,11 @@ def test_the_synthesis_checkpoint_sends_struck_claims_back_to_synthesis() -> Non
     h = Harness()
     key = synthesis_key(TEAM, h.job_id)
     claims = [
-        {"claim_id": "c1", "claim_text": "A", "evidence_ids": ["ev-a"], "verdict": "supported", "kept": True},
-        {"claim_id": "c2", "claim_text": "B", "evidence_ids": ["ev-b"], "verdict": "supported", "kept": True},
+        Claim("c1", "A", ["ev-a"], "supported", 0.9, "", kept=True),
+        Claim("c2", "B", ["ev-b"], "supported", 0.9, "", kept=True),
     ]
-    put_json(h.data, key, {"synthesis_text": "Report [ev-a] [ev-b]", "claims": claims})
+    synthesis = synthesis_result(claims, [], synthesis_text="Report [ev-a] [ev-b]")
+    store(h.data, key, synthesis)
     h.wait("synthesis", {"job_id": h.job_id, "synthesis": {"synthesis_key": key}})
     payload = h.service.show(TEAM, h.job_id)["payload"]
     assert payload["report"] == "Report [ev-a] [ev-b]" and [c["id"] for c in payload["claims"]] == [

@@ -34,7 +34,7 @@ def _job() -> tuple[InMemoryJobStore, InMemoryBlobStore, str, list[dict[str, Any
         for i in range(80)
     ]
     put_json(data, "hits/q1.json", hits)
-    return jobs, data, job_id, [{"query_id": "q1", "key": "hits/q1.json"}]
+    return jobs, data, job_id, [{"query_id": "q1", "connector": "openalex", "key": "hits/q1.json"}]
 
 
 def _screen(
