@@ -1,4 +1,5 @@
-"""Shapes of the agent job API's job records (the request itself is functions/research/planning/request.py)."""
+"""Shapes of the agent job API: the job record as the job table stores it, and the bodies its routes answer
+(the request itself is functions/research/planning/request.py)."""
 
 from __future__ import annotations
 
@@ -80,15 +81,106 @@ PHASE_DESCRIPTIONS: dict[JobStatus, str] = {
 }
 
 
+class PlanCheckpoint(BaseModel):
+    """The plan checkpoint's payload: the planned connectors and their queries, the publication window."""
+
+    connectors: list[str]
+    queries: dict[str, list[str]]  # connector -> its queries
+    publication_window_years: int
+    available_connectors: list[str]
+
+
+class CandidateView(BaseModel):
+    id: str
+    title: str
+    url: str
+    year: int | None
+    venue: str | None
+    scores: dict[str, float]
+    total_score: float
+    weighted_score: float
+    explanation: str
+    explanations: dict[str, str]
+    rejection: str | None
+    selected: bool
+
+
+class ScreeningCheckpoint(BaseModel):
+    """The screening checkpoint's payload: every candidate, ranked, and the ones selected."""
+
+    candidates: list[CandidateView]
+    selected: list[str]
+    max_sources: int
+
+
+class QuoteView(BaseModel):
+    evidence_id: str
+    quote: str
+    page: int
+    section: str | None
+    kind: str
+
+
+class ExtractedSourceView(BaseModel):
+    id: str | None
+    title: str
+    url: str | None
+    success: bool
+    failure_reason: str | None
+    quotes: list[QuoteView]
+
+
+class ExtractionCheckpoint(BaseModel):
+    """The extraction checkpoint's payload: each source's outcome and the quotes the synthesis would read."""
+
+    sources: list[ExtractedSourceView]
+
+
+class ClaimView(BaseModel):
+    id: str
+    text: str
+    evidence_ids: list[str]
+    verdict: str
+    kept: bool
+
+
+class SynthesisCheckpoint(BaseModel):
+    """The synthesis checkpoint's payload: the written report and its claims."""
+
+    executive_summary: str
+    report: str
+    claims: list[ClaimView]
+    confidence_score: float | None
+    refusal: bool
+    refusal_reason: str | None
+
+
 class CheckpointView(BaseModel):
     """GET /api/agent/checkpoint/{job_id}: the phase that waits and what a person may edit there
     (docs/checkpoints.md has each phase's payload)."""
 
     job_id: str
     phase: Literal["plan", "screening", "extraction", "synthesis"]
-    payload: dict[str, Any]
+    payload: PlanCheckpoint | ScreeningCheckpoint | ExtractionCheckpoint | SynthesisCheckpoint
     waiting_since: str | None
     on_timeout: Literal["abort", "continue"]
+
+
+class CheckpointApproved(BaseModel):
+    """POST /api/agent/checkpoint/{job_id}/approve: the job goes on, with these changes (in words)."""
+
+    job_id: str
+    phase: Literal["plan", "screening", "extraction", "synthesis"]
+    decision: Literal["approved"] = "approved"
+    changes: list[str]
+
+
+class CheckpointAborted(BaseModel):
+    """POST /api/agent/checkpoint/{job_id}/abort: the job ends FAILED."""
+
+    job_id: str
+    phase: Literal["plan", "screening", "extraction", "synthesis"]
+    decision: Literal["aborted"] = "aborted"
 
 
 class WaitingCheckpoint(BaseModel):

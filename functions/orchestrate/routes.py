@@ -14,6 +14,8 @@ from functions.orchestrate.checkpoints.edits import EDITS_BY_PHASE
 from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.models import (
+    CheckpointAborted,
+    CheckpointApproved,
     CheckpointDecision,
     CheckpointView,
     JobResults,
@@ -122,12 +124,12 @@ EDITS_REQUEST_BODY = {
 
 @router.get("/checkpoints", summary="The calling team's jobs waiting at a human checkpoint")
 def waiting_checkpoints(service: Checkpoints, team: TeamId) -> WaitingCheckpoints:
-    return WaitingCheckpoints.model_validate(service.waiting(team))
+    return service.waiting(team)
 
 
 @router.get("/checkpoint/{job_id}", summary="The checkpoint a job waits at, with what a reviewer may edit")
 def checkpoint(job_id: str, service: Checkpoints, team: TeamId) -> CheckpointView:
-    return CheckpointView.model_validate(service.show(team, job_id))
+    return service.show(team, job_id)
 
 
 @router.post(
@@ -141,7 +143,7 @@ def approve(
     service: Checkpoints,
     team: TeamId,
     body: Annotated[dict[str, Any] | None, Depends(edits_body)],
-) -> dict[str, Any]:
+) -> CheckpointApproved:
     return service.approve(team, job_id, body, client_identity(request))
 
 
@@ -152,5 +154,5 @@ def abort(
     service: Checkpoints,
     team: TeamId,
     body: CheckpointDecision | None = None,
-) -> dict[str, Any]:
+) -> CheckpointAborted:
     return service.abort(team, job_id, body.reason if body else None, client_identity(request))

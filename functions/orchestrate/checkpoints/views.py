@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 from functions.common.models import ExtractedPaper
 from functions.common.storage import BlobStore
-from functions.orchestrate.models import JobRecord
+from functions.orchestrate.models import (
+    CandidateView,
+    ClaimView,
+    ExtractedSourceView,
+    ExtractionCheckpoint,
+    JobRecord,
+    PlanCheckpoint,
+    QuoteView,
+    ScreeningCheckpoint,
+    SynthesisCheckpoint,
+)
 from functions.orchestrate.payloads import load, screened
 from functions.research.job.inputs import Extraction, ScreeningPayload
 from functions.research.planning.request import DEFAULT_WINDOW_YEARS, CheckpointPhase
@@ -67,100 +77,100 @@ def window_years(job: JobRecord) -> int:
     return int(boundary.get("publication_window_years") or DEFAULT_WINDOW_YEARS)
 
 
-def plan_view(context: CheckpointContext, available: tuple[str, ...]) -> dict[str, Any]:
+def plan_view(context: CheckpointContext, available: tuple[str, ...]) -> PlanCheckpoint:
     pending = (context.state.get("search") or {}).get("pending") or []
     connectors = list(dict.fromkeys(str(query["connector"]) for query in pending))
-    return {
-        "connectors": connectors,
-        "queries": {name: [q["query"] for q in pending if q["connector"] == name] for name in connectors},
-        "publication_window_years": window_years(context.job),
-        "available_connectors": list(available),
-    }
+    return PlanCheckpoint(
+        connectors=connectors,
+        queries={name: [q["query"] for q in pending if q["connector"] == name] for name in connectors},
+        publication_window_years=window_years(context.job),
+        available_connectors=list(available),
+    )
 
 
-def _candidate_view(candidate: Candidate, selected: set[str]) -> dict[str, Any]:
+def _candidate_view(candidate: Candidate, selected: set[str]) -> CandidateView:
     paper = candidate.paper
-    return {
-        "id": candidate.source_id,
-        "title": paper.title,
-        "url": paper.url,
-        "year": paper.year,
-        "venue": paper.venue,
-        "scores": candidate.scores,
-        "total_score": candidate.total_score,
-        "weighted_score": candidate.weighted_score,
-        "explanation": "; ".join(f"{name}: {why}" for name, why in candidate.explanations.items()),
-        "explanations": candidate.explanations,
-        "rejection": candidate.rejection,
-        "selected": candidate.source_id in selected,
-    }
+    return CandidateView(
+        id=candidate.source_id,
+        title=paper.title,
+        url=paper.url,
+        year=paper.year,
+        venue=paper.venue,
+        scores=candidate.scores,
+        total_score=candidate.total_score,
+        weighted_score=candidate.weighted_score,
+        explanation="; ".join(f"{name}: {why}" for name, why in candidate.explanations.items()),
+        explanations=candidate.explanations,
+        rejection=candidate.rejection,
+        selected=candidate.source_id in selected,
+    )
 
 
-def screening_view(context: CheckpointContext) -> dict[str, Any]:
+def screening_view(context: CheckpointContext) -> ScreeningCheckpoint:
     chosen = [str(item["source_id"]) for item in (context.state.get("screen") or {}).get("selected") or []]
     candidates = context.candidates()
     ranked = sorted(candidates.values(), key=lambda c: (c.rejection is not None, -c.weighted_score))
-    return {
-        "candidates": [_candidate_view(candidate, set(chosen)) for candidate in ranked],
-        "selected": chosen,
-        "max_sources": len(chosen),
-    }
+    return ScreeningCheckpoint(
+        candidates=[_candidate_view(candidate, set(chosen)) for candidate in ranked],
+        selected=chosen,
+        max_sources=len(chosen),
+    )
 
 
-def extraction_view(context: CheckpointContext) -> dict[str, Any]:
-    quotes: dict[str, list[dict[str, Any]]] = {}
+def extraction_view(context: CheckpointContext) -> ExtractionCheckpoint:
+    quotes: dict[str, list[QuoteView]] = {}
     for quote in context.evidence():
         quotes.setdefault(quote.source_id, []).append(
-            {
-                "evidence_id": quote.evidence_id,
-                "quote": quote.quote,
-                "page": quote.page,
-                "section": quote.section,
-                "kind": quote.kind,
-            }
+            QuoteView(
+                evidence_id=quote.evidence_id,
+                quote=quote.quote,
+                page=quote.page,
+                section=quote.section,
+                kind=quote.kind,
+            )
         )
     candidates = context.candidates()
     sources = []
     for item in context.extractions():
         candidate = candidates.get(str(item.source_id))
         sources.append(
-            {
-                "id": item.source_id,
-                "title": candidate.paper.title if candidate else "",
-                "url": item.url,
-                "success": item.success,
-                "failure_reason": item.failure_reason,
-                "quotes": quotes.get(str(item.source_id), []),
-            }
+            ExtractedSourceView(
+                id=item.source_id,
+                title=candidate.paper.title if candidate else "",
+                url=item.url,
+                success=item.success,
+                failure_reason=item.failure_reason,
+                quotes=quotes.get(str(item.source_id), []),
+            )
         )
-    return {"sources": sources}
+    return ExtractionCheckpoint(sources=sources)
 
 
-def synthesis_view(context: CheckpointContext) -> dict[str, Any]:
+def synthesis_view(context: CheckpointContext) -> SynthesisCheckpoint:
     synthesis = context.synthesis()
     if synthesis is None:
-        return {
-            "executive_summary": "",
-            "report": "",
-            "claims": [],
-            "confidence_score": None,
-            "refusal": False,
-            "refusal_reason": None,
-        }
-    return {
-        "executive_summary": synthesis.executive_summary,
-        "report": synthesis.synthesis_text,
-        "claims": [
-            {
-                "id": claim.claim_id,
-                "text": claim.claim_text,
-                "evidence_ids": claim.evidence_ids,
-                "verdict": claim.verdict,
-                "kept": claim.kept,
-            }
+        return SynthesisCheckpoint(
+            executive_summary="",
+            report="",
+            claims=[],
+            confidence_score=None,
+            refusal=False,
+            refusal_reason=None,
+        )
+    return SynthesisCheckpoint(
+        executive_summary=synthesis.executive_summary,
+        report=synthesis.synthesis_text,
+        claims=[
+            ClaimView(
+                id=claim.claim_id,
+                text=claim.claim_text,
+                evidence_ids=claim.evidence_ids,
+                verdict=claim.verdict,
+                kept=claim.kept,
+            )
             for claim in synthesis.claims
         ],
-        "confidence_score": synthesis.confidence_score,
-        "refusal": synthesis.refusal,
-        "refusal_reason": synthesis.refusal_reason,
-    }
+        confidence_score=synthesis.confidence_score,
+        refusal=synthesis.refusal,
+        refusal_reason=synthesis.refusal_reason,
+    )
