@@ -448,6 +448,15 @@ class ExecutionCounts(BaseModel):
     extractions_successful: int
 
 
+class StoredExecutionSummary(ExecutionSummary):
+    """A results document's execution summary; documents written before these three were reported (and
+    kept across restarts in LOCAL_STATE_DIR) lack them, and answer without them."""
+
+    queries_not_run: dict[str, str] = Field(default_factory=dict)
+    partial_reasons: list[str] = Field(default_factory=list)
+    search_stats: dict[str, int] = Field(default_factory=dict)
+
+
 class JobResultSource(ResultSource):
     is_retracted: bool | None = None  # a scheduled run's (its living review refreshes the flags)
 
@@ -460,7 +469,7 @@ class JobResults(BaseModel):
     job_id: str
     status: JobStatus
     synthesis: dict[str, Any] | None
-    execution_summary: ExecutionSummary | ExecutionCounts
+    execution_summary: StoredExecutionSummary | ExecutionCounts
     audit_trail_summary: AuditTrailSummary
     autonomous_decisions: list[Decision]
     sources: list[JobResultSource]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -223,3 +224,43 @@ def test_a_waiting_job_names_its_checkpoint_in_its_phase_and_keeps_its_progress(
     assert current.phase_name == f"{phase.upper()}_CHECKPOINT"
     assert f"the {phase} checkpoint" in current.phase_description
     assert current.progress_percentage == before == progress
+
+
+def test_a_results_document_from_before_the_search_figures_still_answers(store: JobStore) -> None:
+    """results.json kept across restarts from before queries_not_run, partial_reasons and search_stats."""
+    service, _ = _service(store)
+    job_id = service.submit("team-default", REQUEST)[0]["job_id"]
+    summary = {
+        "total_sources_discovered": 12,
+        "search_hits": 40,
+        "sources_validated": 10,
+        "sources_selected": 10,
+        "extractions_successful": 9,
+        "extractions_failed": 1,
+        "queries_executed": 5,
+        "failed_connectors": [],
+    }
+    document = {
+        "job_id": job_id,
+        "status": "COMPLETED",
+        "synthesis": {"research_goal": REQUEST.research_goal},
+        "execution_summary": summary,
+        "sources": [],
+        "evidence": [],
+        "claims": [],
+        "methodologies": {},
+        "confidence_score": 0.5,
+        "confidence_rationale": "one source",
+        "refusal": False,
+        "refusal_reason": None,
+        "writer": "extractive",
+        "artifact_keys": {},
+    }
+    service.artifacts.put_bytes("old/results.json", json.dumps(document).encode(), "application/json")
+    store.update(
+        "team-default", job_id, status=JobStatus.COMPLETED, set_fields={"results_key": "old/results.json"}
+    )
+
+    answered = service.results("team-default", job_id).model_dump(mode="json", exclude_unset=True)
+
+    assert answered["execution_summary"] == summary and answered["confidence_rationale"] == "one source"
