@@ -109,7 +109,7 @@ bench-concurrency: install
 bench-answer-quality: install
 	$(PY) -m bench.answer_quality
 
-# Refit the screening relevance model (prints the coefficients functions/research/relevance.py holds).
+# Refit the screening relevance model (prints the coefficients functions/research/retrieval/relevance.py holds).
 calibrate-relevance: install
 	$(PY) -m bench.calibrate_relevance
 

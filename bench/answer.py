@@ -47,9 +47,9 @@ from functions.common.tenancy import DEFAULT_TEAM
 from functions.common.traces import InMemoryTraceStore
 from functions.extract.service import ExtractionService
 from functions.local_runtime.aws import EmbeddedAws
-from functions.research.fusion import SearchPort
 from functions.research.pipeline import AnswerPipeline, AnswerRequest
-from functions.research.retriever import Retriever
+from functions.research.retrieval.fusion import SearchPort
+from functions.research.retrieval.retriever import Retriever
 from functions.search.models import PaperQuery, SearchOutcome
 from functions.search.service import SearchService
 from tests.e2e.answer_topic import QUESTION, answer_papers, gateway_server

@@ -179,8 +179,8 @@ _NEGATION = re.compile(r"\b(?:no|not|never|cannot|neither|nor|without|fails? to|
 
 
 def _faithful(claim: str, quote: str) -> bool:
-    from functions.research.attribution import without_markers
-    from functions.research.verifier import numbers_in
+    from functions.research.checking.verifier import numbers_in
+    from functions.research.writing.attribution import without_markers
 
     source = without_markers(quote)
     same_numbers = sorted(set(numbers_in(claim))) == sorted(set(numbers_in(source)))
@@ -188,10 +188,10 @@ def _faithful(claim: str, quote: str) -> bool:
 
 
 def score_readability(outcome: Outcome, result: AnswerResult, request: AnswerRequest) -> None:
-    from functions.research.abbreviations import defines, definition_of, definitions, used
-    from functions.research.attribution import foreign_markers, speaks_for_itself
     from functions.research.pipeline import plan_for
-    from functions.research.writer import facet_heading
+    from functions.research.writing.abbreviations import defines, definition_of, definitions, used
+    from functions.research.writing.attribution import foreign_markers, speaks_for_itself
+    from functions.research.writing.writer import facet_heading
 
     if result.decision.refusal:
         return
@@ -290,8 +290,8 @@ def analyse(
     """What the planner searched, which sources were kept or filtered and why, what the gate decided."""
     from functions.answer.wiring import relevance_scorer
     from functions.research.pipeline import plan_for
-    from functions.research.relevance import RelevanceScorer
-    from functions.research.screening import document_text
+    from functions.research.retrieval.relevance import RelevanceScorer
+    from functions.research.retrieval.screening import document_text
 
     out = outcome.details
     by_name: dict[str, list[dict[str, Any]]] = {}

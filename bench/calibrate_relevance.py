@@ -1,10 +1,10 @@
-"""Fit the screening relevance model (functions/research/relevance.py) on real scholarly records.
+"""Fit the screening relevance model (functions/research/retrieval/relevance.py) on real scholarly records.
 
     .venv/bin/python -m bench.calibrate_relevance [--corpus ../shared/corpus]
 
 Data: every work with a title and an abstract in the recorded real answers of arXiv, Semantic Scholar,
 OpenAlex and Crossref (`corpus/api`), parsed by our own connectors. For each work, its concepts are taken
-from its title the way the planner takes them from a goal (`functions.research.facets.decompose`); each
+from its title the way the planner takes them from a goal (`functions.research.planning.facets.decompose`); each
 concept, and the whole title, is an aspect. Positive pairs: an aspect against the work's own abstract
 (the title left out, so the terms are not trivially there). Negative pairs: the same aspect against other
 works' abstracts, half of them from the same recorded answer (the same search: near-topic, the hard
@@ -26,8 +26,8 @@ import numpy as np
 from bench.corpus_web.corpus import DEFAULT_CORPUS
 from functions.common.embedder import default_embedder
 from functions.common.text import stems
-from functions.research.facets import decompose
-from functions.research.relevance import RelevanceScorer
+from functions.research.planning.facets import decompose
+from functions.research.retrieval.relevance import RelevanceScorer
 from functions.search.connectors import arxiv, crossref, openalex, semantic_scholar
 from tests.support.cassettes import load_all
 

@@ -235,7 +235,7 @@ GOALS: tuple[Goal, ...] = (
 )
 
 DEPTH = "rapid"
-WINDOW_YEARS = 10  # the contract's maximum (functions/research/request.py TemporalBoundary)
+WINDOW_YEARS = 10  # the contract's maximum (functions/research/planning/request.py TemporalBoundary)
 JOB_TIMEOUT_SECONDS = 300.0
 SUCCESS_STATUSES = ("COMPLETED",)
 

@@ -34,13 +34,13 @@ from pathlib import Path
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, Paper
 from functions.common.text import sentence_spans
-from functions.research import directive_intents
-from functions.research.evidence import PAGE, EvidenceChunk, SourceDoc
-from functions.research.retriever import screen_chunks
-from functions.research.screening import Candidate
-from functions.research.synthesis import screen_evidence
-from functions.research.untrusted_text import STRONG, prime, screen, screen_in_order
-from functions.research.verifier import SUPPORTED, verify_claim
+from functions.research.checking.verifier import SUPPORTED, verify_claim
+from functions.research.job.synthesis import screen_evidence
+from functions.research.retrieval import directive_intents
+from functions.research.retrieval.evidence import PAGE, EvidenceChunk, SourceDoc
+from functions.research.retrieval.retriever import screen_chunks
+from functions.research.retrieval.screening import Candidate
+from functions.research.retrieval.untrusted_text import STRONG, prime, screen, screen_in_order
 
 ATTACKS = Path(__file__).resolve().parent.parent / "tests" / "unit" / "research" / "attacks"
 MAX_PAGES = 60

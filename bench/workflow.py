@@ -29,7 +29,7 @@ from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.lambda_adapter import resolve_handler
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from tests.e2e.scholarly_topic import (
     GOAL,
     NO_POLITENESS,
@@ -138,7 +138,7 @@ def run_sequential(web: ScholarlyWeb) -> dict[str, Any]:
         started = time.perf_counter()
         job_id = "sequential-baseline"
         ids = {"job_id": job_id, "team_id": DEFAULT_TEAM}
-        service.jobs.create(service.records.new_record(DEFAULT_TEAM, job_id, request, "bench"))
+        service.jobs.create(service.records.new_record(DEFAULT_TEAM, job_id, request, "bench").stored())
         mark = time.perf_counter()
         planned = plan.build()(PlanInput.model_validate({"input": ids}))
         phases["PLANNING"] = time.perf_counter() - mark

@@ -20,7 +20,7 @@ from functions.search.schemas import (
 )
 
 QUERY_MAX_CHARS = 2000
-MAX_SOURCES_CAP = 30  # the planner's own cap (functions/research/planner.py)
+MAX_SOURCES_CAP = 30  # the planner's own cap (functions/research/planning/answer.py)
 
 PresetName = Literal["fast", "comprehensive", "contracrow", "academic", "tutorial"]
 FocusModeName = Literal["general", "academic", "documentation", "comparison", "debugging", "tutorial", "news"]

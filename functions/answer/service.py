@@ -23,12 +23,12 @@ from functions.common.errors import DomainError, InvalidInput, NotFound, Upstrea
 from functions.common.observability import get_logger
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.common.traces import TraceStore
-from functions.research.evidence import published_at, source_id_for
-from functions.research.fusion import SearchPort
 from functions.research.pipeline import AnswerPipeline, AnswerRequest, AnswerResult, CitationsListener
 from functions.research.presets import PRESETS
+from functions.research.retrieval.evidence import published_at, source_id_for
+from functions.research.retrieval.fusion import SearchPort
 from functions.research.trace import DECISION, PLANNER, TraceEvent, TraceRecorder
-from functions.research.writer import Delta
+from functions.research.writing.writer import Delta
 from functions.search.models import PaperQuery, SearchOutcome
 from functions.search.text import snippet_from
 

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from functions.answer.service import AnswerService
     from functions.common.documents import DocumentRepository
     from functions.research.pipeline import AnswerPipeline
-    from functions.research.relevance import RelevanceScorer
-    from functions.research.uploads import UploadedDocument
+    from functions.research.retrieval.relevance import RelevanceScorer
+    from functions.research.retrieval.uploads import UploadedDocument
 
 
 class UploadedDocuments:
@@ -34,7 +34,7 @@ class UploadedDocuments:
         self._repository = repository
 
     def get(self, team_id: str, document_id: str) -> UploadedDocument | None:
-        from functions.research.uploads import UploadedDocument
+        from functions.research.retrieval.uploads import UploadedDocument
 
         record = self._repository.get(team_id, document_id)
         if record is None or record.status != "indexed":
@@ -49,7 +49,7 @@ class UploadedDocuments:
 @cache
 def relevance_scorer() -> RelevanceScorer:
     from functions.common.embedder import default_embedder
-    from functions.research.relevance import RelevanceScorer
+    from functions.research.retrieval.relevance import RelevanceScorer
 
     return RelevanceScorer(default_embedder())
 
@@ -74,7 +74,7 @@ def build_service(settings: Settings) -> AnswerService:
     from functions.extract.service import ExtractionService
     from functions.metering.meter import MeteredFullText, metered_llm
     from functions.research.pipeline import AnswerPipeline
-    from functions.research.retriever import Retriever
+    from functions.research.retrieval.retriever import Retriever
     from functions.search.service import SearchService
 
     search = SearchService.from_settings(settings)

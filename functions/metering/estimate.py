@@ -131,7 +131,7 @@ LOAD_SD = 0.331
 # A unit the budget refused still runs as a Map iteration: its invocation, transition, budget check
 # (ledger and job read) and the job record's update are billed.
 SKIPPED_PROFILE = StepProfile(0.25, 0.15, 0, 0, 1, 2)
-# What the synthesis's LLM writer reads and writes (functions/research/synthesis.py: at most 60 evidence
+# What the synthesis's LLM writer reads and writes (functions/research/job/synthesis.py: at most 60 evidence
 # quotes, 400 answer tokens) and its judge (at most 8 calls of a few hundred tokens); the LLM's own time
 # is Lambda time of the synthesis step, waiting. Ranges: read as uniform between their ends.
 EVIDENCE_PER_SOURCE = 2
@@ -405,7 +405,7 @@ class CostModel:
         return parts, counts
 
     def quote(self, plan: Mapping[str, Any]) -> dict[str, Any]:
-        """`cost_estimate` of POST /api/agent/execute for a plan (functions.research.plan.ResearchPlan
+        """`cost_estimate` of POST /api/agent/execute for a plan (functions.research.planning.plan.ResearchPlan
         as a dict): low and high USD (an 80 % interval) and the basis they were computed from."""
         queries = len(plan.get("queries") or [])
         sources = int(plan.get("target_sources") or 0)

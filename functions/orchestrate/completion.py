@@ -15,7 +15,7 @@ from functions.orchestrate.store import EventPublisher
 from functions.webhooks.notify import FinishedJob
 
 if TYPE_CHECKING:
-    from functions.research.screening import Candidate
+    from functions.research.retrieval.screening import Candidate
     from functions.schedules.living import LivingReview
     from functions.webhooks.notify import WebhookNotifier
 

@@ -7,8 +7,8 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from functions.research.plan import DEFAULT_MIN_SOURCES
-from functions.research.planning import DEFAULT_RELEVANCE_THRESHOLD, SEARCH_SECONDS_BY_DEPTH
+from functions.research.planning.job import DEFAULT_RELEVANCE_THRESHOLD, SEARCH_SECONDS_BY_DEPTH
+from functions.research.planning.plan import DEFAULT_MIN_SOURCES
 
 
 class WorkflowSettings(BaseSettings):

@@ -8,21 +8,14 @@ papers, the synthesis) stays in the data bucket; only keys travel between states
 from __future__ import annotations
 
 import json
-from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    field_validator,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from functions.common.tenancy import DEFAULT_TEAM, checked_team
-from functions.research.plan import JobSettings, ResearchPlan
-from functions.research.request import CheckpointPhase, checkpoint_phases
+from functions.research.job.inputs import Extraction, QueryResult
+from functions.research.planning.plan import PlannedQuery
+from functions.research.planning.request import CheckpointPhase, checkpoint_phases
 
 # The pause between two Search iterations (a Wait state): short, the providers' queues pace the job.
 ITERATION_WAIT_SECONDS = 1
@@ -82,8 +75,8 @@ class PlanInput(_Payload):
 class SearchState(_Payload):
     """What the state machine carries between Search iterations (functions/orchestrate/search_round.py)."""
 
-    pending: list[dict[str, Any]] = Field(default_factory=list)
-    results: list[dict[str, Any]] = Field(default_factory=list)
+    pending: list[PlannedQuery] = Field(default_factory=list)
+    results: list[QueryResult] = Field(default_factory=list)
     round: int = 0
     started_at: float | None = None
     phase: Literal["plan", "refine"] = "plan"
@@ -124,7 +117,7 @@ class SearchInput(_JobPayload):
 
 
 class ScreenInput(_JobPayload):
-    search_results: list[dict[str, Any]] = Field(default_factory=list)
+    search_results: list[QueryResult] = Field(default_factory=list)
 
 
 class SelectedSource(_Payload):
@@ -136,7 +129,7 @@ class SelectedSource(_Payload):
 class ScreenOutput(BaseModel):
     # CONTINUE: the candidates are not all embedded yet; the state machine runs Screen again
     action: Literal["REFINE", "EXTRACT", "CONTINUE"]
-    refined_queries: list[dict[str, Any]] = Field(default_factory=list)
+    refined_queries: list[PlannedQuery] = Field(default_factory=list)
     selected: list[SelectedSource] = Field(default_factory=list)
 
 
@@ -173,29 +166,6 @@ class ExtractInput(_JobPayload):
     priority: int | None = None
 
 
-class Extraction(BaseModel):
-    """One source's outcome: the Extract step's output, or the Map's SourceFailed record (`caught`).
-    Dumped with exactly the fields it was given (a budget skip says `budget_skipped`, others do not)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    source_id: str | None = None
-    url: str | None = None
-    success: bool = False
-    failure_reason: str | None = None
-    parsed_key: str | None = None
-    evidence_count: int = 0
-    unavailable: bool = False
-    budget_skipped: bool = False
-    caught: bool = False
-    confidence_score: float | None = None
-
-    @model_serializer(mode="wrap")
-    def _given_fields(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        given = self.model_fields_set | set(self.model_extra or {})
-        return {name: value for name, value in dump(self).items() if name in given}
-
-
 # --- Synthesize ------------------------------------------------------------------------------------
 
 
@@ -218,7 +188,7 @@ class SynthesisRef(_Payload):
 
 
 class FinalizeInput(_JobPayload):
-    search_results: list[dict[str, Any]] = Field(default_factory=list)
+    search_results: list[QueryResult] = Field(default_factory=list)
     extractions: list[Extraction] = Field(default_factory=list)
     synthesis: SynthesisRef
 
@@ -286,61 +256,3 @@ class FailInput(_Payload):
 
 class FailOutput(FinishedOutput):
     reason: str
-
-
-# --- The job record --------------------------------------------------------------------------------
-
-
-class JobRecord(BaseModel):
-    """A job as the job table stores it (functions/orchestrate/store.py); fields the steps do not read
-    are kept as they are."""
-
-    model_config = ConfigDict(extra="allow")
-
-    job_id: str
-    team_id: str
-    status: str
-    research_goal: str | None = None
-    scope_parameters: dict[str, Any] = Field(default_factory=dict)
-    plan: dict[str, Any] = Field(default_factory=dict)
-    execute_response: str = "{}"
-    schedule_id: str | None = None
-    callback_url: str | None = None
-    screening_key: str | None = None
-    refined: bool = False
-    hits_found: int = 0
-    search_cache_hits: int = 0
-    search_coalesced: int = 0
-    extract_total: int = 0
-    extract_done: int = 0
-    budget_skipped_queries: int = 0
-    budget_skipped_sources: int = 0
-    budget_skipped_synthesis: int = 0
-    budget_reason: str | None = None
-    checkpoint_started_at: str | None = None
-    checkpoint_reason: str | None = None
-    checkpoint_phase: str | None = None
-    checkpoint_state: dict[str, Any] | None = None
-    checkpoint_token: str | None = None
-    awaiting_checkpoint: bool = False
-    # evidence ids a reviewer struck (extraction or synthesis checkpoint): no synthesis cites them
-    struck_evidence: list[str] = Field(default_factory=list)
-    decisions: list[dict[str, Any]] = Field(default_factory=list)
-
-    @cached_property
-    def research_plan(self) -> ResearchPlan[JobSettings]:
-        """The job's plan, parsed once per step."""
-        return ResearchPlan.from_dict(self.plan)
-
-    @property
-    def depth(self) -> str:
-        return str(self.scope_parameters.get("discovery_depth") or "rapid")
-
-    @property
-    def cost_estimate(self) -> dict[str, Any] | None:
-        estimate: dict[str, Any] | None = json.loads(self.execute_response).get("cost_estimate")
-        return estimate
-
-    def as_dict(self) -> dict[str, Any]:
-        """The record as stored (for the living review and the webhook, which read it as a mapping)."""
-        return self.model_dump(mode="json", exclude_unset=True)

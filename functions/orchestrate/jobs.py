@@ -22,20 +22,30 @@ from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.models import (
     ARTIFACT_NAMES,
     PHASE_DESCRIPTIONS,
+    ArtifactLink,
+    AuditEntry,
+    AuditTrailSummary,
+    CurrentPhase,
+    ExecutionCounts,
+    JobRecord,
+    JobResults,
     JobStatus,
+    JobStatusResponse,
+    QualityMetrics,
+    WaitingAt,
     audit_event,
     utc_now,
 )
 from functions.orchestrate.records import JobRecords
 from functions.orchestrate.store import JobStore, WorkflowStarter
-from functions.research.planning import (
+from functions.research.planning.job import (
     CONNECTORS,
     Renderer,
     SearchBudget,
     connector_syntax,
     default_search_budget,
 )
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 
 
 class JobCosts(Protocol):
@@ -66,17 +76,17 @@ def _fingerprint(request: ExecuteRequest) -> str:
     return hashlib.sha256(json.dumps(request.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
 
 
-def progress_percentage(job: dict[str, Any]) -> int:
+def progress_percentage(job: JobRecord) -> int:
     """Derived from the phase and monotonic counters, so it never goes backwards."""
-    status = JobStatus(job["status"])
+    status = job.status
     if status.terminal:
         return 100
     if status is JobStatus.SEARCHING:
-        total = max(1, int(job.get("queries_total", 0)))
-        return 10 + round(25 * min(1.0, int(job.get("queries_done", 0)) / total))
+        total = max(1, job.queries_total)
+        return 10 + round(25 * min(1.0, job.queries_done / total))
     if status is JobStatus.EXTRACTING:
-        total = int(job.get("extract_total", 0))
-        done = min(1.0, int(job.get("extract_done", 0)) / total) if total else 1.0
+        total = job.extract_total
+        done = min(1.0, job.extract_done / total) if total else 1.0
         return 40 + round(45 * done)
     return {
         JobStatus.INITIALIZED: 0,
@@ -145,9 +155,9 @@ class JobService:
                 raise
             return self._refused_fire(record, idempotency_key, refused), True
         if idempotency_key:
-            record["idempotency_key"] = idempotency_key
+            record.idempotency_key = idempotency_key
         try:
-            self.jobs.create(record)
+            self.jobs.create(record.stored())
         except Exception:
             self._release_budget(team_id, job_id)
             raise
@@ -172,44 +182,40 @@ class JobService:
             self._release_budget(team_id, job_id)
             raise UpstreamError("the research workflow could not be started") from exc
         self.jobs.update(team_id, job_id, set_fields={"execution_arn": execution_arn})
-        return json.loads(record["execute_response"]), True
+        return _response_body(record), True
 
-    def _hold_budget(self, team_id: str, record: dict[str, Any], claimed_key: str | None) -> None:
+    def _hold_budget(self, team_id: str, record: JobRecord, claimed_key: str | None) -> None:
         """Hold the job's share of the team's monthly budget, or refuse a job whose quote cannot fit it
         (BudgetExceeded: 402). A claimed Idempotency-Key is released, so the same request may be sent
         again once the budget allows; a replay of an accepted job never gets here, so never holds twice."""
-        estimate = json.loads(record["execute_response"]).get("cost_estimate")
+        estimate = record.cost_estimate
         if self.costs is None or estimate is None:
             return
         try:
-            self.costs.check_job_cap(estimate, record["scope_parameters"].get("max_cost_usd"))
-            self.costs.hold(team_id, str(record["job_id"]), estimate)
+            self.costs.check_job_cap(estimate, record.scope_parameters.get("max_cost_usd"))
+            self.costs.hold(team_id, record.job_id, estimate)
         except Exception:
             if claimed_key:
-                self.jobs.release_idempotency_key(team_id, claimed_key, str(record["job_id"]))
+                self.jobs.release_idempotency_key(team_id, claimed_key, record.job_id)
             raise
 
     def _refused_fire(
-        self, record: dict[str, Any], idempotency_key: str | None, refused: BudgetExceeded
+        self, record: JobRecord, idempotency_key: str | None, refused: BudgetExceeded
     ) -> dict[str, Any]:
         """A schedule's fire the team's budget cannot afford is recorded as a FAILED job that says why
         (as the Plan step does on AWS, where Scheduler starts the workflow itself); nothing runs."""
         reason = f"{refused.code}: {refused.message}"
         now = utc_now()
-        record.update(
-            status=JobStatus.FAILED.value,
-            status_rank=JobStatus.FAILED.rank,
-            failure_reason=reason,
-            finished_at=now,
-            updated_at=now,
-        )
-        record["audit"] = [*record["audit"], audit_event("FAILED", "BUDGET_EXCEEDED", reason)]
+        record.status, record.status_rank = JobStatus.FAILED, JobStatus.FAILED.rank
+        record.failure_reason, record.finished_at, record.updated_at = reason, now, now
+        record.audit = [
+            *record.audit,
+            AuditEntry.model_validate(audit_event("FAILED", "BUDGET_EXCEEDED", reason)),
+        ]
         if idempotency_key:
-            record["idempotency_key"] = idempotency_key  # the fire is not started again
-        self.jobs.create(record)
-        response: dict[str, Any] = json.loads(record["execute_response"])
-        response["status"] = JobStatus.FAILED.value
-        return response
+            record.idempotency_key = idempotency_key  # the fire is not started again
+        self.jobs.create(record.stored())
+        return _response_body(record)
 
     def _release_budget(self, team_id: str, job_id: str) -> None:
         """A job that will not run (or ran without its last step) gives back what it held unspent."""
@@ -220,40 +226,38 @@ class JobService:
         for _ in range(20):  # a concurrent first request may still be writing the record
             job = self.jobs.get(team_id, job_id)
             if job is not None:
-                response: dict[str, Any] = json.loads(job["execute_response"])
-                response["status"] = job["status"]
-                return response
+                return _response_body(JobRecord.model_validate(job))
             time.sleep(0.05)
         raise Conflict("a request with this Idempotency-Key is still being processed; retry shortly")
 
     # --- status -----------------------------------------------------------------------------------
 
-    def job(self, team_id: str, job_id: str) -> dict[str, Any]:
+    def job(self, team_id: str, job_id: str) -> JobRecord:
         return self._job(team_id, job_id)
 
-    def _job(self, team_id: str, job_id: str) -> dict[str, Any]:
+    def _job(self, team_id: str, job_id: str) -> JobRecord:
         """The team's job; another team's job id is not found, exactly like an unknown one."""
         try:
             uuid.UUID(job_id)
         except ValueError:
             if not job_id or len(job_id) > 80:
                 raise NotFound(f"job {job_id[:80]} not found") from None
-        job = self.jobs.get(team_id, job_id)
-        if job is None:
+        found = self.jobs.get(team_id, job_id)
+        if found is None:
             raise NotFound(f"job {job_id} not found")
-        return self._reconcile(job)
+        return self._reconcile(JobRecord.model_validate(found))
 
-    def _reconcile(self, job: dict[str, Any]) -> dict[str, Any]:
+    def _reconcile(self, job: JobRecord) -> JobRecord:
         """Every job reaches a terminal state: one whose execution ended without the workflow recording
         a final state (a failure step that could not write, an execution stopped by hand) is marked
         FAILED when it is read. Only stale jobs are checked, so polling costs no extra calls."""
-        team_id, job_id, arn = str(job["team_id"]), str(job["job_id"]), job.get("execution_arn")
-        if JobStatus(job["status"]).terminal or not arn:
+        team_id, job_id, arn = job.team_id, job.job_id, job.execution_arn
+        if job.status.terminal or not arn:
             return job
-        last_change = datetime.fromisoformat(str(job.get("updated_at") or job.get("created_at")))
+        last_change = datetime.fromisoformat(str(job.updated_at or job.created_at))
         if (self.clock() - last_change).total_seconds() < self.settings.stale_job_seconds:
             return job
-        state = self.starter.execution_status(str(arn))
+        state = self.starter.execution_status(arn)
         if state == "RUNNING":
             return job
         reason = f"the workflow execution ended ({state or 'not found'}) without recording a final state"
@@ -265,138 +269,150 @@ class JobService:
             append={"audit": [audit_event("FAILED", "JOB_RECONCILED", reason)]},
         )
         self._release_budget(team_id, job_id)
-        return self.jobs.get(team_id, job_id) or job
+        reconciled = self.jobs.get(team_id, job_id)
+        return JobRecord.model_validate(reconciled) if reconciled is not None else job
 
-    def status(self, team_id: str, job_id: str) -> dict[str, Any]:
+    def status(self, team_id: str, job_id: str) -> JobStatusResponse:
         return status_body(self._job(team_id, job_id))
 
     # --- results ----------------------------------------------------------------------------------
 
-    def results(self, team_id: str, job_id: str) -> dict[str, Any]:
+    def results(self, team_id: str, job_id: str) -> JobResults:
         job = self._job(team_id, job_id)
-        status = JobStatus(job["status"])
+        status = job.status
         if not status.terminal:
             raise JobNotFinished(
                 f"job {job_id} is still {status.value} ({progress_percentage(job)}%); results are available "
                 "once it reaches COMPLETED, PARTIAL, REFUSED or FAILED",
                 status.value,
             )
-        audit = list(job.get("audit") or [])
-        decisions = list(job.get("decisions") or [])
-        audit_summary = {
-            "total_decisions_logged": len(decisions) + len(audit),
-            "full_audit_log_available": True,
-            "audit_log": audit,
-        }
-        stored = self.artifacts.get_bytes(job["results_key"]) if job.get("results_key") else None
+        audit_summary = AuditTrailSummary(
+            total_decisions_logged=len(job.decisions) + len(job.audit),
+            full_audit_log_available=True,
+            audit_log=job.audit,
+        )
+        stored = self.artifacts.get_bytes(job.results_key) if job.results_key else None
         if stored is None:  # FAILED before Finalize: no synthesis, but the audit trail says why
-            return _results_without_synthesis(job, audit_summary, decisions)
-        results: dict[str, Any] = json.loads(stored)
-        results["status"] = status.value
-        results["audit_trail_summary"] = audit_summary
-        results["autonomous_decisions"] = decisions
-        keys: dict[str, str] = results.pop("artifact_keys", {})
-        results["artifacts"] = {
-            name: {
-                "key": key,
-                "api_path": f"/api/agent/results/{job_id}/artifacts/{name}",
-                "url": self.artifact_link(key),
+            return _results_without_synthesis(job, audit_summary)
+        # the stored document (ResearchResults, and a scheduled run's changes) with the job's own fields
+        document: dict[str, Any] = json.loads(stored)
+        keys: dict[str, str] = document.pop("artifact_keys", {})
+        return JobResults.model_validate(
+            {
+                **document,
+                "status": status,
+                "audit_trail_summary": audit_summary,
+                "autonomous_decisions": job.decisions,
+                "artifacts": {
+                    name: ArtifactLink(
+                        key=key,
+                        api_path=f"/api/agent/results/{job_id}/artifacts/{name}",
+                        url=self.artifact_link(key),
+                    )
+                    for name, key in keys.items()
+                },
             }
-            for name, key in keys.items()
-        }
-        return results
+        )
 
     def artifact(self, team_id: str, job_id: str, name: str) -> tuple[bytes, str]:
         job = self._job(team_id, job_id)
         if name not in ARTIFACT_NAMES:
             raise NotFound(f"no artifact named {name}")
-        key = (job.get("artifacts") or {}).get(name)
+        key = job.artifacts.get(name)
         data = self.artifacts.get_bytes(key) if key else None
         if data is None:
-            raise JobNotFinished(f"artifact {name} of job {job_id} is not written yet", job["status"])
+            raise JobNotFinished(f"artifact {name} of job {job_id} is not written yet", job.status.value)
         return data, ARTIFACT_NAMES[name]
 
 
-def _phase_description(status: JobStatus, job: dict[str, Any]) -> str:
+def _response_body(record: JobRecord) -> dict[str, Any]:
+    """The execute response kept on the record, with the job's status now."""
+    if record.execute_response is None:
+        raise NotFound(f"job {record.job_id} has no execute response")
+    return record.execute_response.model_copy(update={"status": record.status}).model_dump(
+        mode="json", exclude_unset=True
+    )
+
+
+def _phase_description(status: JobStatus, job: JobRecord) -> str:
     """The phase's description; a PARTIAL job's says what was lost, in words."""
-    reasons = [str(reason) for reason in job.get("partial_reasons") or []]
-    if status is JobStatus.PARTIAL and reasons:
-        return "Research completed, but " + "; ".join(reasons)
+    if status is JobStatus.PARTIAL and job.partial_reasons:
+        return "Research completed, but " + "; ".join(job.partial_reasons)
     return PHASE_DESCRIPTIONS[status]
 
 
-def status_body(job: dict[str, Any]) -> dict[str, Any]:
+def _actions(job: JobRecord) -> list[str]:
+    """The actions the steps recorded, and what the counters say was searched and extracted."""
+    actions = list(job.actions)
+    if job.queries_done:
+        actions.append(
+            f"Found {job.hits_found} results (before de-duplication) in {job.queries_done} queries"
+        )
+    if job.extract_done:
+        actions.append(
+            f"Extracted {job.extract_ok} of {job.extract_total} sources ({job.extract_failed} failed)"
+        )
+    return actions
+
+
+def status_body(job: JobRecord) -> JobStatusResponse:
     """The body of GET /api/agent/status/{job_id}."""
-    job_id = str(job["job_id"])
-    status = JobStatus(job["status"])
-    actions = list(job.get("actions") or [])
-    discovered, queries_done = int(job.get("sources_discovered", 0)), int(job.get("queries_done", 0))
-    if queries_done:
-        actions.append(
-            f"Found {job.get('hits_found', 0)} results (before de-duplication) in {queries_done} queries"
-        )
-    if job.get("extract_done"):
-        actions.append(
-            f"Extracted {job.get('extract_ok', 0)} of {job.get('extract_total', 0)} sources "
-            f"({job.get('extract_failed', 0)} failed)"
-        )
-    body: dict[str, Any] = {
-        "job_id": job_id,
-        "status": status.value,
-        "current_phase": {
-            "phase_name": status.value,
-            "phase_description": _phase_description(status, job),
-            "progress_percentage": progress_percentage(job),
-            "intelligent_actions_taken": actions,
-        },
-        "autonomous_decisions": list(job.get("decisions") or []),
-        "quality_metrics": {
-            "sources_discovered": discovered,
-            "sources_validated": int(job.get("sources_validated", 0)),
-            "sources_accepted": int(job.get("sources_accepted", 0)),
-            "sources_rejected": int(job.get("sources_rejected", 0)),
-            "average_quality_score": float(job.get("average_quality_score", 0.0)),
-            "extractions_successful": int(job.get("extract_ok", 0)),
-            "extractions_failed": int(job.get("extract_failed", 0)),
-        },
-        "created_at": job.get("created_at"),
-        "updated_at": job.get("updated_at"),
-        "source": job.get("source"),
-    }
-    if job.get("failure_reason"):
-        body["failure_reason"] = job["failure_reason"]
-    if job.get("awaiting_checkpoint") and not status.terminal:
-        phase = job.get("checkpoint_phase") or "screening"
-        body["awaiting_checkpoint"] = True
-        body["checkpoint"] = {"phase": phase, "waiting_since": job.get("checkpoint_started_at")}
+    status = job.status
+    body = JobStatusResponse(
+        job_id=job.job_id,
+        status=status,
+        current_phase=CurrentPhase(
+            phase_name=status.value,
+            phase_description=_phase_description(status, job),
+            progress_percentage=progress_percentage(job),
+            intelligent_actions_taken=_actions(job),
+        ),
+        autonomous_decisions=job.decisions,
+        quality_metrics=QualityMetrics(
+            sources_discovered=job.sources_discovered,
+            sources_validated=job.sources_validated,
+            sources_accepted=job.sources_accepted,
+            sources_rejected=job.sources_rejected,
+            average_quality_score=job.average_quality_score,
+            extractions_successful=job.extract_ok,
+            extractions_failed=job.extract_failed,
+        ),
+        created_at=job.created_at,
+        updated_at=job.updated_at,
+        source=job.source,
+    )
+    if job.failure_reason:
+        body.failure_reason = job.failure_reason
+    if job.awaiting_checkpoint and not status.terminal:
+        phase = job.checkpoint_phase or "screening"
+        body.awaiting_checkpoint = True
+        body.checkpoint = WaitingAt(phase=phase, waiting_since=job.checkpoint_started_at)
         # named for the checkpoint, not the status the job resumes in; the progress is the work done
-        body["current_phase"]["phase_name"] = f"{str(phase).upper()}_CHECKPOINT"
-        body["current_phase"]["phase_description"] = (
-            f"Waiting for a person at the {phase} checkpoint (GET /api/agent/checkpoint/{job_id})"
+        body.current_phase.phase_name = f"{phase.upper()}_CHECKPOINT"
+        body.current_phase.phase_description = (
+            f"Waiting for a person at the {phase} checkpoint (GET /api/agent/checkpoint/{job.job_id})"
         )
     return body
 
 
-def _results_without_synthesis(
-    job: dict[str, Any], audit_summary: dict[str, Any], decisions: list[Any]
-) -> dict[str, Any]:
-    return {
-        "job_id": job["job_id"],
-        "status": job["status"],
-        "synthesis": None,
-        "execution_summary": {
-            "total_sources_discovered": int(job.get("sources_discovered", 0)),
-            "sources_validated": int(job.get("sources_validated", 0)),
-            "extractions_successful": int(job.get("extract_ok", 0)),
-        },
-        "audit_trail_summary": audit_summary,
-        "autonomous_decisions": decisions,
-        "sources": [],
-        "evidence": [],
-        "claims": [],
-        "confidence_score": 0.0,
-        "refusal": False,
-        "refusal_reason": None,
-        "failure_reason": job.get("failure_reason"),
-        "artifacts": {},
-    }
+def _results_without_synthesis(job: JobRecord, audit_summary: AuditTrailSummary) -> JobResults:
+    return JobResults(
+        job_id=job.job_id,
+        status=job.status,
+        synthesis=None,
+        execution_summary=ExecutionCounts(
+            total_sources_discovered=job.sources_discovered,
+            sources_validated=job.sources_validated,
+            extractions_successful=job.extract_ok,
+        ),
+        audit_trail_summary=audit_summary,
+        autonomous_decisions=job.decisions,
+        sources=[],
+        evidence=[],
+        claims=[],
+        confidence_score=0.0,
+        refusal=False,
+        refusal_reason=None,
+        failure_reason=job.failure_reason,
+        artifacts={},
+    )

@@ -3,11 +3,25 @@ only these keys travel between states (the state machine's 256 KB payload limit)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVar
 
-from functions.common.storage import BlobStore, get_json
-from functions.orchestrate.contracts import JobRecord
-from functions.research.screening import Candidate
+from pydantic import BaseModel
+
+from functions.common.storage import BlobStore, get_json, put_json
+from functions.orchestrate.models import JobRecord
+from functions.research.job.inputs import ScreeningPayload
+
+Payload = TypeVar("Payload", bound=BaseModel)
+
+
+def load(data: BlobStore, key: str, model: type[Payload]) -> Payload | None:
+    """The payload stored at `key`, as `model`; None when there is none."""
+    found = get_json(data, key)
+    return model.model_validate(found) if found is not None else None
+
+
+def store(data: BlobStore, key: str, payload: BaseModel) -> None:
+    put_json(data, key, payload.model_dump(mode="json"))
 
 
 def _prefix(team_id: str, job_id: str) -> str:
@@ -34,8 +48,7 @@ def synthesis_key(team_id: str, job_id: str) -> str:
     return f"{_prefix(team_id, job_id)}synthesis.json"
 
 
-def screened(data: BlobStore, job: JobRecord) -> tuple[dict[str, Any], dict[str, Candidate]]:
-    """The job's screening payload and its candidates by source id (empty before screening)."""
-    screening = get_json(data, job.screening_key) if job.screening_key else None
-    screening = screening or {"candidates": [], "selected": []}
-    return screening, {c["source_id"]: Candidate.from_dict(c) for c in screening["candidates"]}
+def screened(data: BlobStore, job: JobRecord) -> ScreeningPayload:
+    """The job's screening payload (empty before screening)."""
+    found = load(data, job.screening_key, ScreeningPayload) if job.screening_key else None
+    return found or ScreeningPayload()

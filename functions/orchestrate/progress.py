@@ -10,21 +10,22 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from functions.common.errors import NotFound
 from functions.common.observability import get_logger
-from functions.orchestrate.contracts import JobRecord
-from functions.orchestrate.models import JobStatus, audit_event, decision, utc_now
+from functions.orchestrate.models import JobRecord, JobStatus, audit_event, decision, utc_now
 from functions.orchestrate.store import JobStore
 from functions.research.trace import DECISION, PLANNER, RETRIEVER, TraceRecorder
 
 if TYPE_CHECKING:
     from functions.common.models import ExtractedPaper
     from functions.common.traces import TraceStore
-    from functions.research.plan import JobSettings, PlannedQuery, ResearchPlan
-    from functions.research.screening import ScreeningResult
-    from functions.research.synthesis import SynthesisResult
+    from functions.research.job.report import ResearchResults
+    from functions.research.job.synthesis import SynthesisResult
+    from functions.research.planning.plan import JobSettings, PlannedQuery, ResearchPlan
+    from functions.research.retrieval.screening import ScreeningResult
 
 logger = get_logger("orchestrate")
 
@@ -34,6 +35,18 @@ _BUDGET_SKIPS: dict[str, tuple[dict[str, int], str]] = {
     "extract": ({"budget_skipped_sources": 1, "extract_done": 1}, "EXTRACTING"),
     "synthesize": ({"budget_skipped_synthesis": 1}, "SYNTHESIZING"),
 }
+
+
+@dataclass(frozen=True)
+class FinalOutcome:
+    """What Finalize wrote besides the results: where they are, the artifacts, why the job is PARTIAL
+    and the budget's decisions."""
+
+    results_key: str
+    artifact_keys: dict[str, str]
+    partial_reasons: list[str]
+    artifacts_written: int
+    budget_decisions: list[dict[str, str]]  # decision entries
 
 
 class JobTrace:
@@ -316,36 +329,33 @@ class JobProgress:
 
     # --- Finalize and MarkFailed -------------------------------------------------------------------
 
-    def finished(self, status: JobStatus, results: Mapping[str, Any], outcome: Mapping[str, Any]) -> bool:
-        """The job's final status and where its results are; False when the job had already finished.
-
-        `outcome`: results_key, artifact_keys, partial_reasons, artifacts_written and budget_decisions."""
+    def finished(self, status: JobStatus, results: ResearchResults, outcome: FinalOutcome) -> bool:
+        """The job's final status and where its results are; False when the job had already finished."""
         # Before the status moves: a client that sees the job finished finds its whole trace.
-        refused = bool(results.get("refusal"))
         self._trace(
             DECISION,
-            "refuse" if refused else "finalize",
+            "refuse" if results.refusal else "finalize",
             "decision",
             status=status.value,
-            refusal=refused,
-            reason=results.get("refusal_reason"),
-            confidence=results.get("confidence_score", 0.0),
+            refusal=results.refusal,
+            reason=results.refusal_reason,
+            confidence=results.confidence_score,
         )
         return self._update(
             status=status,
             set_fields={
-                "results_key": outcome["results_key"],
-                "artifacts": outcome["artifact_keys"],
-                "confidence_score": float(results.get("confidence_score", 0.0)),
-                "refusal_reason": results.get("refusal_reason"),
-                "partial_reasons": outcome["partial_reasons"],
+                "results_key": outcome.results_key,
+                "artifacts": outcome.artifact_keys,
+                "confidence_score": float(results.confidence_score),
+                "refusal_reason": results.refusal_reason,
+                "partial_reasons": outcome.partial_reasons,
                 "finished_at": utc_now(),
                 "updated_at": utc_now(),
             },
             append={
                 "audit": [audit_event("FINALIZING", "JOB_FINISHED", f"status {status.value}")],
-                "actions": [f"Wrote {outcome['artifacts_written']} report artifacts"],
-                "decisions": outcome["budget_decisions"],
+                "actions": [f"Wrote {outcome.artifacts_written} report artifacts"],
+                "decisions": outcome.budget_decisions,
             },
         )
 

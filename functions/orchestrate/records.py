@@ -1,18 +1,17 @@
-"""A new job's record: its plan (functions/research/planning.py), the execute response describing it
+"""A new job's record: its plan (functions/research/planning/job.py), the execute response describing it
 and, with metering, its cost quote. Used by the job service and by the steps that meet a job without a
 record (a schedule's fire)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
-from functions.orchestrate.models import JobStatus, audit_event, utc_now
-from functions.research.planning import (
+from functions.orchestrate.models import ExecuteResponse, JobRecord, JobStatus, audit_event, utc_now
+from functions.research.planning.job import (
     CONNECTORS,
     Renderer,
     SearchBudget,
@@ -21,7 +20,8 @@ from functions.research.planning import (
     default_search_budget,
     describe,
 )
-from functions.research.request import ExecuteRequest
+from functions.research.planning.plan import JobSettings, ResearchPlan
+from functions.research.planning.request import ExecuteRequest
 
 COUNTERS = (
     "queries_total",
@@ -40,7 +40,7 @@ COUNTERS = (
 
 
 # (team_id, job_id, request, source, schedule_id) -> a new job record: JobRecords.new_record
-NewJobRecord = Callable[[str, str, ExecuteRequest, str, "str | None"], dict[str, Any]]
+NewJobRecord = Callable[[str, str, ExecuteRequest, str, "str | None"], JobRecord]
 
 
 class CostQuotes(Protocol):
@@ -58,7 +58,9 @@ class JobRecords:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     costs: CostQuotes | None = None
 
-    def describe(self, request: ExecuteRequest) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    def describe(
+        self, request: ExecuteRequest
+    ) -> tuple[ResearchPlan[JobSettings], dict[str, Any], dict[str, Any]]:
         """(plan, autonomous analysis, execution plan) of the request."""
         plan = build_plan(
             request.research_goal,
@@ -75,42 +77,44 @@ class JobRecords:
             extract_concurrency=self.settings.extract_max_concurrency,
             search_concurrency=self.settings.search_max_concurrency,
         )
-        return plan.to_dict(), analysis, execution_plan
+        return plan, analysis, execution_plan
 
     def new_record(
         self, team_id: str, job_id: str, request: ExecuteRequest, source: str, schedule_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> JobRecord:
+        """The job's first record; stored as `record.stored()`, with its counters at 0 and no fields of
+        the later phases."""
         plan, analysis, execution_plan = self.describe(request)
         now = utc_now()
-        response = {
-            "job_id": job_id,
-            "status": JobStatus.INITIALIZED.value,
-            "autonomous_analysis": analysis,
-            "execution_plan": execution_plan,
-        }
+        response = ExecuteResponse(
+            job_id=job_id,
+            status=JobStatus.INITIALIZED,
+            autonomous_analysis=analysis,
+            execution_plan=execution_plan,
+        )
         if self.costs is not None:
-            response["cost_estimate"] = self.costs.quote(plan)
-        record: dict[str, Any] = {
-            "job_id": job_id,
-            "team_id": team_id,
-            "status": JobStatus.INITIALIZED.value,
-            "status_rank": JobStatus.INITIALIZED.rank,
-            "research_goal": request.research_goal,
-            "scope_parameters": request.scope_parameters.model_dump(mode="json"),
-            "source": source,
-            "expires_at": int(self.clock().timestamp()) + self.settings.job_retention_days * 86400,
-            "created_at": now,
-            "updated_at": now,
-            "plan": plan,
-            "execute_response": json.dumps(response),
+            response.cost_estimate = self.costs.quote(plan.to_dict())
+        record = JobRecord(
+            job_id=job_id,
+            team_id=team_id,
+            status=JobStatus.INITIALIZED,
+            status_rank=JobStatus.INITIALIZED.rank,
+            research_goal=request.research_goal,
+            scope_parameters=request.scope_parameters.model_dump(mode="json"),
+            source=source,
+            expires_at=int(self.clock().timestamp()) + self.settings.job_retention_days * 86400,
+            created_at=now,
+            updated_at=now,
+            plan=plan,
+            execute_response=response,
             **dict.fromkeys(COUNTERS, 0),
-            "average_quality_score": 0.0,
-            "actions": [],
-            "decisions": [],
-            "audit": [audit_event("INITIALIZED", "JOB_CREATED", f"source {source}")],
-        }
+            average_quality_score=0.0,
+            actions=[],
+            decisions=[],
+            audit=[audit_event("INITIALIZED", "JOB_CREATED", f"source {source}")],
+        )
         if schedule_id:
-            record["schedule_id"] = schedule_id
+            record.schedule_id = schedule_id
         if request.callback_url:  # the webhook of the job's completion (functions/webhooks)
-            record["callback_url"] = request.callback_url
+            record.callback_url = request.callback_url
         return record

@@ -13,9 +13,17 @@ from functions.common.errors import InvalidInput
 from functions.orchestrate.checkpoints.edits import EDITS_BY_PHASE
 from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.models import CheckpointDecision, CheckpointView, WaitingCheckpoints
+from functions.orchestrate.models import (
+    CheckpointAborted,
+    CheckpointApproved,
+    CheckpointDecision,
+    CheckpointView,
+    JobResults,
+    JobStatusResponse,
+    WaitingCheckpoints,
+)
 from functions.orchestrate.wiring import checkpoint_service, job_service
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 
 router = APIRouter(prefix="/api/agent", tags=["agent jobs"])
 
@@ -44,15 +52,25 @@ def execute(
     return JSONResponse(status_code=202, content=response, headers=headers)
 
 
-@router.get("/status/{job_id}", summary="Status, phase, progress, decisions and quality metrics of a job")
-def status(job_id: str, service: Service, team: TeamId) -> dict[str, Any]:
+# Fields a body does not have stay out of it (a running job has no `failure_reason`, a job that failed
+# before Finalize no `writer`), as they always have.
+@router.get(
+    "/status/{job_id}",
+    summary="Status, phase, progress, decisions and quality metrics of a job",
+    response_model=JobStatusResponse,
+    response_model_exclude_unset=True,
+)
+def status(job_id: str, service: Service, team: TeamId) -> JobStatusResponse:
     return service.status(team, job_id)
 
 
 @router.get(
-    "/results/{job_id}", summary="Synthesis, sources, evidence, claims and artifacts of a finished job"
+    "/results/{job_id}",
+    summary="Synthesis, sources, evidence, claims and artifacts of a finished job",
+    response_model=JobResults,
+    response_model_exclude_unset=True,
 )
-def results(job_id: str, service: Service, team: TeamId) -> dict[str, Any]:
+def results(job_id: str, service: Service, team: TeamId) -> JobResults:
     return service.results(team, job_id)
 
 
@@ -106,12 +124,12 @@ EDITS_REQUEST_BODY = {
 
 @router.get("/checkpoints", summary="The calling team's jobs waiting at a human checkpoint")
 def waiting_checkpoints(service: Checkpoints, team: TeamId) -> WaitingCheckpoints:
-    return WaitingCheckpoints.model_validate(service.waiting(team))
+    return service.waiting(team)
 
 
 @router.get("/checkpoint/{job_id}", summary="The checkpoint a job waits at, with what a reviewer may edit")
 def checkpoint(job_id: str, service: Checkpoints, team: TeamId) -> CheckpointView:
-    return CheckpointView.model_validate(service.show(team, job_id))
+    return service.show(team, job_id)
 
 
 @router.post(
@@ -125,7 +143,7 @@ def approve(
     service: Checkpoints,
     team: TeamId,
     body: Annotated[dict[str, Any] | None, Depends(edits_body)],
-) -> dict[str, Any]:
+) -> CheckpointApproved:
     return service.approve(team, job_id, body, client_identity(request))
 
 
@@ -136,5 +154,5 @@ def abort(
     service: Checkpoints,
     team: TeamId,
     body: CheckpointDecision | None = None,
-) -> dict[str, Any]:
+) -> CheckpointAborted:
     return service.abort(team, job_id, body.reason if body else None, client_identity(request))

@@ -26,8 +26,9 @@ from functions.common.storage import BlobStore, put_json
 from functions.orchestrate.contracts import ITERATION_WAIT_SECONDS, SearchState
 from functions.orchestrate.payloads import search_key
 from functions.orchestrate.progress import JobProgress
-from functions.research.fusion import Searcher
-from functions.research.plan import PlannedQuery
+from functions.research.job.inputs import QueryResult
+from functions.research.planning.plan import PlannedQuery
+from functions.research.retrieval.fusion import Searcher
 
 logger = get_logger("orchestrate")
 BUDGET_REACHED = "BUDGET_REACHED"
@@ -35,24 +36,24 @@ BUDGET_REACHED = "BUDGET_REACHED"
 DEFAULT_ITERATION_SECONDS = 26.0
 
 
-def not_run_counts(results: list[dict[str, Any]]) -> dict[str, int]:
-    return dict(Counter(str(r["connector"]) for r in results if r.get("not_run")))
+def not_run_counts(results: list[QueryResult]) -> dict[str, int]:
+    return dict(Counter(result.connector for result in results if result.not_run))
 
 
-def upstream_failures(results: list[dict[str, Any]]) -> dict[str, str]:
+def upstream_failures(results: list[QueryResult]) -> dict[str, str]:
     """Connectors whose upstream answered errors (not our own scheduling, not the budget)."""
     failed: dict[str, str] = {}
     for result in results:
-        if result.get("not_run") or result.get("budget_skipped"):
+        if result.not_run or result.budget_skipped:
             continue
-        for name, reason in (result.get("failed_connectors") or {}).items():
-            failed.setdefault(str(name), str(reason))
+        for name, reason in result.failed_connectors.items():
+            failed.setdefault(name, reason)
     return failed
 
 
-def uncovered_concepts(concepts: list[str], queries: list[dict[str, Any]]) -> list[str]:
+def uncovered_concepts(concepts: list[str], queries: list[QueryResult]) -> list[str]:
     """The goal's concepts that no query with results was about (coverage lost)."""
-    covered = {term for q in queries if int(q.get("count") or 0) > 0 for term in q.get("terms") or []}
+    covered = {term for query in queries if query.count > 0 for term in query.terms}
     return [concept for concept in concepts if concept not in covered]
 
 
@@ -90,8 +91,7 @@ class SearchRound:
                     done=True,
                 )
         by_connector: dict[str, list[PlannedQuery]] = {}
-        for item in state.pending:
-            query = PlannedQuery(**item)
+        for query in state.pending:
             by_connector.setdefault(query.connector, []).append(query)
         outcomes = await asyncio.gather(
             *(
@@ -100,10 +100,10 @@ class SearchRound:
             )
         )
         results = list(state.results)
-        pending: list[dict[str, Any]] = []
+        pending: list[PlannedQuery] = []
         for done, waiting in outcomes:
             results.extend(done)
-            pending.extend(query.to_dict() for query in waiting)
+            pending.extend(waiting)
         finished = not pending or self.clock() >= phase_end - ITERATION_WAIT_SECONDS
         if finished and pending:
             results.extend(await asyncio.to_thread(self._not_run, pending))
@@ -119,7 +119,7 @@ class SearchRound:
 
     async def _connector_queries(
         self, team_id: str, job_id: str, queries: list[PlannedQuery], deadline: float
-    ) -> tuple[list[dict[str, Any]], list[PlannedQuery]]:
+    ) -> tuple[list[QueryResult], list[PlannedQuery]]:
         """One connector's queries, all waiting for their turns at once: the provider's turns go to the
         job's most valuable query first (`priority`), and a query never misses its team's turn because
         the one before it was still being answered. Those whose turn did not come stay pending."""
@@ -131,7 +131,7 @@ class SearchRound:
 
     async def _one(
         self, team_id: str, job_id: str, query: PlannedQuery, deadline: float
-    ) -> dict[str, Any] | None:
+    ) -> QueryResult | None:
         """One query's result, or None when its turn did not come before `deadline`."""
         from functions.search.models import PaperQuery
 
@@ -167,49 +167,47 @@ class SearchRound:
             message = f"{query.connector}: the results could not be stored"
             return await asyncio.to_thread(self._failed, query, base, message)
 
-    def _failed(self, query: PlannedQuery, base: dict[str, Any], message: str) -> dict[str, Any]:
+    def _failed(self, query: PlannedQuery, base: QueryResult, message: str) -> QueryResult:
         self.progress.query_failed(query, message)
-        return {**base, "failed_connectors": {query.connector: message}, "error": message}
+        return base.model_copy(update={"failed_connectors": {query.connector: message}, "error": message})
 
     def _found(
-        self, team_id: str, job_id: str, query: PlannedQuery, base: dict[str, Any], outcome: Any
-    ) -> dict[str, Any]:
+        self, team_id: str, job_id: str, query: PlannedQuery, base: QueryResult, outcome: Any
+    ) -> QueryResult:
         key = search_key(team_id, job_id, query.query_id)
         put_json(self.data, key, [paper.model_dump(mode="json") for paper in outcome.papers])
         failed = dict(outcome.failed_connectors)
         self.progress.query_done(query, outcome, failed)
-        return {**base, "key": key, "count": len(outcome.papers), "failed_connectors": failed}
+        return base.model_copy(update={"key": key, "count": len(outcome.papers), "failed_connectors": failed})
 
-    def _budget_skipped(self, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _budget_skipped(self, pending: list[PlannedQuery]) -> list[QueryResult]:
         """The iteration's queries, skipped for the budget (the refusal counted the first of them)."""
         if len(pending) > 1:
             self.progress.queries_skipped_for_budget(len(pending) - 1)
         return [
-            {**_result_base(PlannedQuery(**item)), "error": BUDGET_REACHED, "budget_skipped": True}
-            for item in pending
+            _result_base(query).model_copy(update={"error": BUDGET_REACHED, "budget_skipped": True})
+            for query in pending
         ]
 
-    def _not_run(self, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        self.progress.queries_not_run(Counter(str(item["connector"]) for item in pending))
+    def _not_run(self, pending: list[PlannedQuery]) -> list[QueryResult]:
+        self.progress.queries_not_run(Counter(query.connector for query in pending))
         return [
-            {
-                **_result_base(PlannedQuery(**item)),
-                "not_run": True,
-                "error": f"not run: {item['connector']}'s rate budget",
-            }
-            for item in pending
+            _result_base(query).model_copy(
+                update={"not_run": True, "error": f"not run: {query.connector}'s rate budget"}
+            )
+            for query in pending
         ]
 
 
-def _result_base(query: PlannedQuery) -> dict[str, Any]:
-    return {
-        "query_id": query.query_id,
-        "connector": query.connector,
-        "query": query.query,
-        "upstream_query": query.upstream_query,
-        "terms": list(query.terms),
-        "key": None,
-        "count": 0,
-        "failed_connectors": {},
-        "error": None,
-    }
+def _result_base(query: PlannedQuery) -> QueryResult:
+    return QueryResult(
+        query_id=query.query_id,
+        connector=query.connector,
+        query=query.query,
+        upstream_query=query.upstream_query,
+        terms=list(query.terms),
+        key=None,
+        count=0,
+        failed_connectors={},
+        error=None,
+    )

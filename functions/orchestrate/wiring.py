@@ -19,8 +19,8 @@ from functions.orchestrate.store import (
     StepFunctionsTaskTokens,
     presigned_artifact_url,
 )
-from functions.research.planning import CONNECTORS, QueryWording, SearchBudget, connector_syntax
-from functions.research.request import ExecuteRequest
+from functions.research.planning.job import CONNECTORS, QueryWording, SearchBudget, connector_syntax
+from functions.research.planning.request import ExecuteRequest
 from functions.search.config import SearchSettings
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def search_budget() -> SearchBudget:
     """What the planner must fit: each connector's spacing (its interval and the politeness margin, or a
     stricter limit the provider announced), OpenAlex's searches left today, the job's search time by
     depth and how many jobs share a provider at once."""
-    from functions.research.planning import ConnectorBudget
+    from functions.research.planning.job import ConnectorBudget
     from functions.search.turns import process_turns
 
     cfg = SearchSettings()

@@ -27,9 +27,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from functions.common.errors import UpstreamError
-from functions.research.critic import Contradiction, Critique, critique, find_contradictions
-from functions.research.evidence import EvidenceChunk, SourceDoc
-from functions.research.gate import (
+from functions.research.checking.critic import Contradiction, Critique, critique, find_contradictions
+from functions.research.checking.gate import (
     Decision,
     GateFacts,
     GatePolicy,
@@ -38,8 +37,10 @@ from functions.research.gate import (
     answer_policy,
     decide,
 )
-from functions.research.plan import AnswerSettings, ResearchPlan
-from functions.research.planner import plan_answer
+from functions.research.checking.redteam import RedTeamReport, red_team
+from functions.research.checking.verifier import ClaimVerification, Verifier
+from functions.research.planning.answer import plan_answer
+from functions.research.planning.plan import AnswerSettings, ResearchPlan
 from functions.research.presets import (
     CRITIQUE,
     DECIDE,
@@ -54,8 +55,8 @@ from functions.research.presets import (
     Preset,
     preset_named,
 )
-from functions.research.redteam import RedTeamReport, red_team
-from functions.research.retriever import Retrieval, Retriever
+from functions.research.retrieval.evidence import EvidenceChunk, SourceDoc
+from functions.research.retrieval.retriever import Retrieval, Retriever
 from functions.research.stages import (
     PipelineContext,
     Stage,
@@ -68,8 +69,7 @@ from functions.research.stages import (
 )
 from functions.research.trace import CRITIC, DECISION, PLANNER, WRITER, TraceRecorder
 from functions.research.verified_stream import VerifiedStream
-from functions.research.verifier import ClaimVerification, Verifier
-from functions.research.writer import (
+from functions.research.writing.writer import (
     CitationNumbers,
     Delta,
     Draft,

@@ -3,7 +3,7 @@
 A stage is `async (context, trace) -> None`: it reads what earlier stages left in the shared, typed
 context, adds its own result, and emits its own trace events. A driver is an ordered list of stage names
 (functions/research/presets.py) mapped to its stages: the answer engine (functions/research/pipeline.py)
-runs the whole list in-process; the research job's Synthesize step (functions/research/synthesis.py) runs
+runs the whole list in-process; the research job's Synthesize step (functions/research/job/synthesis.py) runs
 its slice. One mutable context rather than typed callables chained output to input, because later stages
 read several earlier results (the gate reads the retrieval, the verifications and the Red-Team report)
 and a streaming answer must be readable mid-run.
@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from functions.research.evidence import EvidenceChunk
-from functions.research.gate import Decision, GateFacts, GatePolicy, decide
-from functions.research.redteam import RedTeamReport, red_team
+from functions.research.checking.gate import Decision, GateFacts, GatePolicy, decide
+from functions.research.checking.redteam import RedTeamReport, red_team
+from functions.research.checking.verifier import ClaimVerification
+from functions.research.retrieval.evidence import EvidenceChunk
 from functions.research.trace import RED_TEAM, VERIFIER, TraceRecorder
-from functions.research.verifier import ClaimVerification
-from functions.research.writer import Draft
+from functions.research.writing.writer import Draft
 
 StageResult = TypeVar("StageResult")
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from functions.research.verifier import ClaimVerification, Verifier
-from functions.research.writer import (
+from functions.research.checking.verifier import ClaimVerification, Verifier
+from functions.research.writing.writer import (
     NO_ANSWER,
     CitationNumbers,
     Delta,

@@ -4,7 +4,7 @@ The workflow's Finalize step, for a job a schedule started, calls
 
 1. `LivingReview.changes(PendingResults(team_id, job, results, candidates))` before it writes the
    results: the sources' retraction flags are refreshed (`is_retracted` on every source), the previous
-   run's results are read and `functions.research.changes.changes_since_last_run` compares the two; the
+   run's results are read and `functions.schedules.changes.changes_since_last_run` compares the two; the
    digest becomes the results' `changes_since_last_run`;
 2. `LivingReview.finished(team_id, job, results)` once the job's final status is recorded: a COMPLETED or
    PARTIAL run becomes the schedule's last run (the baseline of the next one; a REFUSED or FAILED run
@@ -32,8 +32,8 @@ from functions.common.http import HttpClient, Resolver
 from functions.common.observability import get_logger
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import BlobStore, get_json
-from functions.research.changes import changes_since_last_run, compact, has_changes
-from functions.research.screening import Candidate
+from functions.research.retrieval.screening import Candidate
+from functions.schedules.changes import changes_since_last_run, compact, has_changes
 from functions.schedules.runs import ScheduleRun, ScheduleRunStore
 from functions.search.connectors.base import UnusableAnswer
 from functions.search.connectors.openalex import (

@@ -34,7 +34,7 @@ from pydantic_core import CoreSchema, core_schema
 from functions.common.callback_urls import check_callback_url
 from functions.common.errors import Conflict, InvalidInput, NotFound
 from functions.common.settings import get_settings
-from functions.research.request import RESEARCH_GOAL_PATTERN, ExecuteRequest, ScopeParameters
+from functions.research.planning.request import RESEARCH_GOAL_PATTERN, ExecuteRequest, ScopeParameters
 from functions.schedules.runs import ScheduleRunStore
 
 SCHEDULE_SOURCE = "schedule"

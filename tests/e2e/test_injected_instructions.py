@@ -28,7 +28,7 @@ from functions.local_runtime.aws import EmbeddedAws
 from functions.local_runtime.gateway import Gateway, load_function_apps
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
-from functions.research.untrusted_text import fold
+from functions.research.retrieval.untrusted_text import fold
 from tests.e2e.scholarly_topic import GOAL, environment, serve, topic_papers
 from tests.support.json_strings import json_strings
 from tests.support.scholarly_web import ScholarlyWeb

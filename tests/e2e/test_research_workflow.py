@@ -13,11 +13,13 @@ import pytest
 from bibtexparser.entrypoint import parse_string
 from fastapi.testclient import TestClient
 
+from functions.common.tenancy import DEFAULT_TEAM
 from functions.local_runtime.aws import EmbeddedAws
 from functions.orchestrate.app import app
 from functions.orchestrate.config import reset_workflow_settings_cache
-from functions.orchestrate.models import JobStatus
-from functions.research.attribution import finding
+from functions.orchestrate.models import JobRecord, JobStatus
+from functions.orchestrate.store import DynamoDbJobStore
+from functions.research.checking.finding import finding
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, normalise, serve, topic_papers
 from tests.support.embedded_aws import events_queue
 from tests.support.scholarly_web import Reply, ScholarlyWeb
@@ -48,6 +50,15 @@ def client() -> Iterator[TestClient]:
     with TestClient(app) as test_client:
         yield test_client
     reset_workflow_settings_cache()
+
+
+def _assert_every_field_declared(job_id: str) -> None:
+    """Every field the job's writers stored is one the JobRecord declares (it reads back no other)."""
+    stored = DynamoDbJobStore().get(DEFAULT_TEAM, job_id)
+    assert stored is not None
+    assert set(stored) - {"pk", "sk"} <= set(JobRecord.model_fields), set(stored) - set(
+        JobRecord.model_fields
+    )
 
 
 def _follow(client: TestClient, job_id: str, timeout: float = 120) -> list[dict[str, Any]]:
@@ -178,6 +189,7 @@ def test_job_completes_with_grounded_results_and_artifacts(
         assert [(e["detail-type"], e["detail"]["job_id"], e["detail"]["status"]) for e in completed] == [
             ("ResearchJobCompleted", job["job_id"], "COMPLETED")
         ]
+        _assert_every_field_declared(job["job_id"])
 
 
 def test_failures_are_recorded_and_the_job_still_finishes(
@@ -268,6 +280,7 @@ def test_human_checkpoint_abort_fails_the_job(web: ScholarlyWeb, client: TestCli
         decided = client.post(f"/api/agent/checkpoint/{job_id}/abort", json={"reason": "wrong scope"})
         assert decided.status_code == 200, decided.text
         final = _follow(client, job_id)[-1]
+        _assert_every_field_declared(job_id)
     assert final["status"] == "FAILED"
     assert "wrong scope" in final["failure_reason"]
     assert any(d["decision_type"] == "HUMAN_CHECKPOINT" for d in final["autonomous_decisions"])

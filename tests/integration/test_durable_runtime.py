@@ -32,6 +32,7 @@ from functions.local_runtime.recovery import INTERRUPTED_REASON
 from functions.orchestrate.models import JobStatus
 from functions.orchestrate.store import DynamoDbJobStore
 from tests.support.pdfgen import sample_paper_pdf
+from tests.support.results import results_document
 from tests.support.runtime_process import LocalRuntime
 from tests.support.scholarly_web import ScholarlyWeb
 
@@ -62,8 +63,8 @@ def _complete(team_id: str, job_id: str) -> None:
     artifacts = S3BlobStore(get_settings().artifacts_bucket)
     results_key, report_key = f"jobs/{job_id}/results.json", f"jobs/{job_id}/report.md"
     artifacts.put_bytes(report_key, b"# Report\n\nKept across restarts.\n", "text/markdown; charset=utf-8")
-    results = {"job_id": job_id, "synthesis": "kept", "artifact_keys": {"report.md": report_key}}
-    artifacts.put_bytes(results_key, json.dumps(results).encode(), "application/json")
+    document = results_document(job_id, {"report.md": report_key}, {"research_goal": "kept"})
+    artifacts.put_bytes(results_key, document, "application/json")
     jobs = DynamoDbJobStore()
     assert jobs.update(
         team_id, job_id, set_fields={"results_key": results_key, "artifacts": {"report.md": report_key}}
@@ -145,7 +146,9 @@ def test_everything_made_in_one_life_is_found_in_the_next(tmp_path: Path) -> Non
             for name in ("document", "schedule", "trace"):
                 assert after[name] == before[name], name
             assert after["status"]["status"] == "COMPLETED"
-            assert after["results"]["synthesis"] == before["results"]["synthesis"] == "kept"
+            assert (
+                after["results"]["synthesis"] == before["results"]["synthesis"] == {"research_goal": "kept"}
+            )
             report = client.get(f"/api/agent/results/{finished_id}/artifacts/report.md", headers=auth)
             assert report.status_code == 200 and report.content == b"# Report\n\nKept across restarts.\n"
             assert report.headers["content-type"].startswith("text/markdown")

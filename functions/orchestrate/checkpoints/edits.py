@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from functions.common.errors import InvalidInput
-from functions.research.request import CheckpointPhase
+from functions.research.planning.request import CheckpointPhase
 
 MAX_IDS = 200
 # What a reviewer may add at screening: a DOI, an arXiv id (new or old style) or a library document.

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from functions.common.models import Paper
-from functions.common.storage import put_json
 from functions.orchestrate.checkpoints.edits import (
     ExtractionEdits,
     PlanEdits,
@@ -17,9 +16,11 @@ from functions.orchestrate.checkpoints.edits import (
     unknown_ids,
 )
 from functions.orchestrate.checkpoints.views import CheckpointContext, window_years
-from functions.research.plan import PlannedQuery
-from functions.research.planning import QueryWording, Renderer
-from functions.research.screening import Candidate, source_id_for
+from functions.orchestrate.payloads import store
+from functions.research.job.inputs import ScreeningPayload
+from functions.research.planning.job import QueryWording, Renderer
+from functions.research.planning.plan import PlannedQuery
+from functions.research.retrieval.screening import Candidate, source_id_for
 
 DEFAULT_MAX_RESULTS = 20
 
@@ -47,12 +48,12 @@ def review_plan(
         "connectors in queries (not among the connectors)", list(edits.queries or {}), set(connectors)
     )
     review = Review(state)
-    plan = context.job.plan
+    plan = context.job.research_plan
     years = _years(context, edits, review)
     queries: list[dict[str, Any]] = []
     for name in connectors:
         own = [query for query in pending if query["connector"] == name]
-        texts = (edits.queries or {}).get(name) or [q["query"] for q in own] or [str(plan.get("topic") or "")]
+        texts = (edits.queries or {}).get(name) or [q["query"] for q in own] or [plan.settings.topic]
         template = own[0] if own else {"max_results": DEFAULT_MAX_RESULTS}
         for rank, text in enumerate(texts):
             kept = next((q for q in own if q["query"] == text), None)
@@ -70,20 +71,23 @@ def review_plan(
         review.changes.append(f"set the queries of {', '.join(edits.queries)}")
     search["pending"] = queries
     state["search"] = search
-    review.record["plan"] = {**plan, "queries": queries}
-    if plan.get("policies"):
-        review.record["plan"]["policies"] = {**plan["policies"], "year_start": years[0]}
+    stored = plan.to_dict()
+    review.record["plan"] = {
+        **stored,
+        "queries": queries,
+        "policies": {**stored["policies"], "year_start": years[0]},
+    }
     return review
 
 
 def _years(context: CheckpointContext, edits: PlanEdits, review: Review) -> tuple[int | None, int | None]:
     """The publication years the searches ask for (and screening holds to), after the window's edit."""
-    plan, job = context.job.plan, context.job
-    policies = dict(plan.get("policies") or {})
-    start, end = policies.get("year_start"), policies.get("year_end")
+    job = context.job
+    policies = job.research_plan.settings.policies
+    start, end = policies.year_start, policies.year_end
     window = edits.publication_window_years
-    if window is not None and window != window_years(job) and end is not None:
-        start = int(end) - window
+    if window is not None and window != window_years(job):
+        start = end - window
         review.changes.append(f"publication window set to {window} years ({start}-{end})")
         scope = dict(job.scope_parameters)
         scope["temporal_boundary"] = {
@@ -134,7 +138,8 @@ def added_candidate(identifier: str) -> Candidate:
 
 
 def review_screening(context: CheckpointContext, edits: ScreeningEdits) -> Review:
-    screening, candidates = context.candidates()
+    screening = context.screening()
+    candidates = screening.by_id()
     unknown_ids("candidates", edits.exclude, set(candidates))
     state = dict(context.state)
     screen = dict(state.get("screen") or {})
@@ -170,14 +175,14 @@ def review_screening(context: CheckpointContext, edits: ScreeningEdits) -> Revie
 
 
 def _store_selection(
-    context: CheckpointContext, screening: dict[str, Any], selection: list[str], added: list[Candidate]
+    context: CheckpointContext, screening: ScreeningPayload, selection: list[str], added: list[Candidate]
 ) -> None:
     """The screening as Synthesize and Finalize read it: the reviewer's selection, added papers included."""
-    candidates = [*screening["candidates"], *(c.to_dict() for c in added)]
-    put_json(
+    candidates = [*screening.candidates, *added]
+    store(
         context.data,
         str(context.job.screening_key),
-        {**screening, "candidates": candidates, "selected": selection},
+        screening.model_copy(update={"candidates": candidates, "selected": selection}),
     )
 
 
@@ -194,8 +199,8 @@ def review_extraction(context: CheckpointContext, edits: ExtractionEdits) -> Rev
     ]
     review = Review(state)
     if dropped:
-        screening, _ = context.candidates()
-        selection = [source_id for source_id in screening.get("selected", []) if source_id not in dropped]
+        screening = context.screening()
+        selection = [source_id for source_id in screening.selected if source_id not in dropped]
         _store_selection(context, screening, selection, [])
     _strike(context, review, edits.strike)
     if dropped:
@@ -204,10 +209,11 @@ def review_extraction(context: CheckpointContext, edits: ExtractionEdits) -> Rev
 
 
 def review_synthesis(context: CheckpointContext, edits: SynthesisEdits) -> Review:
-    claims = {str(claim["claim_id"]): claim for claim in context.synthesis().get("claims") or []}
+    synthesis = context.synthesis()
+    claims = {claim.claim_id: claim for claim in synthesis.claims} if synthesis else {}
     unknown_ids("claims", edits.strike, set(claims))
     review = Review({**context.state, "resynthesize": edits.sends_back})
-    _strike(context, review, [i for claim_id in edits.strike for i in claims[claim_id]["evidence_ids"]])
+    _strike(context, review, [i for claim_id in edits.strike for i in claims[claim_id].evidence_ids])
     if edits.strike:
         review.changes[-1:] = [f"struck claims {', '.join(edits.strike)} (and their evidence)"]
     review.changes.append("sent back to synthesis" if edits.sends_back else "approved for delivery")

@@ -31,51 +31,66 @@ from functions.orchestrate.checkpoints.views import (
     synthesis_view,
 )
 from functions.orchestrate.checkpoints.waiting import CHECKPOINT_CLEARED
-from functions.orchestrate.contracts import JobRecord
-from functions.orchestrate.models import JobStatus, audit_event, decision
+from functions.orchestrate.models import (
+    CheckpointAborted,
+    CheckpointApproved,
+    CheckpointView,
+    ExtractionCheckpoint,
+    JobRecord,
+    JobStatus,
+    PlanCheckpoint,
+    ScreeningCheckpoint,
+    SynthesisCheckpoint,
+    WaitingCheckpoint,
+    WaitingCheckpoints,
+    audit_event,
+    decision,
+)
 from functions.orchestrate.store import JobStore, TaskTokens
-from functions.research.planning import CONNECTORS, Renderer, connector_syntax
-from functions.research.request import CheckpointPhase
+from functions.research.planning.job import CONNECTORS, Renderer, connector_syntax
+from functions.research.planning.request import CheckpointPhase
 
 
 @dataclass
 class CheckpointService:
     jobs: JobStore
-    find_job: Callable[[str, str], dict[str, Any]]  # the team's job; NotFound for another team's
+    find_job: Callable[[str, str], JobRecord]  # the team's job; NotFound for another team's
     data: BlobStore
     tokens: TaskTokens | None
     render: Renderer = connector_syntax
     connectors: Callable[[], tuple[str, ...]] = lambda: CONNECTORS
 
-    def waiting(self, team_id: str) -> dict[str, Any]:
+    def waiting(self, team_id: str) -> WaitingCheckpoints:
         """The team's jobs waiting at a checkpoint, longest waiting first."""
         jobs = [
             job for job in self.jobs.waiting_at_checkpoint(team_id) if not JobStatus(job["status"]).terminal
         ]
         jobs.sort(key=lambda job: (job.get("checkpoint_started_at") or "", job["job_id"]))
-        return {
-            "checkpoints": [
-                {
-                    "job_id": job["job_id"],
-                    "phase": job.get("checkpoint_phase") or "screening",
-                    "waiting_since": job.get("checkpoint_started_at"),
-                    "goal": job.get("research_goal"),
-                }
+        return WaitingCheckpoints(
+            checkpoints=[
+                WaitingCheckpoint(
+                    job_id=job["job_id"],
+                    phase=job.get("checkpoint_phase") or "screening",
+                    waiting_since=job.get("checkpoint_started_at"),
+                    goal=job.get("research_goal"),
+                )
                 for job in jobs
             ]
-        }
+        )
 
-    def show(self, team_id: str, job_id: str) -> dict[str, Any]:
+    def show(self, team_id: str, job_id: str) -> CheckpointView:
         context = self._waiting(team_id, job_id)
-        return {
-            "job_id": job_id,
-            "phase": context.phase,
-            "payload": self._view(context),
-            "waiting_since": context.job.checkpoint_started_at,
-            "on_timeout": context.job.scope_parameters.get("on_timeout") or "abort",
-        }
+        return CheckpointView(
+            job_id=job_id,
+            phase=context.phase,
+            payload=self._view(context),
+            waiting_since=context.job.checkpoint_started_at,
+            on_timeout=context.job.scope_parameters.get("on_timeout") or "abort",
+        )
 
-    def approve(self, team_id: str, job_id: str, body: dict[str, Any] | None, caller: str) -> dict[str, Any]:
+    def approve(
+        self, team_id: str, job_id: str, body: dict[str, Any] | None, caller: str
+    ) -> CheckpointApproved:
         context, tokens = self._waiting(team_id, job_id), self._tokens()
         edits = parse_edits(context.phase, body)
         review = self._review(context, edits)
@@ -85,23 +100,25 @@ class CheckpointService:
         token = self._record(context, "APPROVED", caller, detail, review.record)
         tokens.succeed(token, review.state)  # the state the job goes on with (ResultPath "$")
         self._cleared(context)
-        return {"job_id": job_id, "phase": context.phase, "decision": "approved", "changes": review.changes}
+        return CheckpointApproved(job_id=job_id, phase=context.phase, changes=review.changes)
 
-    def abort(self, team_id: str, job_id: str, reason: str | None, caller: str) -> dict[str, Any]:
+    def abort(self, team_id: str, job_id: str, reason: str | None, caller: str) -> CheckpointAborted:
         context, tokens = self._waiting(team_id, job_id), self._tokens()
         token = self._record(context, "ABORTED", caller, reason or "aborted by the reviewer", {})
         tokens.fail(token, "CheckpointAborted", reason or "aborted by the reviewer")
         self._cleared(context)
-        return {"job_id": job_id, "phase": context.phase, "decision": "aborted"}
+        return CheckpointAborted(job_id=job_id, phase=context.phase)
 
     def _waiting(self, team_id: str, job_id: str) -> CheckpointContext:
-        job = JobRecord.model_validate(self.find_job(team_id, job_id))
-        if not job.awaiting_checkpoint or not job.checkpoint_token or JobStatus(job.status).terminal:
+        job = self.find_job(team_id, job_id)
+        if not job.awaiting_checkpoint or not job.checkpoint_token or job.status.terminal:
             raise Conflict(f"job {job_id} is not waiting at a checkpoint")
-        phase: CheckpointPhase = job.checkpoint_phase or "screening"  # type: ignore[assignment]
+        phase: CheckpointPhase = job.checkpoint_phase or "screening"
         return CheckpointContext(job, phase, job.checkpoint_state or {}, self.data)
 
-    def _view(self, context: CheckpointContext) -> dict[str, Any]:
+    def _view(
+        self, context: CheckpointContext
+    ) -> PlanCheckpoint | ScreeningCheckpoint | ExtractionCheckpoint | SynthesisCheckpoint:
         if context.phase == "plan":
             return plan_view(context, self.connectors())
         if context.phase == "extraction":

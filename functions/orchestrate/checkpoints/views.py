@@ -7,14 +7,25 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from functions.common.models import ExtractedPaper
-from functions.common.storage import BlobStore, get_json
-from functions.orchestrate.contracts import Extraction, JobRecord
-from functions.orchestrate.payloads import screened
-from functions.research.request import DEFAULT_WINDOW_YEARS, CheckpointPhase
-from functions.research.screening import Candidate
+from functions.common.storage import BlobStore
+from functions.orchestrate.models import (
+    CandidateView,
+    ClaimView,
+    ExtractedSourceView,
+    ExtractionCheckpoint,
+    JobRecord,
+    PlanCheckpoint,
+    QuoteView,
+    ScreeningCheckpoint,
+    SynthesisCheckpoint,
+)
+from functions.orchestrate.payloads import load, screened
+from functions.research.job.inputs import Extraction, ScreeningPayload
+from functions.research.planning.request import DEFAULT_WINDOW_YEARS, CheckpointPhase
+from functions.research.retrieval.screening import Candidate
 
 if TYPE_CHECKING:
-    from functions.research.synthesis import Evidence
+    from functions.research.job.synthesis import Evidence, SynthesisResult
 
 
 @dataclass(frozen=True)
@@ -26,34 +37,39 @@ class CheckpointContext:
     state: dict[str, Any]
     data: BlobStore
 
-    def candidates(self) -> tuple[dict[str, Any], dict[str, Candidate]]:
+    def screening(self) -> ScreeningPayload:
         return screened(self.data, self.job)
+
+    def candidates(self) -> dict[str, Candidate]:
+        return self.screening().by_id()
 
     def extractions(self) -> list[Extraction]:
         return [Extraction.model_validate(item) for item in self.state.get("extractions") or []]
 
     def extracted(self) -> list[tuple[Candidate, ExtractedPaper]]:
         """The sources whose extraction succeeded, with their papers (as Synthesize reads them)."""
-        _, candidates = self.candidates()
+        candidates = self.candidates()
         sources: list[tuple[Candidate, ExtractedPaper]] = []
         for item in self.extractions():
             if item.success and item.parsed_key and item.source_id in candidates:
-                data = get_json(self.data, item.parsed_key)
-                if data:
-                    sources.append((candidates[item.source_id], ExtractedPaper.model_validate(data)))
+                paper = load(self.data, item.parsed_key, ExtractedPaper)
+                if paper is not None:
+                    sources.append((candidates[item.source_id], paper))
         return sources
 
     def evidence(self) -> list[Evidence]:
         """The evidence the synthesis would read (its ids are the ones it cites), less what was struck."""
-        from functions.research.synthesis import screen_evidence  # the job API reads it only here
+        from functions.research.job.synthesis import screen_evidence  # the job API reads it only here
 
         struck = set(self.job.struck_evidence)
         return [item for item in screen_evidence(self.extracted()).evidence if item.evidence_id not in struck]
 
-    def synthesis(self) -> dict[str, Any]:
+    def synthesis(self) -> SynthesisResult | None:
+        """The synthesis that waits for the reviewer (None: there is none to read)."""
+        from functions.research.job.synthesis import SynthesisResult  # the job API reads it only here
+
         key = (self.state.get("synthesis") or {}).get("synthesis_key")
-        found = get_json(self.data, str(key)) if key else None
-        return found if isinstance(found, dict) else {}
+        return load(self.data, str(key), SynthesisResult) if key else None
 
 
 def window_years(job: JobRecord) -> int:
@@ -61,91 +77,100 @@ def window_years(job: JobRecord) -> int:
     return int(boundary.get("publication_window_years") or DEFAULT_WINDOW_YEARS)
 
 
-def plan_view(context: CheckpointContext, available: tuple[str, ...]) -> dict[str, Any]:
+def plan_view(context: CheckpointContext, available: tuple[str, ...]) -> PlanCheckpoint:
     pending = (context.state.get("search") or {}).get("pending") or []
     connectors = list(dict.fromkeys(str(query["connector"]) for query in pending))
-    return {
-        "connectors": connectors,
-        "queries": {name: [q["query"] for q in pending if q["connector"] == name] for name in connectors},
-        "publication_window_years": window_years(context.job),
-        "available_connectors": list(available),
-    }
+    return PlanCheckpoint(
+        connectors=connectors,
+        queries={name: [q["query"] for q in pending if q["connector"] == name] for name in connectors},
+        publication_window_years=window_years(context.job),
+        available_connectors=list(available),
+    )
 
 
-def _candidate_view(candidate: Candidate, selected: set[str]) -> dict[str, Any]:
+def _candidate_view(candidate: Candidate, selected: set[str]) -> CandidateView:
     paper = candidate.paper
-    return {
-        "id": candidate.source_id,
-        "title": paper.title,
-        "url": paper.url,
-        "year": paper.year,
-        "venue": paper.venue,
-        "scores": candidate.scores,
-        "total_score": candidate.total_score,
-        "weighted_score": candidate.weighted_score,
-        "explanation": "; ".join(f"{name}: {why}" for name, why in candidate.explanations.items()),
-        "explanations": candidate.explanations,
-        "rejection": candidate.rejection,
-        "selected": candidate.source_id in selected,
-    }
+    return CandidateView(
+        id=candidate.source_id,
+        title=paper.title,
+        url=paper.url,
+        year=paper.year,
+        venue=paper.venue,
+        scores=candidate.scores,
+        total_score=candidate.total_score,
+        weighted_score=candidate.weighted_score,
+        explanation="; ".join(f"{name}: {why}" for name, why in candidate.explanations.items()),
+        explanations=candidate.explanations,
+        rejection=candidate.rejection,
+        selected=candidate.source_id in selected,
+    )
 
 
-def screening_view(context: CheckpointContext) -> dict[str, Any]:
+def screening_view(context: CheckpointContext) -> ScreeningCheckpoint:
     chosen = [str(item["source_id"]) for item in (context.state.get("screen") or {}).get("selected") or []]
-    _, candidates = context.candidates()
+    candidates = context.candidates()
     ranked = sorted(candidates.values(), key=lambda c: (c.rejection is not None, -c.weighted_score))
-    return {
-        "candidates": [_candidate_view(candidate, set(chosen)) for candidate in ranked],
-        "selected": chosen,
-        "max_sources": len(chosen),
-    }
+    return ScreeningCheckpoint(
+        candidates=[_candidate_view(candidate, set(chosen)) for candidate in ranked],
+        selected=chosen,
+        max_sources=len(chosen),
+    )
 
 
-def extraction_view(context: CheckpointContext) -> dict[str, Any]:
-    quotes: dict[str, list[dict[str, Any]]] = {}
+def extraction_view(context: CheckpointContext) -> ExtractionCheckpoint:
+    quotes: dict[str, list[QuoteView]] = {}
     for quote in context.evidence():
         quotes.setdefault(quote.source_id, []).append(
-            {
-                "evidence_id": quote.evidence_id,
-                "quote": quote.quote,
-                "page": quote.page,
-                "section": quote.section,
-                "kind": quote.kind,
-            }
+            QuoteView(
+                evidence_id=quote.evidence_id,
+                quote=quote.quote,
+                page=quote.page,
+                section=quote.section,
+                kind=quote.kind,
+            )
         )
-    _, candidates = context.candidates()
+    candidates = context.candidates()
     sources = []
     for item in context.extractions():
         candidate = candidates.get(str(item.source_id))
         sources.append(
-            {
-                "id": item.source_id,
-                "title": candidate.paper.title if candidate else "",
-                "url": item.url,
-                "success": item.success,
-                "failure_reason": item.failure_reason,
-                "quotes": quotes.get(str(item.source_id), []),
-            }
+            ExtractedSourceView(
+                id=item.source_id,
+                title=candidate.paper.title if candidate else "",
+                url=item.url,
+                success=item.success,
+                failure_reason=item.failure_reason,
+                quotes=quotes.get(str(item.source_id), []),
+            )
         )
-    return {"sources": sources}
+    return ExtractionCheckpoint(sources=sources)
 
 
-def synthesis_view(context: CheckpointContext) -> dict[str, Any]:
+def synthesis_view(context: CheckpointContext) -> SynthesisCheckpoint:
     synthesis = context.synthesis()
-    return {
-        "executive_summary": synthesis.get("executive_summary", ""),
-        "report": synthesis.get("synthesis_text", ""),
-        "claims": [
-            {
-                "id": claim["claim_id"],
-                "text": claim["claim_text"],
-                "evidence_ids": claim["evidence_ids"],
-                "verdict": claim["verdict"],
-                "kept": claim["kept"],
-            }
-            for claim in synthesis.get("claims") or []
+    if synthesis is None:
+        return SynthesisCheckpoint(
+            executive_summary="",
+            report="",
+            claims=[],
+            confidence_score=None,
+            refusal=False,
+            refusal_reason=None,
+        )
+    return SynthesisCheckpoint(
+        executive_summary=synthesis.executive_summary,
+        report=synthesis.synthesis_text,
+        claims=[
+            ClaimView(
+                id=claim.claim_id,
+                text=claim.claim_text,
+                evidence_ids=claim.evidence_ids,
+                verdict=claim.verdict,
+                kept=claim.kept,
+            )
+            for claim in synthesis.claims
         ],
-        "confidence_score": synthesis.get("confidence_score"),
-        "refusal": bool(synthesis.get("refusal")),
-        "refusal_reason": synthesis.get("refusal_reason"),
-    }
+        confidence_score=synthesis.confidence_score,
+        refusal=synthesis.refusal,
+        refusal_reason=synthesis.refusal_reason,
+    )

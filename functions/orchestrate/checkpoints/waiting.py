@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from functions.orchestrate.contracts import JobRecord
-from functions.orchestrate.models import audit_event, decision
+from functions.orchestrate.models import JobRecord, audit_event, decision
 from functions.orchestrate.store import JobStore
 
 # A checkpoint no longer waits: the next one starts a window of its own.

@@ -25,13 +25,14 @@ from functions.metering.job_budget import JobBudget
 from functions.metering.meter import MeteredFullText
 from functions.metering.wiring import budgets
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
-from functions.orchestrate.contracts import ExtractInput, Extraction
+from functions.orchestrate.contracts import ExtractInput
 from functions.orchestrate.payloads import extracted_key
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
-from functions.research.report import BUDGET_NOT_EXTRACTED
+from functions.research.job.inputs import Extraction
+from functions.research.job.report import BUDGET_NOT_EXTRACTED
 
 if TYPE_CHECKING:
     pass

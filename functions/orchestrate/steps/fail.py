@@ -16,7 +16,7 @@ from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
 from functions.orchestrate.wiring import job_records
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from functions.teams.wiring import team_service
 from functions.webhooks.wiring import notifier
 
@@ -55,7 +55,7 @@ class Fail(JobStep):
         except ValueError:  # incl. pydantic's ValidationError: not even a valid request
             placeholder = ExecuteRequest(research_goal=PLACEHOLDER_GOAL)
             record = self.new_record(progress.team_id, progress.job_id, placeholder, "schedule", None)
-        self.jobs.create(record)
+        self.jobs.create(record.stored())
 
 
 def build() -> Fail:

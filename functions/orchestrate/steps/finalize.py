@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from functions.common.settings import get_settings
-from functions.common.storage import BlobStore, S3BlobStore, get_json
+from functions.common.storage import BlobStore, S3BlobStore
 from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import skipped_work
 from functions.orchestrate.completion import JobCompletion, artifact_prefix, results_key
-from functions.orchestrate.contracts import FinalizeInput, FinishedOutput, JobRecord
-from functions.orchestrate.models import ARTIFACT_NAMES, JobStatus, decision
-from functions.orchestrate.payloads import screened
+from functions.orchestrate.contracts import FinalizeInput, FinishedOutput
+from functions.orchestrate.models import ARTIFACT_NAMES, JobRecord, JobStatus, decision
+from functions.orchestrate.payloads import load, screened
+from functions.orchestrate.progress import FinalOutcome
 from functions.orchestrate.search_round import (
     BUDGET_REACHED,
     not_run_counts,
@@ -23,9 +24,11 @@ from functions.orchestrate.search_round import (
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
-from functions.research import outputs
-from functions.research.report import SearchSummary, build_results
-from functions.research.screening import Candidate
+from functions.research.job import outputs
+from functions.research.job.inputs import Extraction, QueryResult
+from functions.research.job.report import SearchSummary, build_results
+from functions.research.job.synthesis import SynthesisResult
+from functions.research.retrieval.screening import Candidate
 from functions.schedules.wiring import living_review
 from functions.teams.wiring import team_service
 from functions.webhooks.wiring import notifier
@@ -43,15 +46,14 @@ class Finalize(JobStep):
     def __call__(self, request: FinalizeInput) -> FinishedOutput:
         progress = self.progress(request.team, request.job_id)
         team_id, job_id, job = progress.team_id, progress.job_id, progress.job()
-        synthesis = outputs.without_struck(
-            get_json(self.data, request.synthesis.synthesis_key) or {}, job.struck_evidence
-        )
-        screening, candidates = screened(self.data, job)
-        searches, extractions = (
-            request.search_results,
-            [item.model_dump(mode="json") for item in request.extractions],
-        )
-        selected = [candidates[i] for i in screening.get("selected", []) if i in candidates]
+        stored = load(self.data, request.synthesis.synthesis_key, SynthesisResult)
+        if stored is None:
+            raise ValueError(f"job {job_id} has no synthesis at {request.synthesis.synthesis_key}")
+        synthesis = outputs.without_struck(stored, job.struck_evidence)
+        screening = screened(self.data, job)
+        candidates = screening.by_id()
+        searches, extractions = request.search_results, request.extractions
+        selected = [candidates[i] for i in screening.selected if i in candidates]
         status, partial_reasons, budget_decisions = job_outcome(job, synthesis, searches, extractions)
         bib, keys = outputs.bibtex_entries(selected)
         outputs.validate_bibtex(bib, len(selected))
@@ -61,18 +63,16 @@ class Finalize(JobStep):
             "annotated_bibliography.md": outputs.annotated_bibliography(
                 selected,
                 keys,
-                {item["source_id"]: item for item in extractions if item.get("source_id")},
-                synthesis.get("evidence", []),
+                {item.source_id: item for item in extractions if item.source_id},
+                synthesis.evidence,
             ),
-            "quote_library.json": outputs.to_json(
-                outputs.quote_library(selected, synthesis.get("evidence", []))
-            ),
+            "quote_library.json": outputs.to_json(outputs.quote_library(selected, synthesis.evidence)),
             "search_report.md": outputs.search_report(
-                job.plan, searches, screening, extractions, job.decisions
+                job.research_plan, searches, screening, extractions, job.decisions
             ),
         }
         artifact_keys = self._write(team_id, job_id, files)
-        results = build_results(
+        report = build_results(
             job_id,
             status.value,
             synthesis,
@@ -83,18 +83,19 @@ class Finalize(JobStep):
             _search_summary(job, searches),
             partial_reasons if status is JobStatus.PARTIAL else [],
             artifact_keys,
-        ).model_dump(mode="json")
+        )
+        results = report.model_dump(mode="json")  # the document the living review adds to
         self._store_results(team_id, job, results, candidates)
         moved = progress.finished(
             status,
-            results,
-            {
-                "results_key": results_key(team_id, job_id),
-                "artifact_keys": artifact_keys,
-                "partial_reasons": results["execution_summary"]["partial_reasons"],
-                "artifacts_written": len(files),
-                "budget_decisions": budget_decisions,
-            },
+            report,
+            FinalOutcome(
+                results_key=results_key(team_id, job_id),
+                artifact_keys=artifact_keys,
+                partial_reasons=report.execution_summary.partial_reasons,
+                artifacts_written=len(files),
+                budget_decisions=budget_decisions,
+            ),
         )
         if moved:
             self.completion.completed(team_id, job.as_dict(), results)
@@ -120,16 +121,16 @@ class Finalize(JobStep):
 
 def job_outcome(
     job: JobRecord,
-    synthesis: dict[str, Any],
-    searches: list[dict[str, Any]],
-    extractions: list[dict[str, Any]],
+    synthesis: SynthesisResult,
+    searches: list[QueryResult],
+    extractions: list[Extraction],
 ) -> tuple[JobStatus, list[str], list[dict[str, str]]]:
     """(status, partial reasons, budget decisions). PARTIAL: coverage was really lost. An upstream
     answered errors, a concept of the goal found nothing from any connector, or a source failed in a way
     a retry might mend; or work was skipped for the budget. Queries that waited past the job's search
     time for their turn are reported (not run), not counted as failures; a source with no open full
     text (paywalled, gone) is reported per source."""
-    interrupted = [item for item in extractions if not item.get("success") and not item.get("unavailable")]
+    interrupted = [item for item in extractions if not item.success and not item.unavailable]
     partial_reasons = [
         *(
             f"{name} answered errors: {reason}"
@@ -137,15 +138,15 @@ def job_outcome(
         ),
         *(
             f"no results for '{concept}' from any connector"
-            for concept in uncovered_concepts(job.plan.get("key_phrases") or [], searches)
+            for concept in uncovered_concepts(job.research_plan.key_phrases, searches)
         ),
         *(
-            [f"{len(interrupted)} source(s) could not be extracted: {interrupted[0].get('failure_reason')}"]
+            [f"{len(interrupted)} source(s) could not be extracted: {interrupted[0].failure_reason}"]
             if interrupted
             else []
         ),
     ]
-    if synthesis.get("refusal"):
+    if synthesis.refusal:
         status = JobStatus.REFUSED
     elif partial_reasons:
         status = JobStatus.PARTIAL
@@ -174,7 +175,7 @@ def budget_reached(job: JobRecord) -> list[dict[str, str]]:
     ]
 
 
-def _search_summary(job: JobRecord, searches: list[dict[str, Any]]) -> SearchSummary:
+def _search_summary(job: JobRecord, searches: list[QueryResult]) -> SearchSummary:
     return SearchSummary(
         requests_planned=len(searches),
         not_run=not_run_counts(searches),

@@ -12,14 +12,14 @@ from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import JobBudget
 from functions.metering.wiring import budgets
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
-from functions.orchestrate.contracts import CheckpointPhases, JobRecord, PlanInput, PlanOutput, SearchState
+from functions.orchestrate.contracts import CheckpointPhases, PlanInput, PlanOutput, SearchState
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.records import NewJobRecord
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import job_records
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 
 if TYPE_CHECKING:
     pass
@@ -45,7 +45,7 @@ class Plan(JobStep):
         return PlanOutput(
             job_id=job_id,
             team_id=progress.team_id,
-            search=SearchState(pending=[query.to_dict() for query in plan.settings.queries]),
+            search=SearchState(pending=plan.settings.queries),
             focus_areas=plan.settings.focus_areas,
             max_concurrency=max(1, self.settings.extract_max_concurrency),
             checkpoints=CheckpointPhases.requested(job.scope_parameters.get("human_checkpoints")),
@@ -59,8 +59,8 @@ class Plan(JobStep):
         record = self.new_record(
             progress.team_id, progress.job_id, fired, execution.source or "schedule", execution.schedule_id
         )
-        self.jobs.create(record)
-        self.budget.hold(progress.team_id, progress.job_id, JobRecord.model_validate(record).cost_estimate)
+        self.jobs.create(record.stored())
+        self.budget.hold(progress.team_id, progress.job_id, record.cost_estimate)
         if self.jobs.get(progress.team_id, progress.job_id) is None:
             raise RetryableStepError(f"job {progress.job_id} record not readable after creation")
 

@@ -1,4 +1,4 @@
-"""Screen: de-duplicate, score and select the searches' hits (functions/research/screening.py). Too few
+"""Screen: de-duplicate, score and select the searches' hits (functions/research/retrieval/screening.py). Too few
 good sources and turns left: one refinement round of broader queries; else the sources the budget can
 extract, with the screening payload stored for Synthesize and Finalize."""
 
@@ -7,20 +7,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from functions.common.embedder import default_embedder
 from functions.common.models import Paper
 from functions.common.settings import get_settings
-from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
+from functions.common.storage import BlobStore, S3BlobStore, get_json
 from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import JobBudget
 from functions.metering.wiring import budgets
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.contracts import ScreenInput, ScreenOutput, SelectedSource
-from functions.orchestrate.payloads import screen_vectors_key, screening_key
+from functions.orchestrate.payloads import screen_vectors_key, screening_key, store
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.screen_vectors import ScreenVectors, load_vectors, save_vectors
 from functions.orchestrate.search_round import not_run_counts, upstream_failures
@@ -28,15 +28,16 @@ from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import upstream_query
-from functions.research.plan import JobSettings, ResearchPlan
-from functions.research.planning import (
+from functions.research.job.inputs import QueryResult, ScreeningPayload
+from functions.research.planning.job import (
     BOOLEAN_CONNECTORS,
     Renderer,
     connector_syntax,
     refined_queries,
 )
-from functions.research.relevance import EmbeddingUnfinished, RelevanceScorer
-from functions.research.screening import Candidate, ScreeningResult, screen
+from functions.research.planning.plan import JobSettings, ResearchPlan
+from functions.research.retrieval.relevance import EmbeddingUnfinished, RelevanceScorer
+from functions.research.retrieval.screening import Candidate, ScreeningResult, screen
 
 if TYPE_CHECKING:
     pass
@@ -87,12 +88,12 @@ class Screen(JobStep):
             ],
         )
 
-    def _hits(self, results: list[dict[str, Any]]) -> list[tuple[str, Paper]]:
+    def _hits(self, results: list[QueryResult]) -> list[tuple[str, Paper]]:
         return [
-            (str(result["query_id"]), Paper.model_validate(item))
+            (result.query_id, Paper.model_validate(item))
             for result in results
-            if result.get("key")
-            for item in get_json(self.data, result["key"]) or []
+            if result.key
+            for item in get_json(self.data, result.key) or []
         ]
 
     def _refine(
@@ -112,7 +113,7 @@ class Screen(JobStep):
         progress.refining(
             result, plan, variants=len({tuple(q.terms) for q in queries}), requests=len(queries)
         )
-        return ScreenOutput(action="REFINE", refined_queries=[q.to_dict() for q in queries])
+        return ScreenOutput(action="REFINE", refined_queries=queries)
 
     def _affordable(self, progress: JobProgress, selected: list[Candidate]) -> list[Candidate]:
         """The selected sources the job's budget can start extracting; the rest are skipped for it."""
@@ -128,19 +129,19 @@ class Screen(JobStep):
 
     def _store(self, progress: JobProgress, result: ScreeningResult, to_extract: list[Candidate]) -> str:
         key = screening_key(progress.team_id, progress.job_id)
-        put_json(
+        store(
             self.data,
             key,
-            {
-                "candidates": [c.to_dict() for c in result.candidates],
-                "selected": [c.source_id for c in result.selected],
-                "budget_skipped": [c.source_id for c in result.selected[len(to_extract) :]],
-                "discovered": result.discovered,
-                "duplicates": result.duplicates,
-                "validated": len(result.candidates),
-                "passed": result.passed,
-                "rejection_counts": result.rejection_counts,
-            },
+            ScreeningPayload(
+                candidates=result.candidates,
+                selected=[c.source_id for c in result.selected],
+                budget_skipped=[c.source_id for c in result.selected[len(to_extract) :]],
+                discovered=result.discovered,
+                duplicates=result.duplicates,
+                validated=len(result.candidates),
+                passed=result.passed,
+                rejection_counts=result.rejection_counts,
+            ),
         )
         return key
 
@@ -149,7 +150,7 @@ def _connectors(plan: ResearchPlan[JobSettings]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(q.connector for q in plan.settings.queries))
 
 
-def _refine_turns(plan: ResearchPlan[JobSettings], searches: list[dict[str, Any]]) -> dict[str, int]:
+def _refine_turns(plan: ResearchPlan[JobSettings], searches: list[QueryResult]) -> dict[str, int]:
     """Refinement queries each connector may still be sent: one, except where the plan's own queries did
     not all run (its rate budget is spent), where it failed, and on a boolean engine (arXiv), whose one
     query already ORed every concept and whose turns are the scarcest."""

@@ -20,7 +20,7 @@ from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import shared_search_service
-from functions.research.fusion import Searcher
+from functions.research.retrieval.fusion import Searcher
 
 if TYPE_CHECKING:
     pass

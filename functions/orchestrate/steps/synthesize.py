@@ -1,4 +1,4 @@
-"""Synthesize: the cited synthesis of the extracted sources (functions/research/synthesis.py), stored for
+"""Synthesize: the cited synthesis of the extracted sources (functions/research/job/synthesis.py), stored for
 Finalize; an empty one that says why when the budget refuses it."""
 
 from __future__ import annotations
@@ -11,19 +11,20 @@ from typing import TYPE_CHECKING
 from functions.common.llm import LlmProvider, provider_from_settings
 from functions.common.models import ExtractedPaper
 from functions.common.settings import get_settings
-from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
+from functions.common.storage import BlobStore, S3BlobStore
 from functions.common.traces import DynamoDbTraceStore
 from functions.metering.job_budget import JobBudget
 from functions.metering.meter import metered_llm
 from functions.metering.wiring import budgets
 from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
-from functions.orchestrate.contracts import Extraction, SynthesizeInput, SynthesizeOutput
-from functions.orchestrate.payloads import screened, synthesis_key
+from functions.orchestrate.contracts import SynthesizeInput, SynthesizeOutput
+from functions.orchestrate.payloads import load, screened, store, synthesis_key
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
-from functions.research.screening import Candidate
-from functions.research.synthesis import synthesize
+from functions.research.job.inputs import Extraction
+from functions.research.job.synthesis import synthesize
+from functions.research.retrieval.screening import Candidate
 
 if TYPE_CHECKING:
     pass
@@ -40,8 +41,7 @@ class Synthesize(JobStep):
         progress = self.progress(request.team, request.job_id)
         job = progress.job()
         progress.synthesising()
-        _, candidates = screened(self.data, job)
-        sources = self._sources(request.extractions, candidates)
+        sources = self._sources(request.extractions, screened(self.data, job).by_id())
         # sources whose step the Map's Catch recorded after its retries
         caught = [(str(item.url), str(item.failure_reason)) for item in request.extractions if item.caught]
         refused = self.budget.refusal(progress.team_id, progress.job_id, "synthesize", sources=len(sources))
@@ -63,7 +63,7 @@ class Synthesize(JobStep):
             )
             result.refusal_reason = f"Synthesis skipped: {refused}"
         key = synthesis_key(progress.team_id, progress.job_id)
-        put_json(self.data, key, result.to_dict())
+        store(self.data, key, result)
         progress.synthesised(result, caught)
         return SynthesizeOutput(
             synthesis_key=key, refused=result.refusal, confidence_score=result.confidence_score
@@ -76,9 +76,9 @@ class Synthesize(JobStep):
         sources: list[tuple[Candidate, ExtractedPaper]] = []
         for item in extractions:
             if item.success and item.parsed_key and item.source_id in candidates:
-                data = get_json(self.data, item.parsed_key)
-                if data:
-                    sources.append((candidates[item.source_id], ExtractedPaper.model_validate(data)))
+                paper = load(self.data, item.parsed_key, ExtractedPaper)
+                if paper is not None:
+                    sources.append((candidates[item.source_id], paper))
         return sources
 
 

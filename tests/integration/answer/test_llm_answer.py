@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 from functions.answer.schemas import QueryResponse
 from functions.cli.sse import ServerSentEvent, iter_sse
 from functions.local_runtime.aws import EmbeddedAws
-from functions.research.gate import (
+from functions.research.checking.gate import (
     INSUFFICIENT_SOURCES,
     LOW_CONFIDENCE,
     NO_EVIDENCE,

@@ -36,9 +36,9 @@ def test_an_invalid_scheduled_input_ends_as_a_failed_job_with_its_reason() -> No
         )
 
     assert execution["status"] == "FAILED" and execution["error"] == "ResearchJobFailed"
-    assert status["status"] == "FAILED" and status["current_phase"]["progress_percentage"] == 100
-    assert "research_goal" in status["failure_reason"]
-    assert status["source"] == "schedule"
+    assert status.status == "FAILED" and status.current_phase.progress_percentage == 100
+    assert status.failure_reason is not None and "research_goal" in status.failure_reason
+    assert status.source == "schedule"
     bodies = [json.loads(message["Body"]) for message in messages]
     assert any(
         b["detail-type"] == "ResearchJobFailed" and b["detail"]["job_id"] == "scheduled-bad-goal"
@@ -55,6 +55,6 @@ def test_a_failed_job_is_not_moved_by_a_late_step() -> None:
         before = service.status("team-default", "late-step")
         screen({"job_id": "late-step", "search_results": [], "refine_results": []}, None)  # a late retry
         after = service.status("team-default", "late-step")
-    assert before["status"] == after["status"] == "FAILED"
-    assert after["failure_reason"] == before["failure_reason"]
-    assert after["current_phase"]["progress_percentage"] == 100
+    assert before.status == after.status == "FAILED"
+    assert after.failure_reason == before.failure_reason
+    assert after.current_phase.progress_percentage == 100

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from functions.answer.service import AnswerService
 from functions.common.traces import InMemoryTraceStore
-from functions.research.fusion import SearchPort
 from functions.research.pipeline import AnswerPipeline
-from functions.research.retriever import Retriever
+from functions.research.retrieval.fusion import SearchPort
+from functions.research.retrieval.retriever import Retriever
 from functions.search.models import FoundPaper, PaperQuery, SearchOutcome
 from tests.support.fakes.answer_search import InMemorySearch, paper
 

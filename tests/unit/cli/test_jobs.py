@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -14,6 +13,7 @@ from functions.orchestrate.jobs import JobService
 from functions.orchestrate.models import JobStatus
 from functions.orchestrate.routes import get_job_service
 from tests.support.fakes.jobs import InMemoryJobStore
+from tests.support.results import results_document
 
 
 class InstantWorkflow:
@@ -28,16 +28,10 @@ class InstantWorkflow:
     def start(self, name: str, payload: dict[str, Any]) -> str:
         for status in (JobStatus.PLANNING, JobStatus.SEARCHING, JobStatus.EXTRACTING):
             self.jobs.update("team-default", name, status=status)
-        results = {
-            "job_id": name,
-            "status": "COMPLETED",
-            "synthesis": {"primary_themes": ["Sparse attention"]},
-            "execution_summary": {"total_sources_discovered": 12, "extractions_successful": 9},
-            "confidence_score": 0.71,
-            "refusal": False,
-            "artifact_keys": {"report.md": f"jobs/{name}/report.md"},
-        }
-        self.artifacts.put_bytes(f"jobs/{name}/results.json", json.dumps(results).encode())
+        document = results_document(
+            name, {"report.md": f"jobs/{name}/report.md"}, {"primary_themes": ["Sparse attention"]}
+        )
+        self.artifacts.put_bytes(f"jobs/{name}/results.json", document)
         self.artifacts.put_bytes(f"jobs/{name}/report.md", b"# report")
         self.jobs.update(
             "team-default",

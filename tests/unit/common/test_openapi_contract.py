@@ -16,7 +16,7 @@ from functions.common.openapi import document_errors
 from functions.extract.app import DOCUMENTS_FACE
 from functions.orchestrate.app import JOBS_FACE
 from functions.rag.api_models import QUERY_PATTERN, SemanticSearchRequest
-from functions.research.request import RESEARCH_GOAL_PATTERN, ExecuteRequest
+from functions.research.planning.request import RESEARCH_GOAL_PATTERN, ExecuteRequest
 from functions.search.connectors import REGISTRY
 from functions.search.schemas import CONNECTOR_NAMES, V1SearchRequest
 from functions.teams.routes import TeamPatch

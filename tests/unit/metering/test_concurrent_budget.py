@@ -27,7 +27,7 @@ from functions.orchestrate.app import app
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.routes import get_job_service
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.support.fakes.usage_store import InMemoryUsageStore
 
@@ -52,7 +52,7 @@ def _rapid_quote() -> dict[str, Any]:
         jobs=InMemoryJobStore(), starter=RecordingStarter(), artifacts=InMemoryBlobStore(), costs=None
     )
     plan, _, _ = service.records.describe(RAPID)
-    return MODEL.quote(plan)
+    return MODEL.quote(plan.to_dict())
 
 
 QUOTE = _rapid_quote()

@@ -16,8 +16,8 @@ from functions.metering.estimate import (
     mixture_quantile,
 )
 from functions.metering.prices import DEFAULT_PRICES, load_price_table
-from functions.research.planning import build_plan
-from functions.research.request import ScopeParameters
+from functions.research.planning.job import build_plan
+from functions.research.planning.request import ScopeParameters
 
 
 def _plan(depth: str) -> dict[str, object]:

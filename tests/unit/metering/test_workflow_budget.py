@@ -18,13 +18,14 @@ from functions.metering.meter import Meter, metering
 from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.store import TOTALS, UsageKey
 from functions.orchestrate.config import WorkflowSettings
-from functions.orchestrate.contracts import ExtractInput, JobRecord, SearchInput, SynthesizeInput
+from functions.orchestrate.contracts import ExtractInput, SearchInput, SynthesizeInput
 from functions.orchestrate.jobs import JobService
+from functions.orchestrate.models import JobRecord
 from functions.orchestrate.steps.extract import Extract
 from functions.orchestrate.steps.finalize import budget_reached
 from functions.orchestrate.steps.search import Search
 from functions.orchestrate.steps.synthesize import Synthesize
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.support.fakes.usage_store import InMemoryUsageStore
 

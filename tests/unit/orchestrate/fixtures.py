@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, Paper
-from functions.research.plan import JobSettings, ResearchPlan
-from functions.research.planning import build_plan
-from functions.research.request import ScopeParameters
-from functions.research.screening import Candidate, source_id_for
+from functions.research.job.synthesis import Claim, Evidence, SynthesisResult
+from functions.research.planning.job import build_plan
+from functions.research.planning.plan import JobSettings, ResearchPlan
+from functions.research.planning.request import ScopeParameters
+from functions.research.retrieval.screening import Candidate, source_id_for
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 GOAL = "What are recent advances in transformer architectures for long documents?"
@@ -58,4 +59,27 @@ def extracted(
         title=item.title,
         evidence=evidence,
         methodology=methodology,
+    )
+
+
+def synthesis_result(
+    claims: list[Claim], evidence: list[Evidence], synthesis_text: str = ""
+) -> SynthesisResult:
+    """A written synthesis of `claims` over `evidence`, as the Synthesize step stores it."""
+    return SynthesisResult(
+        research_goal="How does sleep deprivation affect working memory?",
+        executive_summary="summary",
+        synthesis_text=synthesis_text,
+        primary_themes=[],
+        gaps_identified=[],
+        sources_analyzed=len({item.source_id for item in evidence}),
+        methodologies_found=0,
+        methodologies={},
+        evidence=evidence,
+        claims=claims,
+        confidence_score=0.6,
+        confidence_rationale="",
+        refusal=False,
+        refusal_reason=None,
+        writer="extractive",
     )

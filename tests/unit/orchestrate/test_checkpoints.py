@@ -15,11 +15,19 @@ from functions.orchestrate.checkpoints.service import CheckpointService
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.contracts import CheckpointInput, CheckpointPhases
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.payloads import extracted_key, screening_key, synthesis_key
+from functions.orchestrate.models import (
+    ExtractionCheckpoint,
+    PlanCheckpoint,
+    ScreeningCheckpoint,
+    SynthesisCheckpoint,
+)
+from functions.orchestrate.payloads import extracted_key, screening_key, store, synthesis_key
 from functions.orchestrate.steps.checkpoint import Checkpoint, CheckpointExpired, CheckpointWindowPassed
-from functions.research.request import ExecuteRequest
-from functions.research.screening import Candidate
+from functions.research.job.synthesis import Claim
+from functions.research.planning.request import ExecuteRequest
+from functions.research.retrieval.screening import Candidate
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
+from tests.unit.orchestrate.fixtures import synthesis_result
 
 TEAM = "team-default"
 CALLER = "key:reviewer-1"
@@ -101,8 +109,9 @@ def test_nothing_waiting_is_a_conflict_and_another_teams_job_is_unknown() -> Non
         h.service.approve(TEAM, h.job_id, None, CALLER)
     h.wait("screening", {"job_id": h.job_id})
     status = h.jobs.status(TEAM, h.job_id)
-    assert status["awaiting_checkpoint"] is True and status["checkpoint"]["phase"] == "screening"
-    assert "screening checkpoint" in status["current_phase"]["phase_description"]
+    assert status.awaiting_checkpoint is True and status.checkpoint is not None
+    assert status.checkpoint.phase == "screening"
+    assert "screening checkpoint" in status.current_phase.phase_description
     with pytest.raises(NotFound):
         h.service.show("team-other", h.job_id)
     with pytest.raises(NotFound):
@@ -114,11 +123,12 @@ def test_the_screening_checkpoint_shows_ranked_candidates_and_applies_exclusions
     candidates = [_candidate(1, 0.9), _candidate(2, 0.7), _candidate(3, 0.5), _candidate(4, 0.2, "off topic")]
     h.wait("screening", _screened(h, candidates, ["src-1", "src-2"]))
     shown = h.service.show(TEAM, h.job_id)
-    assert shown["phase"] == "screening" and shown["waiting_since"] == "2026-01-01T00:00:00+00:00"
-    listed = shown["payload"]["candidates"]
-    assert [c["id"] for c in listed] == ["src-1", "src-2", "src-3", "src-4"]
-    assert set(listed[0]["scores"]) == {"relevance", "citations", "recency", "methodology", "access"}
-    assert listed[0]["explanation"] == "relevance: matches 1" and listed[0]["selected"] is True
+    assert shown.phase == "screening" and shown.waiting_since == "2026-01-01T00:00:00+00:00"
+    assert isinstance(shown.payload, ScreeningCheckpoint)
+    listed = shown.payload.candidates
+    assert [c.id for c in listed] == ["src-1", "src-2", "src-3", "src-4"]
+    assert set(listed[0].scores) == {"relevance", "citations", "recency", "methodology", "access"}
+    assert listed[0].explanation == "relevance: matches 1" and listed[0].selected is True
 
     with pytest.raises(InvalidInput, match="src-9"):
         h.service.approve(TEAM, h.job_id, {"exclude": ["src-9"]}, CALLER)
@@ -130,7 +140,7 @@ def test_the_screening_checkpoint_shows_ranked_candidates_and_applies_exclusions
 
     edits = {"exclude": ["src-1"], "add": ["doi:10.5555/added.1"], "max_sources": 3}
     answer = h.service.approve(TEAM, h.job_id, edits, CALLER)
-    assert answer["decision"] == "approved" and answer["phase"] == "screening"
+    assert answer.decision == "approved" and answer.phase == "screening"
     selected = h.output()["screen"]["selected"]
     assert selected[0]["url"] == "https://doi.org/10.5555/added.1"
     assert [s["source_id"] for s in selected][1:] == ["src-2", "src-3"]  # excluded out, next best in
@@ -153,8 +163,9 @@ def test_the_plan_checkpoint_drops_connectors_rewrites_queries_and_the_window() 
     planned = list(dict.fromkeys(q["connector"] for q in pending))
     assert len(planned) > 2  # the default plan queries several connectors
     h.wait("plan", {"job_id": h.job_id, "search": {"pending": pending}})
-    shown = h.service.show(TEAM, h.job_id)["payload"]
-    assert shown["connectors"] == planned and shown["publication_window_years"] == 3
+    shown = h.service.show(TEAM, h.job_id).payload
+    assert isinstance(shown, PlanCheckpoint)
+    assert shown.connectors == planned and shown.publication_window_years == 3
     with pytest.raises(InvalidInput, match="nosuchdb"):
         h.service.approve(TEAM, h.job_id, {"connectors": ["nosuchdb"]}, CALLER)
     kept, rewritten = planned[0], planned[1]
@@ -201,9 +212,10 @@ def _extracted(h: Harness) -> dict[str, Any]:
 def test_the_extraction_checkpoint_strikes_quotes_and_drops_sources_not_relevant() -> None:
     h = Harness()
     h.wait("extraction", _extracted(h))
-    sources = h.service.show(TEAM, h.job_id)["payload"]["sources"]
-    assert [s["id"] for s in sources] == ["src-1", "src-2"]
-    struck = sources[0]["quotes"][0]["evidence_id"]
+    shown = h.service.show(TEAM, h.job_id).payload
+    assert isinstance(shown, ExtractionCheckpoint)
+    assert [s.id for s in shown.sources] == ["src-1", "src-2"]
+    struck = shown.sources[0].quotes[0].evidence_id
     with pytest.raises(InvalidInput, match="ev-nope"):
         h.service.approve(TEAM, h.job_id, {"strike": ["ev-nope"]}, CALLER)
     h.service.approve(TEAM, h.job_id, {"strike": [struck], "not_relevant": ["src-2"]}, CALLER)
@@ -216,16 +228,15 @@ def test_the_synthesis_checkpoint_sends_struck_claims_back_to_synthesis() -> Non
     h = Harness()
     key = synthesis_key(TEAM, h.job_id)
     claims = [
-        {"claim_id": "c1", "claim_text": "A", "evidence_ids": ["ev-a"], "verdict": "supported", "kept": True},
-        {"claim_id": "c2", "claim_text": "B", "evidence_ids": ["ev-b"], "verdict": "supported", "kept": True},
+        Claim("c1", "A", ["ev-a"], "supported", 0.9, "", kept=True),
+        Claim("c2", "B", ["ev-b"], "supported", 0.9, "", kept=True),
     ]
-    put_json(h.data, key, {"synthesis_text": "Report [ev-a] [ev-b]", "claims": claims})
+    synthesis = synthesis_result(claims, [], synthesis_text="Report [ev-a] [ev-b]")
+    store(h.data, key, synthesis)
     h.wait("synthesis", {"job_id": h.job_id, "synthesis": {"synthesis_key": key}})
-    payload = h.service.show(TEAM, h.job_id)["payload"]
-    assert payload["report"] == "Report [ev-a] [ev-b]" and [c["id"] for c in payload["claims"]] == [
-        "c1",
-        "c2",
-    ]
+    payload = h.service.show(TEAM, h.job_id).payload
+    assert isinstance(payload, SynthesisCheckpoint)
+    assert payload.report == "Report [ev-a] [ev-b]" and [c.id for c in payload.claims] == ["c1", "c2"]
     with pytest.raises(InvalidInput, match="resynthesize"):
         h.service.approve(TEAM, h.job_id, {"strike": ["c1"], "resynthesize": False}, CALLER)
     with pytest.raises(InvalidInput, match="c9"):
@@ -240,7 +251,7 @@ def test_approving_a_synthesis_unchanged_delivers_it_and_an_abort_fails_the_task
     h.service.approve(TEAM, h.job_id, None, CALLER)
     assert h.output()["resynthesize"] is False
     h.wait("plan", {"job_id": h.job_id, "search": {"pending": []}})
-    assert h.service.abort(TEAM, h.job_id, "wrong scope", CALLER)["decision"] == "aborted"
+    assert h.service.abort(TEAM, h.job_id, "wrong scope", CALLER).decision == "aborted"
     assert h.tokens.calls[-1] == ("fail", "token-1", ("CheckpointAborted", "wrong scope"))
     assert h.job()["decisions"][-1]["by"]["caller"] == CALLER
 

@@ -6,7 +6,9 @@ import json
 
 from functions.common.resources import STEP_FUNCTIONS
 from functions.metering.usage import step_memory_mb
-from functions.orchestrate.contracts import Extraction, FailInput, FinalizeInput, JobRecord, PlanInput
+from functions.orchestrate.contracts import FailInput, FinalizeInput, PlanInput
+from functions.orchestrate.models import JobRecord
+from functions.research.job.inputs import Extraction
 
 SOURCE_FAILED = {  # the Extract Map's SourceFailed Pass state, as statemachine/research.asl.json writes it
     "source_id": "src-1",
@@ -67,6 +69,19 @@ def test_the_job_record_keeps_what_the_steps_do_not_read() -> None:
     stored = {"job_id": "j", "team_id": "t", "status": "SEARCHING", "actions": ["a"], "queries_done": 3}
     record = JobRecord.model_validate(stored)
     assert record.as_dict() == stored and record.depth == "rapid" and record.cost_estimate is None
+
+
+def test_a_record_stored_with_its_execute_response_as_json_text_still_reads() -> None:
+    """Records kept across restarts (LOCAL_STATE_DIR) from before the response was a map."""
+    response = {"job_id": "j", "status": "INITIALIZED", "autonomous_analysis": {}, "execution_plan": {}}
+    quoted = {**response, "cost_estimate": {"currency": "USD", "low_usd": 0.01, "high_usd": 0.05}}
+    old = {"job_id": "j", "team_id": "t", "status": "PLANNING", "execute_response": json.dumps(quoted)}
+    record = JobRecord.model_validate(old)
+    assert record.execute_response is not None and record.execute_response.status == "INITIALIZED"
+    assert record.cost_estimate == quoted["cost_estimate"]
+    assert record.stored()["execute_response"] == quoted  # written back as a map
+    unquoted = JobRecord.model_validate({**old, "execute_response": json.dumps(response)})
+    assert unquoted.cost_estimate is None and unquoted.stored()["execute_response"] == response
 
 
 def test_every_registered_step_is_metered_with_its_own_memory() -> None:

@@ -16,7 +16,7 @@ from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.contracts import ExtractInput
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.steps.extract import Extract
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.unit.orchestrate.fixtures import extracted
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,9 +12,9 @@ from functions.common.errors import Conflict, NotFound
 from functions.common.storage import InMemoryBlobStore
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobNotFinished, JobService, progress_percentage
-from functions.orchestrate.models import JobStatus
+from functions.orchestrate.models import JobRecord, JobStatus
 from functions.orchestrate.store import DynamoDbJobStore, JobStore
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.support.tables import create_table
 
@@ -95,7 +96,7 @@ def test_idempotency_key_returns_the_same_job(store: JobStore) -> None:
 def test_status_progress_and_results_gate(store: JobStore) -> None:
     service, _ = _service(store)
     job_id = service.submit("team-default", REQUEST)[0]["job_id"]
-    seen = [service.status("team-default", job_id)["current_phase"]["progress_percentage"]]
+    seen = [service.status("team-default", job_id).current_phase.progress_percentage]
     steps: list[dict[str, Any]] = [
         {"status": JobStatus.PLANNING},
         {"status": JobStatus.SEARCHING, "set_fields": {"queries_total": 4}},
@@ -109,21 +110,27 @@ def test_status_progress_and_results_gate(store: JobStore) -> None:
     ]
     for step in steps:
         store.update("team-default", job_id, **step)
-        seen.append(service.status("team-default", job_id)["current_phase"]["progress_percentage"])
+        seen.append(service.status("team-default", job_id).current_phase.progress_percentage)
         with pytest.raises(JobNotFinished):
             service.results("team-default", job_id)
     store.update("team-default", job_id, status=JobStatus.FAILED, set_fields={"failure_reason": "boom"})
-    seen.append(service.status("team-default", job_id)["current_phase"]["progress_percentage"])
+    seen.append(service.status("team-default", job_id).current_phase.progress_percentage)
     assert seen == sorted(seen) and seen[0] == 0 and seen[-1] == 100
     results = service.results("team-default", job_id)
-    assert results["status"] == "FAILED" and results["failure_reason"] == "boom"
+    assert results.status == "FAILED" and results.failure_reason == "boom"
     with pytest.raises(NotFound):
         service.status("team-default", "0b5c1f4e-0000-4000-8000-000000000000")
 
 
 def test_progress_is_bounded_when_counts_overshoot() -> None:
-    job = {"status": "EXTRACTING", "extract_total": 2, "extract_done": 5}
-    assert progress_percentage(job) == 85
+    job = {
+        "job_id": "job-1",
+        "team_id": "team-default",
+        "status": "EXTRACTING",
+        "extract_total": 2,
+        "extract_done": 5,
+    }
+    assert progress_percentage(JobRecord.model_validate(job)) == 85
 
 
 def test_a_job_whose_execution_ended_without_a_final_state_is_failed_when_read(store: JobStore) -> None:
@@ -131,21 +138,21 @@ def test_a_job_whose_execution_ended_without_a_final_state_is_failed_when_read(s
     job_id = service.submit("team-default", REQUEST)[0]["job_id"]
     store.update("team-default", job_id, status=JobStatus.EXTRACTING)
 
-    assert service.status("team-default", job_id)["status"] == "EXTRACTING"
+    assert service.status("team-default", job_id).status == "EXTRACTING"
     assert starter.status_checks == 0  # a recently updated job is not checked
 
     later = datetime.now(UTC) + timedelta(seconds=service.settings.stale_job_seconds + 5)
     service.clock = lambda: later
-    assert service.status("team-default", job_id)["status"] == "EXTRACTING"  # still RUNNING: left alone
+    assert service.status("team-default", job_id).status == "EXTRACTING"  # still RUNNING: left alone
     assert starter.status_checks == 1
 
     starter.execution_state = "TIMED_OUT"
     status = service.status("team-default", job_id)
-    assert status["status"] == "FAILED"
-    assert status["failure_reason"] == (
+    assert status.status == "FAILED"
+    assert status.failure_reason == (
         "the workflow execution ended (TIMED_OUT) without recording a final state"
     )
-    assert service.results("team-default", job_id)["status"] == "FAILED"
+    assert service.results("team-default", job_id).status == "FAILED"
     assert starter.status_checks == 2  # terminal now: never checked again
 
 
@@ -206,13 +213,54 @@ def test_a_waiting_job_names_its_checkpoint_in_its_phase_and_keeps_its_progress(
     job_id = service.submit("team-default", REQUEST)[0]["job_id"]
     for step in steps:
         store.update("team-default", job_id, **step)
-    before = service.status("team-default", job_id)["current_phase"]["progress_percentage"]
+    before = service.status("team-default", job_id).current_phase.progress_percentage
     _wait_at(store, "team-default", job_id, phase, "2026-01-01T00:00:00+00:00")
 
     waiting = service.status("team-default", job_id)
 
-    assert waiting["checkpoint"]["phase"] == phase and waiting["awaiting_checkpoint"] is True
-    current = waiting["current_phase"]
-    assert current["phase_name"] == f"{phase.upper()}_CHECKPOINT"
-    assert f"the {phase} checkpoint" in current["phase_description"]
-    assert current["progress_percentage"] == before == progress
+    assert waiting.checkpoint is not None and waiting.checkpoint.phase == phase
+    assert waiting.awaiting_checkpoint is True
+    current = waiting.current_phase
+    assert current.phase_name == f"{phase.upper()}_CHECKPOINT"
+    assert f"the {phase} checkpoint" in current.phase_description
+    assert current.progress_percentage == before == progress
+
+
+def test_a_results_document_from_before_the_search_figures_still_answers(store: JobStore) -> None:
+    """results.json kept across restarts from before queries_not_run, partial_reasons and search_stats."""
+    service, _ = _service(store)
+    job_id = service.submit("team-default", REQUEST)[0]["job_id"]
+    summary = {
+        "total_sources_discovered": 12,
+        "search_hits": 40,
+        "sources_validated": 10,
+        "sources_selected": 10,
+        "extractions_successful": 9,
+        "extractions_failed": 1,
+        "queries_executed": 5,
+        "failed_connectors": [],
+    }
+    document = {
+        "job_id": job_id,
+        "status": "COMPLETED",
+        "synthesis": {"research_goal": REQUEST.research_goal},
+        "execution_summary": summary,
+        "sources": [],
+        "evidence": [],
+        "claims": [],
+        "methodologies": {},
+        "confidence_score": 0.5,
+        "confidence_rationale": "one source",
+        "refusal": False,
+        "refusal_reason": None,
+        "writer": "extractive",
+        "artifact_keys": {},
+    }
+    service.artifacts.put_bytes("old/results.json", json.dumps(document).encode(), "application/json")
+    store.update(
+        "team-default", job_id, status=JobStatus.COMPLETED, set_fields={"results_key": "old/results.json"}
+    )
+
+    answered = service.results("team-default", job_id).model_dump(mode="json", exclude_unset=True)
+
+    assert answered["execution_summary"] == summary and answered["confidence_rationale"] == "one source"

@@ -13,8 +13,8 @@ from functions.orchestrate.jobs import JobService
 from functions.orchestrate.payloads import screen_vectors_key
 from functions.orchestrate.screen_vectors import load_vectors
 from functions.orchestrate.steps.screen import Screen
-from functions.research.relevance import RelevanceScorer
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
+from functions.research.retrieval.relevance import RelevanceScorer
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.unit.orchestrate.fixtures import GOAL, paper
 from tests.unit.research.test_relevance_budget import SlowEmbedder
@@ -34,7 +34,7 @@ def _job() -> tuple[InMemoryJobStore, InMemoryBlobStore, str, list[dict[str, Any
         for i in range(80)
     ]
     put_json(data, "hits/q1.json", hits)
-    return jobs, data, job_id, [{"query_id": "q1", "key": "hits/q1.json"}]
+    return jobs, data, job_id, [{"query_id": "q1", "connector": "openalex", "key": "hits/q1.json"}]
 
 
 def _screen(

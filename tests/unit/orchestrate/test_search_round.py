@@ -10,12 +10,12 @@ from functions.common.errors import UpstreamError
 from functions.common.storage import InMemoryBlobStore
 from functions.metering.job_budget import JobBudget
 from functions.orchestrate.config import WorkflowSettings
-from functions.orchestrate.contracts import PlanInput, SearchInput
+from functions.orchestrate.contracts import PlanInput, SearchInput, SearchState
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.search_round import uncovered_concepts, upstream_failures
 from functions.orchestrate.steps.plan import Plan
 from functions.orchestrate.steps.search import Search
-from functions.research.request import ExecuteRequest
+from functions.research.planning.request import ExecuteRequest
 from functions.search.models import SearchOutcome
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.unit.orchestrate.fixtures import paper
@@ -96,7 +96,7 @@ def test_a_query_without_a_turn_stays_pending_and_is_reported_not_run_when_time_
     assert last["done"] and not last["pending"]
     not_run = [r for r in last["results"] if r.get("not_run")]
     assert not_run and all(r["connector"] == "arxiv" for r in not_run)
-    assert upstream_failures(last["results"]) == {}
+    assert upstream_failures(SearchState.model_validate(last).results) == {}
     job = step.jobs.get(TEAM, job_id)
     assert job is not None and any(a["event"] == "QUERIES_NOT_RUN" for a in job["audit"])
 
@@ -105,11 +105,12 @@ def test_only_an_upstreams_errors_or_a_concept_found_nowhere_count_as_coverage_l
     search = ScriptedSearch({"semantic_scholar": "error"})
     step, job_id, state = _search_step(search)
     after = _search(step, {"job_id": job_id, "team_id": TEAM, "search": state})
-    failed = upstream_failures(after["results"])
+    results = SearchState.model_validate(after).results
+    failed = upstream_failures(results)
     assert set(failed) == {"semantic_scholar"} and "HTTP 500" in failed["semantic_scholar"]
     concepts = ["graph neural networks", "attention mechanisms", "drug discovery"]
-    assert uncovered_concepts(concepts, after["results"]) == []
-    only_first = [r for r in after["results"] if r["terms"] == ["graph neural networks"]]
+    assert uncovered_concepts(concepts, results) == []
+    only_first = [r for r in results if r.terms == ["graph neural networks"]]
     assert uncovered_concepts(concepts, only_first) == ["attention mechanisms", "drug discovery"]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from functions.research.pipeline import AnswerPipeline, AnswerRequest, AnswerResult
 from functions.research.presets import DEFAULT_PRESET, PRESETS
-from functions.research.retriever import Retriever
+from functions.research.retrieval.retriever import Retriever
 from functions.research.trace import TraceEvent, TraceRecorder
 from tests.support.fakes.answer_search import InMemorySearch, paper
 

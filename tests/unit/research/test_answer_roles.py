@@ -6,10 +6,8 @@ import asyncio
 from dataclasses import replace
 
 from functions.common.text import sentence_spans
-from functions.research.chunks import bm25_scores, chunk_spans
-from functions.research.critic import NUMERIC, OPPOSITE, find_contradictions
-from functions.research.evidence import ABSTRACT, EvidenceChunk, SourceDoc
-from functions.research.gate import (
+from functions.research.checking.critic import NUMERIC, OPPOSITE, find_contradictions
+from functions.research.checking.gate import (
     INSUFFICIENT_SOURCES,
     LOW_CONFIDENCE,
     NOT_ANSWERED,
@@ -22,10 +20,8 @@ from functions.research.gate import (
     decide,
     job_policy,
 )
-from functions.research.planner import plan_answer
-from functions.research.presets import FOCUS_MODES, PRESETS
-from functions.research.redteam import RedTeamReport, injection_cue, red_team
-from functions.research.verifier import (
+from functions.research.checking.redteam import RedTeamReport, injection_cue, red_team
+from functions.research.checking.verifier import (
     PARTIAL,
     SUPPORTED,
     UNSUPPORTED,
@@ -33,7 +29,11 @@ from functions.research.verifier import (
     Verifier,
     verify_claim,
 )
-from functions.research.writer import CitationNumbers, MarkerRewriter, parse_cited
+from functions.research.planning.answer import plan_answer
+from functions.research.presets import FOCUS_MODES, PRESETS
+from functions.research.retrieval.chunks import bm25_scores, chunk_spans
+from functions.research.retrieval.evidence import ABSTRACT, EvidenceChunk, SourceDoc
+from functions.research.writing.writer import CitationNumbers, MarkerRewriter, parse_cited
 from tests.unit.research.scripted_llm import ScriptedLlm
 
 

@@ -7,19 +7,19 @@ import asyncio
 
 import pytest
 
-from functions.research.abbreviations import definitions
-from functions.research.attribution import (
+from functions.research.checking.verifier import SUPPORTED, numbers_in, verify_claim
+from functions.research.planning.answer import plan_answer
+from functions.research.retrieval.evidence import ABSTRACT, EvidenceChunk, SourceDoc
+from functions.research.writing.abbreviations import definitions
+from functions.research.writing.attribution import (
     attribute,
     author_label,
     foreign_markers,
     speaks_for_itself,
     without_markers,
 )
-from functions.research.evidence import ABSTRACT, EvidenceChunk, SourceDoc
-from functions.research.phrasing import Authorship, Phrasing
-from functions.research.planner import plan_answer
-from functions.research.verifier import SUPPORTED, numbers_in, verify_claim
-from functions.research.writer import DraftSentence, ExtractiveWriter, facet_heading
+from functions.research.writing.phrasing import Authorship, Phrasing
+from functions.research.writing.writer import DraftSentence, ExtractiveWriter, facet_heading
 
 LEE = author_label(["Lee, Jane", "Chen, Bo", "Wu, Ann"], 2023)
 KIM = author_label(["Min Kim"], 2020)

@@ -1,11 +1,11 @@
-"""The living-review diff (functions/research/changes.py): pure, over two results documents."""
+"""The living-review diff (functions/schedules/changes.py): pure, over two results documents."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from functions.research.changes import CHANGE_LISTS, changes_since_last_run, compact, has_changes
+from functions.schedules.changes import CHANGE_LISTS, changes_since_last_run, compact, has_changes
 
 
 def _source(n: int, **extra: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from functions.research.verifier import SUPPORTED, UNSUPPORTED, Verifier, agreement, verify_claim
+from functions.research.checking.verifier import SUPPORTED, UNSUPPORTED, Verifier, agreement, verify_claim
 
 TRIAL = (
     "We randomised 38 patients with chronic migraine and found that 25 mg of the drug reduced monthly "

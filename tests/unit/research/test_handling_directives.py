@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from functions.research import directive_intents
-from functions.research.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc
-from functions.research.planner import plan_answer
-from functions.research.redteam import withheld_flags
-from functions.research.retriever import screen_chunks
-from functions.research.synthesis import OTHER_FINDINGS, without_authority
-from functions.research.untrusted_text import handling, is_hostile, screen
-from functions.research.verifier import UNSUPPORTED, verify_claim
-from functions.research.writer import DIRECT_ANSWER, Draft, DraftSentence, ExtractiveWriter
+from functions.research.checking.redteam import withheld_flags
+from functions.research.checking.verifier import UNSUPPORTED, verify_claim
+from functions.research.job.synthesis import OTHER_FINDINGS, without_authority
+from functions.research.planning.answer import plan_answer
+from functions.research.retrieval import directive_intents
+from functions.research.retrieval.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc
+from functions.research.retrieval.retriever import screen_chunks
+from functions.research.retrieval.untrusted_text import handling, is_hostile, screen
+from functions.research.writing.writer import DIRECT_ANSWER, Draft, DraftSentence, ExtractiveWriter
 
 ATTACKS = Path(__file__).parent / "attacks"
 BEFORE = "The samples were collected in 2019 from 12 coastal sites."

@@ -4,9 +4,9 @@ import asyncio
 
 from bibtexparser.entrypoint import parse_string
 
-from functions.research import outputs
-from functions.research.screening import Candidate, source_id_for
-from functions.research.synthesis import synthesize
+from functions.research.job import outputs
+from functions.research.job.synthesis import synthesize
+from functions.research.retrieval.screening import Candidate, source_id_for
 from tests.unit.orchestrate.fixtures import extracted, paper, plan
 
 
@@ -38,15 +38,15 @@ def test_report_and_libraries_use_verified_evidence() -> None:
         extracted(1, [("finding", "Sparse attention cut memory use by 40% on long documents.")]),
         extracted(2, [("finding", "Sparse attention kept accuracy within one point of dense models.")]),
     ]
-    synthesis = asyncio.run(synthesize(plan("rapid"), sources)).to_dict()
+    synthesis = asyncio.run(synthesize(plan("rapid"), sources))
     candidates = [candidate for candidate, _ in sources]
     _, keys = outputs.bibtex_entries(candidates)
     report = outputs.report_markdown(synthesis, candidates, keys, "COMPLETED")
     assert "## References" in report and "Sparse attention cut memory use by 40%" in report
     assert all(f"[@{key}]" in report for key in keys.values())
-    library = outputs.quote_library(candidates, synthesis["evidence"])
+    library = outputs.quote_library(candidates, synthesis.evidence)
     assert library["total_quotes"] == 2 and library["quotes"][0]["page"] == 1
-    annotated = outputs.annotated_bibliography(candidates, keys, {}, synthesis["evidence"])
+    annotated = outputs.annotated_bibliography(candidates, keys, {}, synthesis.evidence)
     assert "Extraction failed: not attempted" in annotated and "p. 1 (finding)" in annotated
 
 
@@ -56,29 +56,30 @@ def test_a_struck_quote_is_listed_in_no_artifact_of_a_synthesis_that_still_holds
         extracted(1, [("finding", "Sparse attention cut memory use by 40% on long documents.")]),
         extracted(2, [("finding", "Sparse attention kept accuracy within one point of dense models.")]),
     ]
-    draft = asyncio.run(synthesize(plan("rapid"), sources)).to_dict()
-    struck = draft["evidence"][0]
-    assert any(struck["evidence_id"] in claim["evidence_ids"] for claim in draft["claims"] if claim["kept"])
+    draft = asyncio.run(synthesize(plan("rapid"), sources))
+    struck = draft.evidence[0]
+    assert any(struck.evidence_id in claim.evidence_ids for claim in draft.claims if claim.kept)
 
-    delivered = outputs.without_struck(draft, [struck["evidence_id"]])
+    delivered = outputs.without_struck(draft, [struck.evidence_id])
 
     candidates = [candidate for candidate, _ in sources]
     _, keys = outputs.bibtex_entries(candidates)
-    library = outputs.quote_library(candidates, delivered["evidence"])
-    assert library["total_quotes"] == 1 and struck["evidence_id"] not in outputs.to_json(library)
-    assert struck["quote"] not in outputs.to_json(library)
+    library = outputs.quote_library(candidates, delivered.evidence)
+    assert library["total_quotes"] == 1 and struck.evidence_id not in outputs.to_json(library)
+    assert struck.quote not in outputs.to_json(library)
     report = outputs.report_markdown(delivered, candidates, keys, "COMPLETED")
-    annotated = outputs.annotated_bibliography(candidates, keys, {}, delivered["evidence"])
-    assert struck["evidence_id"] not in report and struck["evidence_id"] not in annotated
-    assert struck["quote"] not in report and struck["quote"] not in annotated
-    kept = draft["evidence"][1]
-    kept_statement = f"{kept['quote'][0].lower()}{kept['quote'][1:]} [{kept['evidence_id']}]"
-    assert kept_statement in delivered["synthesis_text"] and kept_statement in delivered["executive_summary"]
+    annotated = outputs.annotated_bibliography(candidates, keys, {}, delivered.evidence)
+    assert struck.evidence_id not in report and struck.evidence_id not in annotated
+    assert struck.quote not in report and struck.quote not in annotated
+    kept = draft.evidence[1]
+    kept_statement = f"{kept.quote[0].lower()}{kept.quote[1:]} [{kept.evidence_id}]"
+    assert kept_statement in delivered.synthesis_text and kept_statement in delivered.executive_summary
     # Only the struck statement goes: the summary's opening and the sections still holding a statement stay.
-    assert delivered["executive_summary"].split(" Smith")[0] == draft["executive_summary"].split(" Smith")[0]
+    assert delivered.executive_summary.split(" Smith")[0] == draft.executive_summary.split(" Smith")[0]
     assert (
-        "### Long documents" not in delivered["synthesis_text"]
-        and "### Other findings" in delivered["synthesis_text"]
+        "### Long documents" not in delivered.synthesis_text
+        and "### Other findings" in delivered.synthesis_text
     )
-    assert all(struck["evidence_id"] not in claim["evidence_ids"] for claim in delivered["claims"])
+    assert all(struck.evidence_id not in claim.evidence_ids for claim in delivered.claims)
+    assert [claim.claim_id for claim in delivered.claims] == [claim.claim_id for claim in draft.claims]
     assert outputs.without_struck(draft, []) is draft

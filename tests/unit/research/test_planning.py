@@ -5,9 +5,8 @@ from typing import Any
 
 import pytest
 
-from functions.research.facets import decompose
-from functions.research.plan import ResearchPlan
-from functions.research.planning import (
+from functions.research.planning.facets import decompose
+from functions.research.planning.job import (
     ConnectorBudget,
     SearchBudget,
     build_plan,
@@ -15,7 +14,8 @@ from functions.research.planning import (
     key_phrases,
     refined_queries,
 )
-from functions.research.request import ScopeParameters
+from functions.research.planning.plan import ResearchPlan
+from functions.research.planning.request import ScopeParameters
 from functions.search.connectors.arxiv import build_search_query
 from functions.search.models import PaperQuery
 from tests.unit.orchestrate.fixtures import GOAL, NOW, plan

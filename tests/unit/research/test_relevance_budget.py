@@ -8,7 +8,7 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
-from functions.research.relevance import EmbeddingUnfinished, RelevanceScorer
+from functions.research.retrieval.relevance import EmbeddingUnfinished, RelevanceScorer
 
 
 class SlowEmbedder:
@@ -92,7 +92,7 @@ def test_a_scorer_never_waits_for_the_processs_passes_past_its_deadline() -> Non
     gives up at its deadline (continuing later with `finish`, lexically without) instead of waiting."""
     import threading
 
-    from functions.research import relevance
+    from functions.research.retrieval import relevance
 
     passes = relevance._SHARED._passes
     release = threading.Event()

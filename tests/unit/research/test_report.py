@@ -1,44 +1,44 @@
-"""A job's results document from typed inputs (functions/research/report.py): no I/O."""
+"""A job's results document from typed inputs (functions/research/job/report.py): no I/O."""
 
 from __future__ import annotations
 
-from functions.research.report import BUDGET_NOT_EXTRACTED, SearchSummary, build_results
-from functions.research.screening import Candidate
-from tests.unit.orchestrate.fixtures import paper
+from functions.research.job.inputs import Extraction, ScreeningPayload
+from functions.research.job.report import BUDGET_NOT_EXTRACTED, SearchSummary, build_results
+from functions.research.job.synthesis import Claim, Evidence
+from functions.research.retrieval.screening import Candidate
+from tests.unit.orchestrate.fixtures import paper, synthesis_result
 
 
 def _candidate(index: int) -> Candidate:
     return Candidate(paper=paper(index), source_id=f"src-{index}", scores={"relevance": 0.9}, total_score=0.8)
 
 
-SYNTHESIS = {
-    "research_goal": "goal",
-    "executive_summary": "summary",
-    "evidence": [
-        {"evidence_id": "e1", "source_id": "src-1"},
-        {"evidence_id": "e2", "source_id": "src-2"},
+def _evidence(evidence_id: str, source_id: str) -> Evidence:
+    return Evidence(evidence_id, source_id, "A quote.", 1, None, "finding", 0.5, 0, 8)
+
+
+SYNTHESIS = synthesis_result(
+    [
+        Claim("c1", "A", ["e1"], "supported", 0.8, "", kept=True),
+        Claim(
+            "c2", "B", ["e2"], "unsupported", 0.2, "", kept=False
+        ),  # removed by verification: cites nothing
     ],
-    "claims": [
-        {"claim_id": "c1", "kept": True, "evidence_ids": ["e1"]},
-        {"claim_id": "c2", "kept": False, "evidence_ids": ["e2"]},  # removed by verification: cites nothing
-    ],
-    "confidence_score": 0.6,
-    "refusal": False,
-    "writer": "extractive",
-}
+    [_evidence("e1", "src-1"), _evidence("e2", "src-2")],
+)
 
 
 def test_each_source_says_how_it_was_extracted_and_whether_a_kept_claim_cites_it() -> None:
     sources = [_candidate(1), _candidate(2), _candidate(3)]
     extractions = [
-        {"source_id": "src-1", "success": True},
-        {"source_id": "src-2", "success": False, "failure_reason": "HTTP 403", "unavailable": True},
+        Extraction(source_id="src-1", success=True),
+        Extraction(source_id="src-2", success=False, failure_reason="HTTP 403", unavailable=True),
     ]
     results = build_results(
         "job-1",
         "PARTIAL",
         SYNTHESIS,
-        {"validated": 9, "passed": 4, "budget_skipped": ["src-3"]},
+        ScreeningPayload(validated=9, passed=4, budget_skipped=["src-3"]),
         sources,
         {"src-1": "smith2025a", "src-2": "smith2025b", "src-3": "smith2025c"},
         extractions,
@@ -58,6 +58,6 @@ def test_each_source_says_how_it_was_extracted_and_whether_a_kept_claim_cites_it
     document = results.model_dump(mode="json")
     assert (
         document["synthesis"]["executive_summary"] == "summary"
-        and document["synthesis"]["gaps_identified"] is None
+        and document["synthesis"]["gaps_identified"] == []
     )
     assert document["artifact_keys"] == {"report.md": "teams/t/jobs/job-1/report.md"}

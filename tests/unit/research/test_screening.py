@@ -5,10 +5,10 @@ import pytest
 from functions.common.embedder import default_embedder
 from functions.common.models import Paper
 from functions.common.text import stems
-from functions.research.planning import build_plan
-from functions.research.relevance import RelevanceScorer, probability, term_coverage
-from functions.research.request import ScopeParameters
-from functions.research.screening import deduplicate, screen
+from functions.research.planning.job import build_plan
+from functions.research.planning.request import ScopeParameters
+from functions.research.retrieval.relevance import RelevanceScorer, probability, term_coverage
+from functions.research.retrieval.screening import deduplicate, screen
 from tests.unit.orchestrate.fixtures import NOW, paper, plan
 
 LEXICAL = RelevanceScorer(None)

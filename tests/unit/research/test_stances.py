@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-from functions.research.critic import Contradiction, find_contradictions
-from functions.research.evidence import EvidenceChunk
-from functions.research.planner import plan_answer
-from functions.research.stances import stance
-from functions.research.verifier import SUPPORTED, verify_claim
-from functions.research.writer import DraftSentence, ExtractiveWriter
+from functions.research.checking.critic import Contradiction, find_contradictions
+from functions.research.checking.verifier import SUPPORTED, verify_claim
+from functions.research.planning.answer import plan_answer
+from functions.research.retrieval.evidence import EvidenceChunk
+from functions.research.writing.stances import stance
+from functions.research.writing.writer import DraftSentence, ExtractiveWriter
 from tests.unit.orchestrate.fixtures import extracted, plan
 from tests.unit.research.test_attribution import CHUNKS, QUESTION, SOURCES, _chunk
 from tests.unit.research.test_synthesis import synthesize

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from functions.common.models import ExtractedPaper
-from functions.research.gate import Decision, GateFacts, after_admission, answer_policy, decide
+from functions.research.checking.gate import Decision, GateFacts, after_admission, answer_policy, decide
+from functions.research.checking.verifier import Verifier
 from functions.research.pipeline import AnswerPipeline, AnswerRequest, AnswerResult
-from functions.research.retriever import Retriever
+from functions.research.retrieval.retriever import Retriever
 from functions.research.trace import TraceEvent, TraceRecorder
 from functions.research.verified_stream import VerifiedStream
-from functions.research.verifier import Verifier
-from functions.research.writer import DraftSentence
+from functions.research.writing.writer import DraftSentence
 from tests.support.fakes.answer_search import InMemorySearch
 from tests.unit.research.test_answer_pipeline import RAG
 

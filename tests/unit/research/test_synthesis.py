@@ -7,14 +7,14 @@ from dataclasses import replace
 from typing import Any
 
 from functions.common.llm import Completion, CompletionStream, StreamEnd, Usage
-from functions.research.attribution import speaks_for_itself
-from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP
+from functions.research.checking.gate import SINGLE_SOURCE_CONFIDENCE_CAP
+from functions.research.checking.verifier import PARTIAL, SUPPORTED, UNSUPPORTED, verify_claim
+from functions.research.job.synthesis import JOB_STAGES, OTHER_FINDINGS, SynthesisResult
+from functions.research.job.synthesis import synthesize as synthesize_async
 from functions.research.presets import DECIDE, JOB_SYNTHESIS_STAGES, RENDER, VERIFY, WRITE
 from functions.research.presets import RED_TEAM as RED_TEAM_STAGE
-from functions.research.synthesis import JOB_STAGES, OTHER_FINDINGS, SynthesisResult
-from functions.research.synthesis import synthesize as synthesize_async
 from functions.research.trace import RED_TEAM, VERIFIER, WRITER, TraceRecorder
-from functions.research.verifier import PARTIAL, SUPPORTED, UNSUPPORTED, verify_claim
+from functions.research.writing.attribution import speaks_for_itself
 from tests.unit.orchestrate.fixtures import extracted, plan
 from tests.unit.research.scripted_llm import ScriptedLlm
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.research.untrusted_text import (
+from functions.research.retrieval.untrusted_text import (
     ASSISTANT,
     CREDENTIALS,
     LINK,

@@ -6,12 +6,12 @@ import asyncio
 import re
 
 from functions.common.llm import CompletionStream
+from functions.research.checking.verifier import Verifier
 from functions.research.pipeline import AnswerPipeline, AnswerRequest
-from functions.research.retriever import Retriever
+from functions.research.retrieval.retriever import Retriever
 from functions.research.trace import TraceRecorder
 from functions.research.verified_stream import VerifiedStream
-from functions.research.verifier import Verifier
-from functions.research.writer import DraftSentence
+from functions.research.writing.writer import DraftSentence
 from tests.support.fakes.answer_search import InMemorySearch
 from tests.unit.research.scripted_llm import ScriptedLlm
 from tests.unit.research.test_answer_pipeline import RAG

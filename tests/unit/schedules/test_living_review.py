@@ -12,7 +12,7 @@ from typing import Any
 from functions.common.models import Paper
 from functions.common.settings import Settings
 from functions.common.storage import InMemoryBlobStore, put_json
-from functions.research.screening import Candidate
+from functions.research.retrieval.screening import Candidate
 from functions.schedules.living import MAX_EVENT_BYTES, LivingReview, PendingResults, RetractionAnswer
 from functions.schedules.runs import InMemoryScheduleRunStore
 from functions.search.connectors.base import UnusableAnswer

@@ -6,7 +6,7 @@ import importlib
 import pkgutil
 
 from functions.extract import metadata_connectors
-from functions.research import planning
+from functions.research.planning import job as planning
 from functions.search import connectors, merge, schemas
 from functions.search.connectors import REGISTRY
 from functions.search.sources import (

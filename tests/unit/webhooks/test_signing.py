@@ -90,7 +90,7 @@ def test_a_job_callback_is_judged_by_the_webhook_allow_list_not_the_connectors(
     from pydantic import ValidationError
 
     from functions.common.settings import reset_settings_cache
-    from functions.research.request import ExecuteRequest
+    from functions.research.planning.request import ExecuteRequest
 
     goal = "Recent advances in transformer architectures"
     monkeypatch.setenv("FETCH_ALLOW_PRIVATE_HOSTS", "control.internal:8080,10.0.0.9:443")

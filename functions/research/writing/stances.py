@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from functions.common.text import listed, mid_sentence
-from functions.research.phrasing import counted
-from functions.research.verifier import Verifier
+from functions.research.checking.verifier import Verifier
+from functions.research.writing.phrasing import counted
 
 if TYPE_CHECKING:
-    from functions.research.critic import Contradiction
+    from functions.research.checking.critic import Contradiction
 
 
 def _named(labels: Sequence[str]) -> str:

@@ -38,7 +38,7 @@ from functools import cache, lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from functions.research import directive_intents
+from functions.research.retrieval import directive_intents
 
 ROLE_MARKER = "role_marker"
 OVERRIDE = "override_instruction"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, TypeVar
 
-from functions.research.facets import Facet, facet_questions
+from functions.research.planning.facets import Facet, facet_questions
 from functions.research.presets import Effort, FocusMode, Preset
 
 # Sources backing a verified claim that a synthesis needs; one gives a capped, caveated synthesis.

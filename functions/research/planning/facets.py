@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from functions.common.text import STOPWORDS
-from functions.research.vocabulary import (
+from functions.research.planning.vocabulary import (
     FRAMING,
     FRAMING_VERBS,
     QUESTION_WORDS,

@@ -8,9 +8,9 @@ from typing import Protocol
 
 from functions.common.errors import InvalidInput, NotFound
 from functions.common.models import ExtractedPaper, FullTextPort
-from functions.research.evidence import SourceDoc, published_at, source_id_for
-from functions.research.fusion import SearchPort
-from functions.research.plan import AnswerSettings, ResearchPlan
+from functions.research.planning.plan import AnswerSettings, ResearchPlan
+from functions.research.retrieval.evidence import SourceDoc, published_at, source_id_for
+from functions.research.retrieval.fusion import SearchPort
 
 FULL_TEXT_BUDGET_SECONDS = 12.0  # a slow PDF host must not hold the answer past API Gateway's 29 s
 

@@ -1,7 +1,7 @@
 """Phrasing: how each quoted finding of an answer or report is shown, in the order it is shown.
 
-Each sentence is attributed to its authors (functions/research/attribution.py), and an abbreviation is
-expanded at its first use in the text from its own source's definition (functions/research/abbreviations.py);
+Each sentence is attributed to its authors (functions/research/writing/attribution.py), and an abbreviation is
+expanded at its first use in the text from its own source's definition (functions/research/writing/abbreviations.py);
 the evidence that defines it is then cited too, so the expansion is stated by what the sentence cites.
 """
 
@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from functions.research.abbreviations import (
+from functions.research.writing.abbreviations import (
     Definition,
     defines,
     definition_of,
@@ -19,7 +19,7 @@ from functions.research.abbreviations import (
     expand_first,
     used,
 )
-from functions.research.attribution import attribute, author_label, last_name, proper_words
+from functions.research.writing.attribution import attribute, author_label, last_name, proper_words
 
 _NUMBER_WORDS = [
     "no",

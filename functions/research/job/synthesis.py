@@ -12,18 +12,18 @@ import asyncio
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, Field
+
 from functions.common.models import EvidenceQuote, ExtractedPaper, short_hash
 from functions.common.text import listed, mid_sentence
-from functions.research.attribution import author_label
-from functions.research.critic import find_contradictions
-from functions.research.evidence import PAGE, EvidenceChunk
-from functions.research.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
-from functions.research.phrasing import Authorship, Phrasing
-from functions.research.plan import JobSettings, ResearchPlan
+from functions.research.checking.critic import find_contradictions
+from functions.research.checking.gate import SINGLE_SOURCE_CONFIDENCE_CAP, GateFacts, GatePolicy, job_policy
+from functions.research.checking.verifier import Verifier
+from functions.research.planning.plan import JobSettings, ResearchPlan
 from functions.research.presets import (
     DECIDE,
     JOB_SYNTHESIS_STAGES,
@@ -33,7 +33,16 @@ from functions.research.presets import (
     VERIFY,
     WRITE,
 )
-from functions.research.screening import Candidate
+from functions.research.retrieval.evidence import PAGE, EvidenceChunk
+from functions.research.retrieval.screening import Candidate
+from functions.research.retrieval.untrusted_text import (
+    Screened,
+    hostile_source,
+    own_links,
+    prime,
+    screen_in_order,
+    tainted_sources,
+)
 from functions.research.stages import (
     PipelineContext,
     Stage,
@@ -44,18 +53,11 @@ from functions.research.stages import (
     stage_result,
     verified,
 )
-from functions.research.stances import stance
 from functions.research.trace import WRITER, TraceRecorder
-from functions.research.untrusted_text import (
-    Screened,
-    hostile_source,
-    own_links,
-    prime,
-    screen_in_order,
-    tainted_sources,
-)
-from functions.research.verifier import Verifier
-from functions.research.writer import (
+from functions.research.writing.attribution import author_label
+from functions.research.writing.phrasing import Authorship, Phrasing
+from functions.research.writing.stances import stance
+from functions.research.writing.writer import (
     GAPS_SECTION,
     Draft,
     DraftSentence,
@@ -130,8 +132,9 @@ class Claim:
     kept: bool
 
 
-@dataclass
-class SynthesisResult:
+class SynthesisResult(BaseModel):
+    """The job's synthesis: stored for Finalize (and a synthesis checkpoint) as its `to_dict()`."""
+
     research_goal: str
     executive_summary: str
     synthesis_text: str
@@ -147,11 +150,11 @@ class SynthesisResult:
     refusal: bool
     refusal_reason: str | None
     writer: str
-    notes: list[str] = field(default_factory=list)
-    red_team: dict[str, Any] = field(default_factory=dict)  # the answer engine's Red-Team report
+    notes: list[str] = Field(default_factory=list)
+    red_team: dict[str, Any] = Field(default_factory=dict)  # the answer engine's Red-Team report
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # evidence and claims become dicts too
+        return self.model_dump(mode="json")  # evidence and claims become dicts too
 
 
 @dataclass
@@ -168,7 +171,7 @@ def _screened_quotes(
     quotes: list[EvidenceQuote], links: frozenset[str]
 ) -> list[tuple[EvidenceQuote, Screened]]:
     """A paper's quotes screened in reading order: a quote that directly follows another on its page is
-    judged in its context (functions/research/untrusted_text.py, screen_in_order)."""
+    judged in its context (functions/research/retrieval/untrusted_text.py, screen_in_order)."""
     order = sorted(range(len(quotes)), key=lambda i: (quotes[i].page, quotes[i].char_start))
 
     def follows(n: int) -> bool:
@@ -599,7 +602,7 @@ def executive_summary(context: JobContext, title: str, span: str, single_source:
 
 
 def theme_stances(context: JobContext) -> dict[str, str]:
-    """Each facet's stance (functions/research/stances.py) by its heading, from the verified themes, the
+    """Each facet's stance (functions/research/writing/stances.py) by its heading, from the verified themes, the
     critic's contradictions among the evidence and the Verifier's corroboration: in the goal's order,
     facets no verified finding addresses included."""
     cited = {

@@ -5,13 +5,19 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.common.text import first_sentence
-from functions.research.attribution import last_name
-from functions.research.screening import Candidate
-from functions.research.untrusted_text import own_links, without_hostile
+from functions.research.job.inputs import Extraction, QueryResult, ScreeningPayload
+from functions.research.retrieval.screening import Candidate
+from functions.research.retrieval.untrusted_text import own_links, without_hostile
+from functions.research.writing.attribution import last_name
+
+if TYPE_CHECKING:
+    from functions.research.job.synthesis import Evidence, SynthesisResult
+    from functions.research.planning.plan import JobSettings, ResearchPlan
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -102,34 +108,34 @@ def _reference(candidate: Candidate) -> str:
 
 
 def report_markdown(
-    synthesis: dict[str, Any], sources: list[Candidate], keys: dict[str, str], status: str
+    synthesis: SynthesisResult, sources: list[Candidate], keys: dict[str, str], status: str
 ) -> str:
-    evidence = {item["evidence_id"]: item for item in synthesis["evidence"]}
+    evidence = {item.evidence_id: item for item in synthesis.evidence}
     cited: list[str] = []
-    for claim in synthesis["claims"]:
-        if claim["kept"]:
-            cited.extend(i for i in claim["evidence_ids"] if i not in cited)
+    for claim in synthesis.claims:
+        if claim.kept:
+            cited.extend(i for i in claim.evidence_ids if i not in cited)
     by_source = {c.source_id: c for c in sources}
     lines = [
-        f"# Research report: {synthesis['research_goal']}",
+        f"# Research report: {synthesis.research_goal}",
         "",
-        f"Status: **{status}** · confidence {synthesis['confidence_score']:.2f} "
-        f"({synthesis['confidence_rationale']}) · writer: {synthesis['writer']}",
+        f"Status: **{status}** · confidence {synthesis.confidence_score:.2f} "
+        f"({synthesis.confidence_rationale}) · writer: {synthesis.writer}",
         "",
     ]
-    if synthesis["refusal"]:
-        lines += ["> **Refused:** " + str(synthesis["refusal_reason"]), ""]
+    if synthesis.refusal:
+        lines += ["> **Refused:** " + str(synthesis.refusal_reason), ""]
     # The summary's own title is the goal, already the report's: here it is the report's first section.
-    summary = re.sub(r"\A## .*", "## What the evidence shows", str(synthesis["executive_summary"]), count=1)
-    lines += [summary, "", "## Synthesis", "", synthesis["synthesis_text"], ""]
+    summary = re.sub(r"\A## .*", "## What the evidence shows", synthesis.executive_summary, count=1)
+    lines += [summary, "", "## Synthesis", "", synthesis.synthesis_text, ""]
     if cited:
         lines += ["## Evidence cited", ""]
         for evidence_id in cited:
             item = evidence[evidence_id]
-            source = by_source.get(item["source_id"])
-            where = f"[@{keys.get(item['source_id'], item['source_id'])}, p. {item['page']}]"
-            title = source.paper.title if source else item["source_id"]
-            lines.append(f"- **{evidence_id}** {where} “{item['quote']}” — *{title}*")
+            source = by_source.get(item.source_id)
+            where = f"[@{keys.get(item.source_id, item.source_id)}, p. {item.page}]"
+            title = source.paper.title if source else item.source_id
+            lines.append(f"- **{evidence_id}** {where} “{item.quote}” — *{title}*")
         lines.append("")
     lines += ["## References", ""]
     lines += [f"- [@{keys[c.source_id]}] {_reference(c)}" for c in sources]
@@ -139,36 +145,36 @@ def report_markdown(
 def annotated_bibliography(
     sources: list[Candidate],
     keys: dict[str, str],
-    extractions: dict[str, dict[str, Any]],
-    evidence: list[dict[str, Any]],
+    extractions: dict[str, Extraction],
+    evidence: list[Evidence],
 ) -> str:
     lines = ["# Annotated bibliography", ""]
-    quotes: dict[str, list[dict[str, Any]]] = {}
+    quotes: dict[str, list[Evidence]] = {}
     for item in evidence:
-        quotes.setdefault(item["source_id"], []).append(item)
+        quotes.setdefault(item.source_id, []).append(item)
     for candidate in sources:
         paper = candidate.paper
-        outcome = extractions.get(candidate.source_id, {})
+        outcome = extractions.get(candidate.source_id, Extraction())
         scores = ", ".join(f"{name} {value:.2f}" for name, value in candidate.scores.items())
         lines += [f"## [@{keys[candidate.source_id]}] {paper.title}", "", _reference(candidate), ""]
         lines.append(f"- Scores: {scores} (total {candidate.total_score:.2f}/5)")
         if candidate.explanations.get("relevance"):
             lines.append(f"- Relevance: {candidate.explanations['relevance']}")
         lines.append(f"- Found by: {', '.join(paper.found_by or [paper.source])}")
-        if outcome.get("success"):
-            lines.append(f"- Extraction: {outcome.get('evidence_count', 0)} evidence quote(s)")
+        if outcome.success:
+            lines.append(f"- Extraction: {outcome.evidence_count} evidence quote(s)")
         else:
-            lines.append(f"- Extraction failed: {outcome.get('failure_reason') or 'not attempted'}")
+            lines.append(f"- Extraction failed: {outcome.failure_reason or 'not attempted'}")
         abstract = without_hostile(paper.abstract, own_links(paper.url, paper.doi)) if paper.abstract else ""
         if abstract.strip():
             lines.append(f"- Summary (from the abstract): {first_sentence(abstract)}")
-        for item in sorted(quotes.get(candidate.source_id, []), key=lambda q: -q["relevance_score"])[:3]:
-            lines.append(f"  - p. {item['page']} ({item['kind']}): “{item['quote']}” [{item['evidence_id']}]")
+        for item in sorted(quotes.get(candidate.source_id, []), key=lambda q: -q.relevance_score)[:3]:
+            lines.append(f"  - p. {item.page} ({item.kind}): “{item.quote}” [{item.evidence_id}]")
         lines.append("")
     return "\n".join(lines)
 
 
-def without_struck(synthesis: dict[str, Any], struck: Iterable[str]) -> dict[str, Any]:
+def without_struck(synthesis: SynthesisResult, struck: Iterable[str]) -> SynthesisResult:
     """The synthesis as delivered: quotes a reviewer struck are neither listed nor cited (a synthesis
     approved for delivery without being written again may still hold them); a claim left with no
     evidence is no longer kept."""
@@ -176,17 +182,20 @@ def without_struck(synthesis: dict[str, Any], struck: Iterable[str]) -> dict[str
     if not struck:
         return synthesis
     claims = []
-    for claim in synthesis.get("claims") or []:
-        cites = [i for i in claim.get("evidence_ids") or [] if i not in struck]
-        kept = bool(claim.get("kept")) and (bool(cites) or not claim.get("evidence_ids"))
-        claims.append({**claim, "evidence_ids": cites, "kept": kept})
-    evidence = [item for item in synthesis.get("evidence") or [] if item.get("evidence_id") not in struck]
+    for claim in synthesis.claims:
+        cites = [i for i in claim.evidence_ids if i not in struck]
+        kept = claim.kept and (bool(cites) or not claim.evidence_ids)
+        claims.append(replace(claim, evidence_ids=cites, kept=kept))
+    evidence = [item for item in synthesis.evidence if item.evidence_id not in struck]
     texts = {
-        key: _without_struck_citations(str(synthesis[key]), struck)
-        for key in ("executive_summary", "synthesis_text")
-        if synthesis.get(key)
+        key: _without_struck_citations(text, struck)
+        for key, text in (
+            ("executive_summary", synthesis.executive_summary),
+            ("synthesis_text", synthesis.synthesis_text),
+        )
+        if text
     }
-    return {**synthesis, **texts, "evidence": evidence, "claims": claims}
+    return synthesis.model_copy(update={**texts, "evidence": evidence, "claims": claims})
 
 
 # A cited statement: its sentence (from the line's start, the previous citation or the previous sentence's
@@ -215,73 +224,86 @@ def _without_struck_citations(text: str, struck: set[str]) -> str:
     return without.rstrip()
 
 
-def quote_library(sources: list[Candidate], evidence: list[dict[str, Any]]) -> dict[str, Any]:
+def quote_library(sources: list[Candidate], evidence: list[Evidence]) -> dict[str, Any]:
     by_source = {c.source_id: c for c in sources}
     quotes = []
     for item in evidence:
-        source = by_source.get(item["source_id"])
+        source = by_source.get(item.source_id)
         paper = source.paper if source else None
         quotes.append(
             {
-                "evidence_id": item["evidence_id"],
-                "source_id": item["source_id"],
+                "evidence_id": item.evidence_id,
+                "source_id": item.source_id,
                 "doi": paper.doi if paper else None,
                 "title": paper.title if paper else None,
                 "url": paper.url if paper else None,
-                "page": item["page"],
-                "quote_text": item["quote"],
-                "context": item["section"],
-                "kind": item["kind"],
-                "relevance_score": item["relevance_score"],
-                "char_start": item["char_start"],
-                "char_end": item["char_end"],
+                "page": item.page,
+                "quote_text": item.quote,
+                "context": item.section,
+                "kind": item.kind,
+                "relevance_score": item.relevance_score,
+                "char_start": item.char_start,
+                "char_end": item.char_end,
             }
         )
     return {"quotes": quotes, "total_quotes": len(quotes)}
 
 
+class LoggedDecision(Protocol):
+    """One of the job's decisions, as its record holds it."""
+
+    @property
+    def timestamp(self) -> str: ...
+
+    @property
+    def decision_type(self) -> str: ...
+
+    @property
+    def reasoning(self) -> str: ...
+
+    @property
+    def action_taken(self) -> str: ...
+
+
 def search_report(
-    plan: dict[str, Any],
-    searches: list[dict[str, Any]],
-    screening: dict[str, Any],
-    extractions: list[dict[str, Any]],
-    decisions: list[dict[str, Any]],
+    plan: ResearchPlan[JobSettings],
+    searches: list[QueryResult],
+    screening: ScreeningPayload,
+    extractions: list[Extraction],
+    decisions: Sequence[LoggedDecision],
 ) -> str:
-    lines = ["# Search report", "", f"Goal: {plan['goal']}", "", "## Queries", ""]
+    lines = ["# Search report", "", f"Goal: {plan.goal}", "", "## Queries", ""]
     lines += ["| query id | database | query | results | outcome |", "|---|---|---|---|---|"]
     for search in searches:
-        failed = search.get("failed_connectors") or {}
-        outcome = "; ".join(f"{k}: {v}" for k, v in failed.items()) or search.get("error") or "ok"
-        query = str(search.get("query", "")).replace("|", "\\|")
-        lines.append(
-            f"| {search.get('query_id')} | {search.get('connector')} | `{query}` | {search.get('count', 0)} "
-            f"| {outcome} |"
-        )
-    policies = plan["policies"]
+        failed = search.failed_connectors
+        outcome = "; ".join(f"{k}: {v}" for k, v in failed.items()) or search.error or "ok"
+        query = search.query.replace("|", "\\|")
+        lines.append(f"| {search.query_id} | {search.connector} | `{query}` | {search.count} | {outcome} |")
+    policies = plan.settings.policies
     lines += [
         "",
         "## Screening",
         "",
-        f"- Policies: years {policies['year_start']}-{policies['year_end']}, relevance >= "
-        f"{policies['relevance_threshold']}, impact level {policies['impact_level']}, "
-        f"diversity {'required' if policies['diversity_required'] else 'not required'}",
-        f"- Hits: {screening.get('discovered', 0)}; duplicates merged: {screening.get('duplicates', 0)}; "
-        f"unique candidates: {screening.get('validated', 0)}; passed policies: {screening.get('passed', 0)}; "
-        f"selected: {screening.get('selected', 0)}",
+        f"- Policies: years {policies.year_start}-{policies.year_end}, relevance >= "
+        f"{policies.relevance_threshold}, impact level {policies.impact_level}, "
+        f"diversity {'required' if policies.diversity_required else 'not required'}",
+        f"- Hits: {screening.discovered}; duplicates merged: {screening.duplicates}; "
+        f"unique candidates: {screening.validated}; passed policies: {screening.passed}; "
+        f"selected: {screening.selected}",
     ]
-    for reason, count in (screening.get("rejection_counts") or {}).items():
+    for reason, count in screening.rejection_counts.items():
         lines.append(f"- Rejected ({reason}): {count}")
-    ok = sum(1 for e in extractions if e.get("success"))
+    ok = sum(1 for e in extractions if e.success)
     lines += ["", "## Extraction", "", f"- Successful: {ok} of {len(extractions)}"]
     for item in extractions:
-        if not item.get("success"):
-            lines.append(f"- Failed `{item.get('url')}`: {item.get('failure_reason')}")
+        if not item.success:
+            lines.append(f"- Failed `{item.url}`: {item.failure_reason}")
     if decisions:
         lines += ["", "## Autonomous decisions", ""]
         for decision in decisions:
             lines.append(
-                f"- {decision['timestamp']} {decision['decision_type']}: {decision['reasoning']} -> "
-                f"{decision['action_taken']}"
+                f"- {decision.timestamp} {decision.decision_type}: {decision.reasoning} -> "
+                f"{decision.action_taken}"
             )
     return "\n".join(lines) + "\n"
 

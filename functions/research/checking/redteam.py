@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from functions.research.attribution import finding
-from functions.research.evidence import EvidenceChunk
-from functions.research.untrusted_text import ADDRESSED, screen, signal_summary
-from functions.research.verifier import UNSUPPORTED, ClaimVerification, numbers_in
+from functions.research.checking.finding import finding
+from functions.research.checking.verifier import UNSUPPORTED, ClaimVerification, numbers_in
+from functions.research.retrieval.evidence import EvidenceChunk
+from functions.research.retrieval.untrusted_text import ADDRESSED, screen, signal_summary
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 HOSTILE_SOURCE = "hostile_source"

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from functions.common.errors import DomainError, InvalidInput, UpstreamError
 from functions.common.models import Paper
-from functions.research.plan import AnswerSettings, ResearchPlan
+from functions.research.planning.plan import AnswerSettings, ResearchPlan
 from functions.research.trace import RETRIEVER, TraceRecorder
 from functions.search.models import PaperQuery, SearchOutcome
 

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from functions.research.critic import Contradiction
-from functions.research.evidence import EvidenceChunk, SourceDoc
-from functions.research.redteam import RedTeamReport
-from functions.research.verifier import SUPPORTED, ClaimVerification
+from functions.research.checking.critic import Contradiction
+from functions.research.checking.redteam import RedTeamReport
+from functions.research.checking.verifier import SUPPORTED, ClaimVerification
+from functions.research.retrieval.evidence import EvidenceChunk, SourceDoc
 
 DEFAULT_MIN_CONFIDENCE = 0.3
 DEFAULT_MIN_SOURCES = 1

@@ -3,13 +3,17 @@ function of the synthesis, the screened sources and how their searches and extra
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from functions.research.screening import Candidate
+from functions.research.job.inputs import Extraction, ScreeningPayload
+from functions.research.retrieval.screening import Candidate
+
+if TYPE_CHECKING:
+    from functions.research.job.synthesis import SynthesisResult
 
 BUDGET_NOT_EXTRACTED = "not extracted: the budget was reached"
 SYNTHESIS_FIELDS = (
@@ -90,26 +94,26 @@ class ResearchResults(BaseModel):
 def build_results(
     job_id: str,
     status: str,
-    synthesis: Mapping[str, Any],
-    screening: Mapping[str, Any],
+    synthesis: SynthesisResult,
+    screening: ScreeningPayload,
     sources: list[Candidate],
     citation_keys: Mapping[str, str],
-    extractions: Sequence[Mapping[str, Any]],
+    extractions: list[Extraction],
     search: SearchSummary,
     partial_reasons: list[str],
     artifact_keys: Mapping[str, str],
 ) -> ResearchResults:
     """`screening`: the Screen step's payload (validated and passed counts, sources skipped for the
     budget); `partial_reasons`: why a PARTIAL job lost coverage (empty otherwise)."""
-    failed = sum(1 for item in extractions if not item.get("success"))
+    failed = sum(1 for item in extractions if not item.success)
     return ResearchResults(
         job_id=job_id,
         status=status,
-        synthesis={name: synthesis.get(name) for name in SYNTHESIS_FIELDS},
+        synthesis={name: getattr(synthesis, name) for name in SYNTHESIS_FIELDS},
         execution_summary=ExecutionSummary(
-            total_sources_discovered=int(screening.get("validated", 0)),
+            total_sources_discovered=screening.validated,
             search_hits=search.hits,
-            sources_validated=int(screening.get("passed", 0)),
+            sources_validated=screening.passed,
             sources_selected=len(sources),
             extractions_successful=len(extractions) - failed,
             extractions_failed=failed,
@@ -126,17 +130,15 @@ def build_results(
                 "coalesced": search.coalesced,
             },
         ),
-        sources=result_sources(
-            sources, citation_keys, synthesis, extractions, set(screening.get("budget_skipped") or [])
-        ),
-        evidence=list(synthesis.get("evidence", [])),
-        claims=list(synthesis.get("claims", [])),
-        methodologies=dict(synthesis.get("methodologies", {})),
-        confidence_score=synthesis.get("confidence_score", 0.0),
-        confidence_rationale=synthesis.get("confidence_rationale"),
-        refusal=bool(synthesis.get("refusal")),
-        refusal_reason=synthesis.get("refusal_reason"),
-        writer=synthesis.get("writer"),
+        sources=result_sources(sources, citation_keys, synthesis, extractions, set(screening.budget_skipped)),
+        evidence=[asdict(item) for item in synthesis.evidence],
+        claims=[asdict(claim) for claim in synthesis.claims],
+        methodologies=dict(synthesis.methodologies),
+        confidence_score=synthesis.confidence_score,
+        confidence_rationale=synthesis.confidence_rationale,
+        refusal=synthesis.refusal,
+        refusal_reason=synthesis.refusal_reason,
+        writer=synthesis.writer,
         artifact_keys=dict(artifact_keys),
     )
 
@@ -144,19 +146,17 @@ def build_results(
 def result_sources(
     sources: list[Candidate],
     citation_keys: Mapping[str, str],
-    synthesis: Mapping[str, Any],
-    extractions: Sequence[Mapping[str, Any]],
+    synthesis: SynthesisResult,
+    extractions: list[Extraction],
     budget_skipped: set[str],
 ) -> list[ResultSource]:
     """Each selected source: its scores, how its extraction went and whether a kept claim cites it."""
-    by_source = {item["source_id"]: item for item in extractions if item.get("source_id")}
-    cited_ids = {
-        i for claim in synthesis.get("claims", []) if claim.get("kept") for i in claim["evidence_ids"]
-    }
-    cited_sources = {e["source_id"] for e in synthesis.get("evidence", []) if e["evidence_id"] in cited_ids}
+    by_source = {item.source_id: item for item in extractions if item.source_id}
+    cited_ids = {i for claim in synthesis.claims if claim.kept for i in claim.evidence_ids}
+    cited_sources = {e.source_id for e in synthesis.evidence if e.evidence_id in cited_ids}
     entries = []
     for candidate in sources:
-        paper, outcome = candidate.paper, by_source.get(candidate.source_id, {})
+        paper, outcome = candidate.paper, by_source.get(candidate.source_id, Extraction())
         skipped = candidate.source_id in budget_skipped
         entries.append(
             ResultSource(
@@ -172,8 +172,8 @@ def result_sources(
                 scores=candidate.scores,
                 score_explanations=candidate.explanations,
                 total_score=candidate.total_score,
-                extraction_success=bool(outcome.get("success")),
-                failure_reason=outcome.get("failure_reason") or (BUDGET_NOT_EXTRACTED if skipped else None),
+                extraction_success=outcome.success,
+                failure_reason=outcome.failure_reason or (BUDGET_NOT_EXTRACTED if skipped else None),
                 cited=candidate.source_id in cited_sources,
             )
         )

@@ -15,8 +15,8 @@ from itertools import combinations
 from typing import Any
 
 from functions.common.text import STOPWORDS, listed, terms
-from functions.research.facets import Facet, decompose, facet_questions
-from functions.research.plan import (
+from functions.research.planning.facets import Facet, decompose, facet_questions
+from functions.research.planning.plan import (
     DEFAULT_MIN_SOURCES,
     JobSettings,
     PlannedQuery,
@@ -24,8 +24,8 @@ from functions.research.plan import (
     ResearchPlan,
     job_aspects,
 )
-from functions.research.request import ScopeParameters
-from functions.research.vocabulary import FRAMING
+from functions.research.planning.request import ScopeParameters
+from functions.research.planning.vocabulary import FRAMING
 from functions.search.sources import Matching, engine_matching, planned_connectors
 
 CONNECTORS: tuple[str, ...] = planned_connectors()
@@ -65,7 +65,7 @@ QUERIES_PER_ENGINE = {
 SHORT_GOAL_WORDS = 4  # an all-words engine is sent the whole goal too when it is this short
 # Below this share of a daily allowance left, a connector is sent only the whole goal.
 LOW_ALLOWANCE_SHARE = 0.1
-# Relevance is a calibrated probability (functions/research/relevance.py): 0.5 is its decision boundary.
+# Relevance is a calibrated probability (functions/research/retrieval/relevance.py): 0.5 is its decision boundary.
 DEFAULT_RELEVANCE_THRESHOLD = 0.5
 MIN_RESULTS_PER_QUERY, MAX_RESULTS_PER_QUERY = 10, 50
 MAX_NATURAL_WORDS = 8  # engines that rank natural text do badly with long keyword lists

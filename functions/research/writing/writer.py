@@ -4,7 +4,7 @@ The writer never writes a citation: it refers to evidence chunk ids, and referen
 the sources' metadata afterwards. `LLM_PROVIDER=none` is the extractive writer: it selects evidence
 sentences, opens with a direct answer (the finding that best answers the whole question and how strong
 the evidence is), orders the rest by the question's facets, and shows each finding attributed to its
-authors (functions/research/phrasing.py), its quote kept verbatim by the citation; with an LLM the model
+authors (functions/research/writing/phrasing.py), its quote kept verbatim by the citation; with an LLM the model
 writes prose in the same structure citing ids, its tokens are streamed as they come, and the Verifier
 decides what stays. Either way the Verifier judges each sentence's `claim`, its text without the
 writer's own phrases.
@@ -18,12 +18,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from functions.common.text import sentence_spans
-from functions.research.attribution import author_label, continuing, finding
-from functions.research.chunks import Bm25Index
-from functions.research.evidence import EvidenceChunk, SourceDoc
-from functions.research.facets import Facet
-from functions.research.phrasing import Authorship, Phrasing, counted
-from functions.research.plan import AnswerSettings, ResearchPlan
+from functions.research.checking.finding import finding
+from functions.research.planning.facets import Facet
+from functions.research.planning.plan import AnswerSettings, ResearchPlan
 from functions.research.presets import (
     STYLE_ACADEMIC,
     STYLE_ANSWER,
@@ -31,11 +28,15 @@ from functions.research.presets import (
     STYLE_REPORT,
     STYLE_TUTORIAL,
 )
-from functions.research.stances import stance
+from functions.research.retrieval.chunks import Bm25Index
+from functions.research.retrieval.evidence import EvidenceChunk, SourceDoc
+from functions.research.writing.attribution import author_label, continuing
+from functions.research.writing.phrasing import Authorship, Phrasing, counted
+from functions.research.writing.stances import stance
 
 if TYPE_CHECKING:
     from functions.common.llm import LlmProvider
-    from functions.research.critic import Contradiction
+    from functions.research.checking.critic import Contradiction
 
 Delta = Callable[[str], Awaitable[None]]
 # Evidence ids: the answer engine's chunks ("chunk-…") and the research job's quotes ("ev-…").
@@ -90,7 +91,7 @@ class DraftSentence:
     @property
     def claim(self) -> str:
         """What the sentence says the evidence states: `text` without the writer's own phrases
-        (functions/research/attribution.py, `finding`)."""
+        (functions/research/writing/attribution.py, `finding`)."""
         return finding(self.text, self.attribution)
 
 
@@ -358,7 +359,7 @@ def with_stance(
     sentence: DraftSentence, cited: Sequence[str], view: EvidenceView, phrasing: Phrasing
 ) -> DraftSentence:
     """The first finding under a facet heading, led by the sources' stance on the facet
-    (functions/research/stances.py): the writer's own words, so part of its `attribution`."""
+    (functions/research/writing/stances.py): the writer's own words, so part of its `attribution`."""
     evidence = {chunk.chunk_id: chunk.text for chunk in view.chunks}
     source_of = {chunk.chunk_id: chunk.source_id for chunk in view.chunks}
     said = stance(sentence.section or "", cited, evidence, source_of, view.contradictions, phrasing.label)

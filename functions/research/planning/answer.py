@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from functions.research.facets import facet_questions
-from functions.research.plan import AnswerSettings, ResearchPlan, SearchPlan
-from functions.research.planning import boolean_groups, concept_head, facets_of, natural_phrase, query_units
+from functions.research.planning.facets import facet_questions
+from functions.research.planning.job import (
+    boolean_groups,
+    concept_head,
+    facets_of,
+    natural_phrase,
+    query_units,
+)
+from functions.research.planning.plan import AnswerSettings, ResearchPlan, SearchPlan
 from functions.research.presets import (
     DEFAULT_FOCUS,
     EFFORTS,

@@ -1,11 +1,11 @@
 """Verifier: every sentence shown to the reader against the evidence it cites.
 
 The sentence judged is the one SHOWN, which may be an attributed rewrite of its quote ("Lee et al.
-(2023) found that…"; functions/research/faithfulness.py says what such a rewrite may change). A verdict
+(2023) found that…"; functions/research/checking/faithfulness.py says what such a rewrite may change). A verdict
 is earned by the check, not by copying: the finding (the sentence without its attribution frame) must lie
 in the cited text (fuzzy containment) or share nearly all its terms with it, AND keep the quote's
 numbers and units, polarity, hedges and population; any change there makes it unsupported, however much
-of the quote it repeats. A claim addressed to the reader or a model (functions/research/untrusted_text.py)
+of the quote it repeats. A claim addressed to the reader or a model (functions/research/retrieval/untrusted_text.py)
 is never supported, and neither is one whose cited quotes are nothing but such text (a directive
 matches itself): the directive sentences of a quote are never what a claim is checked against. Unsupported claims are removed from the answer, never shipped as supported.
 
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from functions.research.faithfulness import (
+from functions.research.checking.faithfulness import (
     as_reported,
     finding_of,
     finding_terms,
@@ -36,7 +36,7 @@ from functions.research.faithfulness import (
     unfaithful,
     without_markers,
 )
-from functions.research.untrusted_text import is_hostile, without_addressed
+from functions.research.retrieval.untrusted_text import is_hostile, without_addressed
 
 if TYPE_CHECKING:
     from functions.common.llm import LlmProvider
@@ -104,7 +104,7 @@ def verify_claim(claim_text: str, quotes: Sequence[str]) -> tuple[str, float, st
     Containment is how much of the finding lies inside a quote, never the other way round: a claim that
     repeats a quote and adds to it is judged on what it adds (its terms). A rewrite that changes a
     number or unit, drops or adds a negation, turns a hedge into certainty or changes the population is
-    unsupported (functions/research/faithfulness.py), and so is a claim too short to state anything."""
+    unsupported (functions/research/checking/faithfulness.py), and so is a claim too short to state anything."""
     from rapidfuzz import fuzz  # on first use, not with the handler (bench/cold_start.py)
 
     if not quotes:

@@ -1,4 +1,4 @@
-"""Retriever: every planned search at once, fused by reciprocal rank (functions/research/fusion.py),
+"""Retriever: every planned search at once, fused by reciprocal rank (functions/research/retrieval/fusion.py),
 sources ranked by calibrated relevance to the question, and evidence chunks cut from abstracts (and from
 the full text of the top sources when the preset and effort allow) and ranked against the question.
 While the full text is read, a caller may hear the evidence of the abstracts alone (`on_abstracts`): the
@@ -18,8 +18,11 @@ from dataclasses import dataclass, field, replace
 from functions.common.embedder import MemoEmbedder
 from functions.common.errors import DomainError
 from functions.common.models import ExtractedPaper, FullTextPort, Paper
-from functions.research.chunks import Bm25Index, bounded, chunk_spans
-from functions.research.evidence import (
+from functions.research.planning.answer import broadened
+from functions.research.planning.plan import AnswerSettings, ResearchPlan
+from functions.research.presets import EFFORT_LOW
+from functions.research.retrieval.chunks import Bm25Index, bounded, chunk_spans
+from functions.research.retrieval.evidence import (
     ABSTRACT,
     PAGE,
     EvidenceChunk,
@@ -28,14 +31,10 @@ from functions.research.evidence import (
     published_at,
     source_id_for,
 )
-from functions.research.fusion import FusedResults, SearchPort, fused_search
-from functions.research.plan import AnswerSettings, ResearchPlan
-from functions.research.planner import broadened
-from functions.research.presets import EFFORT_LOW
-from functions.research.relevance import RelevanceScorer
-from functions.research.screening import document_text
-from functions.research.trace import RETRIEVER, TraceRecorder
-from functions.research.untrusted_text import (
+from functions.research.retrieval.fusion import FusedResults, SearchPort, fused_search
+from functions.research.retrieval.relevance import RelevanceScorer
+from functions.research.retrieval.screening import document_text
+from functions.research.retrieval.untrusted_text import (
     Screened,
     hostile_source,
     own_links,
@@ -44,7 +43,8 @@ from functions.research.untrusted_text import (
     tainted_sources,
     without_hostile,
 )
-from functions.research.uploads import FULL_TEXT_BUDGET_SECONDS, DocumentPort, uploaded_sources
+from functions.research.retrieval.uploads import FULL_TEXT_BUDGET_SECONDS, DocumentPort, uploaded_sources
+from functions.research.trace import RETRIEVER, TraceRecorder
 
 MIN_COVERAGE = 0.5  # below this share of concepts covered, one broader round of searches runs
 RELEVANCE_THRESHOLD = 0.5  # the relevance model's decision boundary (as in screening)
@@ -371,7 +371,7 @@ class Retriever:
         for source, paper in uploads:
             candidates += page_chunks(source.source_id, paper)
         sources = [source for source, _ in uploads] + sources
-        # off the event loop: the embedder may judge a few sentences (functions/research/directive_intents.py)
+        # off the event loop: the embedder may judge a few sentences (functions/research/retrieval/directive_intents.py)
         clean, quarantined, hostile = await asyncio.to_thread(screen_chunks, candidates, sources)
         tainted = tainted_sources((chunk.source_id, signals) for chunk, signals in quarantined)
         sources = [scrubbed(source, hostile, tainted) for source in sources]

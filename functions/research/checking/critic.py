@@ -15,9 +15,9 @@ from itertools import combinations
 from typing import Any
 
 from functions.common.text import QUERY_STOPWORDS, stem, stems
-from functions.research.chunks import Bm25Index
-from functions.research.evidence import EvidenceChunk
-from functions.research.plan import AnswerSettings, ResearchPlan
+from functions.research.planning.plan import AnswerSettings, ResearchPlan
+from functions.research.retrieval.chunks import Bm25Index
+from functions.research.retrieval.evidence import EvidenceChunk
 
 OPPOSITE, NUMERIC = "opposite_findings", "numeric_disagreement"
 MIN_SHARED_TERMS = 3

@@ -3,7 +3,7 @@
 The five dimensions and `total_score` (their sum, 0-5) follow the handover seed's scoring agent; the
 ranking uses impact-level weights so that e.g. `cutting_edge` favours recency. Relevance is the
 calibrated probability that the paper answers the goal or one of its concepts
-(`functions.research.relevance`); every dimension's score comes with a sentence that explains it.
+(`functions.research.retrieval.relevance`); every dimension's score comes with a sentence that explains it.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from functions.common.models import Paper, short_hash
-from functions.research.plan import JobSettings, Policies, ResearchPlan
-from functions.research.relevance import Relevance, RelevanceScorer
+from functions.research.planning.plan import JobSettings, Policies, ResearchPlan
+from functions.research.retrieval.relevance import Relevance, RelevanceScorer
 
 _METHOD_SIGNALS = re.compile(
     r"\b(we (propose|present|introduce|evaluate|conduct|train|measure|compare)|experiment\w*|"

@@ -1,0 +1,1 @@
+"""Checking: every drafted claim verified against its quotes, critiqued, red-teamed and gated."""

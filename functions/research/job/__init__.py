@@ -1,0 +1,1 @@
+"""The research job's synthesis, its results and the artifacts rendered from them."""

@@ -1,0 +1,1 @@
+"""Planning: what a goal or question asks, as facets, queries and the one research plan."""

@@ -1,0 +1,1 @@
+"""Writing: drafts whose every sentence cites evidence ids, phrased and attributed."""
