@@ -1,6 +1,6 @@
 """What every step Lambda shares: its input parsed at the boundary, its output dumped to the JSON the
 state machine reads, JSON logs with the job id, step and request id, metering (functions/metering/steps.py)
-and the container's fair CPU slots (functions/common/fair_slots.py)."""
+and the container's fair CPU slots (functions/common/outbound/fair_slots.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from functions.common import snapstart
-from functions.common.fair_slots import working_for
 from functions.common.observability import get_logger
+from functions.common.outbound.fair_slots import working_for
 from functions.metering.steps import metered_step, step_ids
 
 logger = get_logger("orchestrate-steps")
@@ -54,5 +54,5 @@ def step_handler(
 
 # What the steps import on first use (the cold start without SnapStart), imported into the snapshot.
 snapstart.prime_before_snapshot(
-    "numpy", "bm25s", "rapidfuzz.fuzz", "bibtexparser.entrypoint", "tenacity", "functions.common.minilm"
+    "numpy", "bm25s", "rapidfuzz.fuzz", "bibtexparser.entrypoint", "tenacity", "functions.common.ml.minilm"
 )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from functions.common.embedder import default_embedder
+from functions.common.ml.embedder import default_embedder
 from functions.common.models import Paper
 from functions.common.settings import get_settings
 from functions.common.storage import BlobStore, S3BlobStore, get_json, put_json
