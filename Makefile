@@ -82,10 +82,12 @@ ingest-textbook-lexical: install
 embedding-model: $(MINILM_DIR)/model.safetensors
 
 # lint-imports: the layering's contracts in pyproject.toml ([tool.importlinter]); reads sources only, no network.
+# Beside ruff's complexity gate (C90, max 15), the size gate: no class over 300 lines, no function over 60.
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m tests.support.code_sizes functions infra
 
 typecheck: install
 	$(VENV)/bin/mypy functions infra tests bench

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from bench.corpus_web.corpus import DEFAULT_CORPUS
-from functions.common.embedder import default_embedder
+from functions.common.ml.embedder import default_embedder
 from functions.common.text import stems
 from functions.research.planning.facets import decompose
 from functions.research.retrieval.relevance import RelevanceScorer

@@ -38,8 +38,8 @@ from typing import Any
 import httpx
 
 from functions.common.documents import InMemoryDocumentRepository
-from functions.common.http import HttpClient
 from functions.common.models import ExtractedPaper
+from functions.common.outbound.http import HttpClient
 from functions.common.settings import get_settings, reset_settings_cache
 from functions.common.storage import InMemoryBlobStore
 from functions.extract.extraction import from_parsed, parse_or_failure

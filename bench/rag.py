@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from functions.common.minilm import MiniLmEmbedder  # noqa: E402
+from functions.common.ml.minilm import MiniLmEmbedder  # noqa: E402
 from functions.rag.app import app, memo  # noqa: E402
 from functions.rag.index import (  # noqa: E402
     QueryEncoding,

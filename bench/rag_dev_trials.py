@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from bench.rag import entity_split, is_hit, is_item_hit, score_split
 from bench.rag_latency import hybrid_knowledge_base
-from functions.common.minilm import TOKEN_COLUMN_BLOCK, MiniLmEmbedder, _column_encoder_layer
+from functions.common.ml.minilm import TOKEN_COLUMN_BLOCK, MiniLmEmbedder, _column_encoder_layer
 from functions.rag.index import _dense_text
 from functions.rag.knowledge_base import KnowledgeBase
 

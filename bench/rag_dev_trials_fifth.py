@@ -42,7 +42,7 @@ from bench.rag import is_hit, is_item_hit
 from bench.rag_dev_trials import Questions, TokenVectors, arguments, dev_sets, print_trials
 from bench.rag_dev_trials_fourth import CachedEncoder
 from bench.rag_latency import hybrid_knowledge_base
-from functions.common.minilm import MiniLmEmbedder
+from functions.common.ml.minilm import MiniLmEmbedder
 from functions.rag.embedding import fuse_scores
 from functions.rag.index import _dense_text
 from functions.rag.item_context import _PLAIN_WORD, sentences

@@ -34,8 +34,8 @@ from numpy.typing import NDArray
 
 from bench.rag_dev_trials import arguments, dev_sets, print_trials
 from bench.rag_latency import hybrid_knowledge_base
-from functions.common.embedder import Embedder
-from functions.common.minilm import MiniLmEmbedder
+from functions.common.ml.embedder import Embedder
+from functions.common.ml.minilm import MiniLmEmbedder
 from functions.rag.embedding import fuse_scores
 from functions.rag.index import load_knowledge_base
 from functions.rag.knowledge_base import KnowledgeBase

@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 from fastapi.testclient import TestClient  # noqa: E402
 
 from bench.rag import percentile  # noqa: E402
-from functions.common.minilm import MiniLmEmbedder  # noqa: E402
+from functions.common.ml.minilm import MiniLmEmbedder  # noqa: E402
 from functions.rag.app import app, memo  # noqa: E402
 from functions.rag.index import IndexNotFound, SourcePdf, build_index, load_knowledge_base, write_index  # noqa: E402
 from functions.rag.knowledge_base import KnowledgeBase  # noqa: E402

@@ -446,14 +446,14 @@ def web_adapter_start_script(asgi_app: str, port_variable: str = "AWS_LWA_PORT")
     )
 
 
-EMBEDDER_MODULE = Path("functions/common/embedder.py")
+EMBEDDER_MODULE = Path("functions/common/ml/embedder.py")
 
 
 def write_embedding_model(asset: Path) -> None:
     """A function that embeds text ships the MiniLM weights as int8 artifacts (about 23 MB instead of
-    90 MB), where `functions.common.embedder` looks for them first."""
-    from functions.common.embedder import BUNDLED_DIR, CHECKOUT_DIR
-    from functions.common.minilm import MiniLmEmbedder
+    90 MB), where `functions.common.ml.embedder` looks for them first."""
+    from functions.common.ml.embedder import BUNDLED_DIR, CHECKOUT_DIR
+    from functions.common.ml.minilm import MiniLmEmbedder
 
     if not (CHECKOUT_DIR / "model.safetensors").is_file():
         raise FileNotFoundError(f"no embedding model at {CHECKOUT_DIR}: run `make install` first")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from functions.common import resources
-from functions.common.web_adapter import RESTORE_PATH
+from functions.common.web.web_adapter import RESTORE_PATH
 from functions.local_runtime.gateway import EXEMPT_PATHS
 from functions.teams.models import TIERS
 from infra.bundling import BundlingMode
@@ -177,7 +177,7 @@ class WebAdapter:
 
     Layer version 30 is v1.1.0 (aws/aws-lambda-web-adapter PR #871; 29 was a withdrawn release), the
     first that relays SnapStart's after-restore to the app: `POST after_restore_path` before any traffic
-    (functions/common/web_adapter.py; docs/infra.md, "Cold starts and SnapStart")."""
+    (functions/common/web/web_adapter.py; docs/infra.md, "Cold starts and SnapStart")."""
 
     account: str = "753240598075"
     layer_name: str = "LambdaAdapterLayerArm64"  # the functions run on arm64

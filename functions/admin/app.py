@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi.exceptions import RequestValidationError
 
-from functions.common.api import create_app
 from functions.common.errors import Conflict, DomainError, aws_outage
 from functions.common.faces import trust
 from functions.common.faces.face import ErrorReply, storage_outage_message
 from functions.common.observability import get_logger
-from functions.common.openapi import document_errors
+from functions.common.web.api import create_app
+from functions.common.web.openapi import document_errors
 from functions.teams.routes import AdminDisabled, Unauthorized
 from functions.teams.routes import router as teams_router
 

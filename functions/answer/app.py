@@ -7,13 +7,13 @@ from __future__ import annotations
 from functions.answer.errors import SearchUnavailable
 from functions.answer.routes import research, trust
 from functions.common import snapstart
-from functions.common.api import create_app
 from functions.common.errors import DomainError, UpstreamError
 from functions.common.faces import multisource
 from functions.common.faces import trust as trust_face
 from functions.common.faces.face import ErrorReply
 from functions.common.observability import get_logger
-from functions.common.openapi import document_errors
+from functions.common.web.api import create_app
+from functions.common.web.openapi import document_errors
 from functions.metering.middleware import UsageMiddleware
 
 logger = get_logger("answer")
@@ -72,8 +72,8 @@ snapstart.prime_before_snapshot(
     "functions.research.pipeline",
     "functions.extract.service",
     "functions.search.service",
-    "functions.common.http_backend",
+    "functions.common.outbound.http_backend",
     "functions.common.traces",
-    "functions.common.embedder",
+    "functions.common.ml.embedder",
     "functions.metering.meter",
 )

@@ -48,7 +48,7 @@ class UploadedDocuments:
 
 @cache
 def relevance_scorer() -> RelevanceScorer:
-    from functions.common.embedder import default_embedder
+    from functions.common.ml.embedder import default_embedder
     from functions.research.retrieval.relevance import RelevanceScorer
 
     return RelevanceScorer(default_embedder())

@@ -6,7 +6,7 @@
 - a literal IP address must be public unless allow-listed (loopback, private, link-local and metadata
   addresses are refused here already).
 
-A host *name* is not resolved at submission: the SSRF guard of `functions.common.http` resolves and
+A host *name* is not resolved at submission: the SSRF guard of `functions.common.outbound.http` resolves and
 checks it at every delivery (names can change what they point at), and a refused delivery is logged.
 """
 
@@ -28,9 +28,9 @@ def _allowed(host: str, port: int | None, allowlist: frozenset[str]) -> bool:
 
 def check_callback_url(url: str, allowlist: frozenset[str], field: str = "callback_url") -> str:
     """The URL as given, or InvalidInput naming `field`."""
-    # here, not at import: functions.common.http loads httpcore, h11 and h2, which the job models that
+    # here, not at import: functions.common.outbound.http loads httpcore, h11 and h2, which the job models that
     # import this module (every job and step handler) do not otherwise need (bench/cold_start.py)
-    from functions.common.http import is_public_address
+    from functions.common.outbound.http import is_public_address
 
     if len(url) > MAX_URL_CHARS:
         raise InvalidInput(f"{field} must be at most {MAX_URL_CHARS} characters", field=field)

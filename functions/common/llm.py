@@ -21,7 +21,7 @@ from functions.common.settings import Settings, get_settings
 # The HTTP client (httpcore, h11, h2, tenacity) is imported by the first completion, not with this module:
 # every API handler imports the LLM port through metering, and most routes never call a model.
 if TYPE_CHECKING:
-    from functions.common.http import ExchangeOptions, HttpClient
+    from functions.common.outbound.http import ExchangeOptions, HttpClient
 
 DEFAULT_BEDROCK_MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -262,7 +262,7 @@ class OpenAiCompatibleProvider:
 
     @contextlib.asynccontextmanager
     async def _client(self) -> AsyncIterator[HttpClient]:
-        from functions.common.http import HttpClient
+        from functions.common.outbound.http import HttpClient
 
         client = HttpClient(self._settings, purpose="llm")
         try:

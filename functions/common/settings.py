@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     artifacts_bucket: str = "research-artifacts"
     state_machine_arn: str | None = None
     event_bus_name: str = "default"
-    # The KMS key that seals teams' webhook secrets (functions/webhooks/secret_cipher.py; CDK sets it).
+    # The KMS key that seals teams' webhook secrets (functions/common/secrets.py; CDK sets it).
     # Unset off AWS: a local AES-GCM key in LOCAL_STATE_DIR (or of the process, when state is in memory).
     webhook_secret_key_id: str | None = None
     local_state_dir: str = ""

@@ -12,13 +12,13 @@ restore by the hooks registered here:
   os.urandom, so restored environments do not draw the same jitter;
 - `uuid.uuid4` and `secrets` read os.urandom on every call and need nothing.
 
-Network connections need no hook: init opens none (the HTTP clients, functions/common/http.py, connect on a
+Network connections need no hook: init opens none (the HTTP clients, functions/common/outbound/http.py, connect on a
 request's first call), so a snapshot holds no socket.
 
 The hooks library (`snapshot_restore_py`) is part of the Lambda Python managed runtime, not a dependency
 of ours: outside Lambda the hooks are only recorded, and `run_after_restore` runs them (tests). Under the
 Lambda Web Adapter that runtime does not run at all; the adapter relays the restore to the app over HTTP
-and the route it calls runs `run_after_restore` (functions/common/web_adapter.py).
+and the route it calls runs `run_after_restore` (functions/common/web/web_adapter.py).
 """
 
 from __future__ import annotations

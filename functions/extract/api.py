@@ -16,9 +16,9 @@ from fastapi import APIRouter, Depends, File, Form, Path, Query, Request, Upload
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
-from functions.common.api import TeamId
 from functions.common.errors import InvalidInput, NotFound
 from functions.common.settings import built_from_settings, get_settings
+from functions.common.web.api import TeamId
 from functions.extract.errors import DocumentTooLarge
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def _lookup_cache() -> TtlCache:
 
 async def get_service() -> AsyncIterator[ExtractionService]:
     """One HTTP client per request (clients are bound to an event loop); storage adapters are shared."""
-    from functions.common.http import HttpClient
+    from functions.common.outbound.http import HttpClient
     from functions.extract.metadata_connectors import ConnectorMetadata
     from functions.extract.service import ExtractionService
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from functions.common.api import create_app
 from functions.common.errors import (
     DomainError,
     FetchBlocked,
@@ -20,7 +19,8 @@ from functions.common.errors import (
 from functions.common.faces import agent, trust
 from functions.common.faces.face import ErrorReply, storage_outage_message
 from functions.common.observability import get_logger
-from functions.common.openapi import document_errors
+from functions.common.web.api import create_app
+from functions.common.web.openapi import document_errors
 from functions.extract.api import documents_router, tools_router
 from functions.extract.errors import DocumentTooLarge, UnprocessableDocument
 from functions.metering.middleware import UsageMiddleware

@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.common.http import FetchedResponse, HttpClient
-from functions.common.polite_requests import PoliteRequests
+from functions.common.outbound.http import FetchedResponse, HttpClient
+from functions.common.outbound.polite_requests import PoliteRequests
 
 CANDIDATE_TIMEOUT_SECONDS = 15.0
 # What a fetch keeps of its extraction's budget after waiting for its turn at a provider.

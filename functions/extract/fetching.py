@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
-from functions.common.http import FetchedResponse, HttpClient
-from functions.common.polite_requests import PoliteRequests
+from functions.common.outbound.http import FetchedResponse, HttpClient
+from functions.common.outbound.polite_requests import PoliteRequests
+from functions.common.outbound.upstream_turns import TurnNotGranted
 from functions.common.settings import Settings
-from functions.common.upstream_turns import TurnNotGranted
 from functions.extract.errors import SourceUnavailable
 from functions.extract.fetch_turns import FetchDeadline, ServiceStats, get_in_turn
 from functions.extract.html import HtmlDocument, parse_html

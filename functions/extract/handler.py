@@ -12,7 +12,7 @@ handler = Mangum(app, lifespan="off")
 # What the routes import on first use (the cold start without SnapStart), imported into the snapshot.
 snapstart.prime_before_snapshot(
     "functions.extract.service",
-    "functions.common.http_backend",
+    "functions.common.outbound.http_backend",
     "pypdfium2",
     "pypdfium2.raw",
     "rapidfuzz.fuzz",

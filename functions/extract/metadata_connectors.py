@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from functions.common.circuit_breaker import BreakerRegistry
-from functions.common.http import HttpClient
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
+from functions.common.outbound.circuit_breaker import BreakerRegistry
+from functions.common.outbound.http import HttpClient
 from functions.common.settings import Settings
 from functions.common.storage import (
     DynamoDbTtlCache,

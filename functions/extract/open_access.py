@@ -6,10 +6,10 @@ import asyncio
 from typing import Any
 
 from functions.common.errors import FetchError
-from functions.common.http import HttpClient
-from functions.common.polite_requests import PoliteRequests
+from functions.common.outbound.http import HttpClient
+from functions.common.outbound.polite_requests import PoliteRequests
+from functions.common.outbound.upstream_turns import TurnNotGranted
 from functions.common.settings import Settings
-from functions.common.upstream_turns import TurnNotGranted
 from functions.extract.fetch_turns import FetchDeadline, get_in_turn
 from functions.extract.metadata import AnswerMemory, ScholarlyMetadata
 

@@ -19,7 +19,7 @@ import threading
 import time
 from functools import cache
 
-from functions.common.fair_slots import FairSlots
+from functions.common.outbound.fair_slots import FairSlots
 from functions.extract.config import MIB, PdfParseLimits
 from functions.extract.errors import PdfLimitExceeded
 from functions.extract.pdf import (

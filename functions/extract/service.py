@@ -23,10 +23,10 @@ from functions.common.documents import (
     DynamoDocumentRepository,
 )
 from functions.common.errors import FetchTimeout, FetchTooLarge
-from functions.common.http import HttpClient
 from functions.common.models import ExtractedPaper, ExtractOptions
 from functions.common.observability import record_metric
-from functions.common.polite_requests import PoliteRequests
+from functions.common.outbound.http import HttpClient
+from functions.common.outbound.polite_requests import PoliteRequests
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import BlobStore, S3BlobStore
 from functions.common.tenancy import checked_team, valid_team_id

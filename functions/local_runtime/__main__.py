@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 # Every job's forward passes and parses share this one process, one pass per core at a time
-# (functions/common/fair_slots.py): a BLAS pool per pass would only oversubscribe the cores (measured
+# (functions/common/outbound/fair_slots.py): a BLAS pool per pass would only oversubscribe the cores (measured
 # under load: about three times the CPU per embedded document with two threads). Set before numpy loads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 

@@ -64,7 +64,7 @@ async def team_from_headers(scope: Scope) -> str:
 class TeamQueues:
     """`limit` request slots; waiters queue per team and are served one team after another (round-robin:
     a request holds its slot briefly, unlike the provider turns and forward passes a job asks for in
-    batches, which functions/common/fair_share.py shares)."""
+    batches, which functions/common/outbound/fair_share.py shares)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit

@@ -103,7 +103,7 @@ class EmbeddedAws:
             self._state.lock()
         local = {
             "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
-            # where the webhook secrets' local key is kept (functions/webhooks/secret_cipher.py): with
+            # where the webhook secrets' local key is kept (functions/common/secrets.py): with
             # the state, or, in memory, nowhere (a key of the process)
             "LOCAL_STATE_DIR": str(self.state_dir) if self.state_dir is not None else "",
             # one process: the turns at the upstream providers are exact (and cheap) in its memory

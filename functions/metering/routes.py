@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from functions.common.api import TeamId
+from functions.common.web.api import TeamId
 from functions.metering.report import UsageReports
 
 router = APIRouter(prefix="/api", tags=["usage"])

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from functions.common.api import create_app
 from functions.common.faces import agent
 from functions.common.observability import get_logger
-from functions.common.openapi import document_errors
+from functions.common.web.api import create_app
+from functions.common.web.openapi import document_errors
 from functions.metering.budget import BudgetExceeded
 from functions.metering.middleware import UsageMiddleware
 from functions.metering.routes import router as usage_router

@@ -1,6 +1,6 @@
 """One iteration of the Search state: a job's pending queries, scheduled against a deadline.
 
-A job's queries wait for turns at each provider (functions/common/upstream_turns.py), which the service
+A job's queries wait for turns at each provider (functions/common/outbound/upstream_turns.py), which the service
 shares fairly between teams and jobs. Each connector's queries run in the plan's order of value; the
 connectors run side by side. An iteration stops well inside the 45 s task limit: what has not had its
 turn by then stays pending, and the state machine runs another iteration after a short Wait, until the

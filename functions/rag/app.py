@@ -14,12 +14,12 @@ from fastapi import APIRouter, Path, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
-from functions.common.api import create_app
 from functions.common.faces import kb as kb_face
 from functions.common.faces.face import ErrorReply, Face
 from functions.common.faces.kb import KnowledgeBaseError
 from functions.common.observability import get_logger
-from functions.common.openapi import document_errors, error_responses
+from functions.common.web.api import create_app
+from functions.common.web.openapi import document_errors, error_responses
 from functions.metering.middleware import UsageMiddleware
 from functions.rag.api_models import (
     ENTITY_NUMBER_PATTERN,

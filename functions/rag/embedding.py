@@ -1,5 +1,5 @@
 """The dense half of hybrid retrieval: how an embedder's scores meet BM25's (the `Embedder` protocol
-itself is `functions.common.embedder.Embedder`).
+itself is `functions.common.ml.embedder.Embedder`).
 
 An index built with an embedder stores one normalised vector per document and the embedder's own
 (int8) weights next to them, so the container that serves the index embeds queries with exactly the

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from functions.common.minilm import MiniLmEmbedder
+from functions.common.ml.minilm import MiniLmEmbedder
 from functions.common.storage import BlobStore, get_json
 from functions.rag.graph import NeighbourFinder, build_edges
 from functions.rag.item_context import sentences
@@ -32,7 +32,7 @@ from functions.rag.structure import (
 from functions.rag.toc import looks_like_toc, parse_toc
 
 if TYPE_CHECKING:
-    from functions.common.embedder import Embedder
+    from functions.common.ml.embedder import Embedder
 
 # How a hybrid index embeds queries: the static encoder stored with it, or the full MiniLM pass.
 QueryEncoding = Literal["static", "minilm"]

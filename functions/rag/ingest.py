@@ -27,7 +27,7 @@ from pypdf import PdfReader
 from pypdf.errors import PyPdfError
 
 from functions.common import snapstart
-from functions.common.minilm import MiniLmEmbedder
+from functions.common.ml.minilm import MiniLmEmbedder
 from functions.common.observability import get_logger
 from functions.common.storage import BlobStore, S3BlobStore
 from functions.rag.config import get_rag_settings
@@ -36,7 +36,7 @@ from functions.rag.location import ingest_destination
 from functions.rag.model import count_by_kind
 
 if TYPE_CHECKING:
-    from functions.common.embedder import Embedder
+    from functions.common.ml.embedder import Embedder
 
 logger = get_logger("rag-ingest")
 

@@ -21,13 +21,13 @@ from functions.rag.model import (
 )
 from functions.rag.query_intent import query_intent
 
-# Type-only: a run-time import of functions.common.embedder would make infra/bundling.py ship its
+# Type-only: a run-time import of functions.common.ml.embedder would make infra/bundling.py ship its
 # MiniLM weights with the RAG functions, which read the model stored with the index instead.
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from functions.common.embedder import Embedder
+    from functions.common.ml.embedder import Embedder
     from functions.rag.lexical import LexicalIndex
 
 # numpy, bm25s and rapidfuzz (functions.rag.lexical, functions.rag.embedding) are imported where a loaded

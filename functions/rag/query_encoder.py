@@ -22,7 +22,7 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 from numpy.typing import NDArray
 
-from functions.common.minilm import MiniLmEmbedder, WordPieceTokenizer
+from functions.common.ml.minilm import MiniLmEmbedder, WordPieceTokenizer
 
 INPUT_EMBEDDINGS = "embeddings.word_embeddings.weight"
 # Ridge penalty of the map; the fit is flat between 0.3 and 3 (docs/rag.md).

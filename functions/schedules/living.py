@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from functions.common.errors import FetchError
-from functions.common.http import HttpClient, Resolver
 from functions.common.observability import get_logger
+from functions.common.outbound.http import HttpClient, Resolver
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import BlobStore, get_json
 from functions.research.retrieval.screening import Candidate

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Response
 
-from functions.common.api import TeamId
+from functions.common.web.api import TeamId
 from functions.schedules.service import Schedule, ScheduleRequest, ScheduleService
 from functions.schedules.wiring import schedule_service
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from functions.common.api import create_app
 from functions.common.errors import Unauthorized, UpstreamError
 from functions.common.faces import multisource, search_tool
 from functions.common.observability import get_logger
-from functions.common.openapi import document_errors
+from functions.common.web.api import create_app
+from functions.common.web.openapi import document_errors
 from functions.metering.middleware import UsageMiddleware
 from functions.search.routes import tools_router, v1_router
 

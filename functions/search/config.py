@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from functions.common.upstream_turns import ProviderManners
+from functions.common.outbound.upstream_turns import ProviderManners
 from functions.search.team_keys import base_provider
 
 

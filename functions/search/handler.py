@@ -11,5 +11,5 @@ handler = Mangum(app, lifespan="off")
 
 # What the routes import on first use (the cold start without SnapStart), imported into the snapshot.
 snapstart.prime_before_snapshot(
-    "functions.search.service", "functions.common.http_backend", "feedparser", "tenacity"
+    "functions.search.service", "functions.common.outbound.http_backend", "feedparser", "tenacity"
 )

@@ -26,7 +26,7 @@ class PaperQuery(BaseModel):
     # phrase of a group may (concepts AND-ed, synonyms OR-ed). Engines without it search `query`.
     concepts: list[list[str]] | None = None
     # Internal, never part of a request body: the caller's team, set by the routes from the request's
-    # team (functions.common.api.TeamId) and by the workflow from its job. Only the `library` connector
+    # team (functions.common.web.api.TeamId) and by the workflow from its job. Only the `library` connector
     # reads it (a team sees only its own uploads; None = no library results). Upstream connectors ignore
     # it, so their cached answers stay shared.
     team_id: str | None = None

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from functions.common.api import TeamId, client_identity
 from functions.common.errors import NotFound
 from functions.common.models import Paper, short_hash
 from functions.common.settings import built_from_settings, get_settings
+from functions.common.web.api import TeamId, client_identity
 from functions.search.models import PaperQuery
 from functions.search.schemas import (
     HealthResponse,

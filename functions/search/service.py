@@ -19,11 +19,17 @@ from typing import ClassVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.common.circuit_breaker import BreakerRegistry
 from functions.common.errors import InvalidInput, RateLimited, UpstreamError
-from functions.common.http import HttpClient
 from functions.common.observability import get_logger, record_metric
-from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimit, RateLimiter
+from functions.common.outbound.circuit_breaker import BreakerRegistry
+from functions.common.outbound.http import HttpClient
+from functions.common.outbound.rate_limit import (
+    DynamoDbRateLimiter,
+    InMemoryRateLimiter,
+    RateLimit,
+    RateLimiter,
+)
+from functions.common.outbound.upstream_turns import Sponsor
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import (
     DynamoDbTtlCache,
@@ -33,7 +39,6 @@ from functions.common.storage import (
     cache_write,
 )
 from functions.common.text import fold
-from functions.common.upstream_turns import Sponsor
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY, Connector, ConnectorContext, ConnectorFactory
 from functions.search.connectors.base import SharedRequest

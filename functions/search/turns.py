@@ -7,10 +7,10 @@ Deployed, the turns live in DynamoDB and any number of processes share them; wit
 
 from __future__ import annotations
 
-from functions.common.polite_requests import PoliteRequests
+from functions.common.outbound.polite_requests import PoliteRequests
+from functions.common.outbound.upstream_turns import DynamoDbTurnStore, InMemoryTurnStore, UpstreamTurns
 from functions.common.process_once import ProcessOnce
 from functions.common.settings import Settings
-from functions.common.upstream_turns import DynamoDbTurnStore, InMemoryTurnStore, UpstreamTurns
 from functions.search.config import SearchSettings
 
 _memory_store = ProcessOnce(InMemoryTurnStore)

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from typing import cast
 
 from functions.common.errors import InvalidInput, NotFound
+from functions.common.secrets import UPSTREAM_KEY_PURPOSE, SecretCipher, is_plaintext
+from functions.common.secrets import secret_cipher as cipher_from_settings
 from functions.common.settings import get_settings
 from functions.teams.models import (
     NAME_MAX_CHARS,
@@ -34,8 +36,6 @@ from functions.teams.models import (
 from functions.teams.store import TeamStore
 from functions.teams.tokens import MAX_TOKEN_CHARS, new_token, token_hash
 from functions.teams.usage_keys import NoUsageKeys, UsageKeys
-from functions.webhooks.secret_cipher import UPSTREAM_KEY_PURPOSE, SecretCipher, is_plaintext
-from functions.webhooks.secret_cipher import secret_cipher as cipher_from_settings
 from functions.webhooks.signing import new_secret as new_webhook_secret
 
 Clock = Callable[[], datetime]
@@ -162,7 +162,7 @@ class TeamService:
 
     def rotate_webhook_secret(self, team_id: str) -> str:
         """A new webhook secret of the team, replacing any earlier one (shown to the admin, who hands it
-        to the team's receivers), stored sealed (functions/webhooks/secret_cipher.py). NotFound for an
+        to the team's receivers), stored sealed (functions/common/secrets.py). NotFound for an
         unknown team."""
         if self.store.get_team(team_id) is None:
             raise NotFound("team not found")

@@ -17,7 +17,7 @@ Resolving a token is one GetItem on its hash. A token is written (both items, an
 exists) in one transaction, and revoked the same way; the token itself is never stored. A team's API
 Gateway API key (on AWS) is stored the same way: both items in one transaction, by the SHA-256 of its value.
 The webhook secret is an HMAC key the service must sign with, so it is not hashed: the store keeps it
-sealed, as `TeamService` hands it over (KMS on AWS, AES-GCM locally: functions/webhooks/secret_cipher.py);
+sealed, as `TeamService` hands it over (KMS on AWS, AES-GCM locally: functions/common/secrets.py);
 rotating it replaces it. A team's own upstream API keys (Semantic Scholar, OpenAlex) are kept the same
 way, sealed, one item per provider.
 """

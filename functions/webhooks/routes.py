@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
-from functions.common.api import TeamId
+from functions.common.web.api import TeamId
 from functions.webhooks.queries import MAX_JOB_ID_CHARS, DeliveryQueries
 
 

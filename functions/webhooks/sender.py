@@ -1,6 +1,6 @@
 """One webhook delivery: a signed POST, retried with backoff, every attempt reported to the caller.
 
-The POST goes through `functions.common.http.HttpClient`, the one guarded client: the destination is
+The POST goes through `functions.common.outbound.http.HttpClient`, the one guarded client: the destination is
 resolved and must be public unless allow-listed (`WEBHOOK_ALLOW_PRIVATE_HOSTS`), redirects are not
 followed (a 3xx is a failed attempt), and each attempt is bounded by `WEBHOOK_ATTEMPT_TIMEOUT_SECONDS`.
 A 5xx, 408 or 429 answer, a time-out and a failed connection are retried (`WEBHOOK_MAX_ATTEMPTS`, waits
@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
-from functions.common.http import HttpClient, Resolver, retry_after_seconds
+from functions.common.outbound.http import HttpClient, Resolver, retry_after_seconds
 from functions.common.settings import Settings, get_settings
 from functions.webhooks.deliveries import Outcome
 from functions.webhooks.settings import WebhookSettings

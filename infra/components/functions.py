@@ -28,7 +28,7 @@ from infra.config import API_FUNCTIONS, KB_INGEST, TEAM_AUTHORIZER, WEB_ADAPTER,
 from infra.nag import suppress, suppress_function_role
 
 # The purposes (KMS encryption contexts) under which the teams' secret key seals values: webhook signing
-# secrets and the teams' own upstream API keys (functions/webhooks/secret_cipher.py).
+# secrets and the teams' own upstream API keys (functions/common/secrets.py).
 KEY_PURPOSES = ("webhook-secret", "upstream-key")
 # numpy's BLAS threads only contend on Lambda's vCPUs for the knowledge base's small products
 # The alias every invoker names (a published version: what SnapStart snapshots).
@@ -318,7 +318,7 @@ def _shared_environment(stores: DataStores, options: StackOptions) -> dict[str, 
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "POWERTOOLS_LOGGER_LOG_EVENT": "false",
-            # the research console calls the API from its CloudFront origin (functions/common/api.py)
+            # the research console calls the API from its CloudFront origin (functions/common/web/api.py)
             "CORS_ORIGINS": ",".join(options.cors_origins),
             **options.extra_environment,
         }

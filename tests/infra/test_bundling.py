@@ -187,7 +187,7 @@ def test_settings_read_by_the_carried_code_are_found(tmp_path: Path) -> None:
     reason="no embedding model: run `make install`",
 )
 def test_a_function_that_embeds_ships_int8_weights_where_the_embedder_looks_first(tmp_path: Path) -> None:
-    from functions.common.embedder import BUNDLED_DIR, _load
+    from functions.common.ml.embedder import BUNDLED_DIR, _load
 
     screen_step = bundling.analyse("functions.orchestrate.steps.screen.handler")
     assert bundling.EMBEDDER_MODULE in screen_step.files

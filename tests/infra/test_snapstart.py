@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.common.web_adapter import RESTORE_PATH
+from functions.common.web.web_adapter import RESTORE_PATH
 from infra.components.functions import LIVE_ALIAS
 from infra.config import WEB_ADAPTER
 from tests.infra.conftest import Synthesized

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from functions.common.web_adapter import RESTORE_PATH
+from functions.common.web.web_adapter import RESTORE_PATH
 from infra import bundling
 from tests.infra.conftest import Synthesized
 
@@ -111,7 +111,7 @@ import asyncio
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from functions.common.api import create_app
+from functions.common.web.api import create_app
 from functions.common.faces.face import Face
 from functions.common.observability import get_logger
 from functions.metering.middleware import UsageMiddleware
@@ -144,7 +144,7 @@ app = create_app(
 
 
 def test_an_sse_event_leaves_uvicorn_before_the_stream_ends(tmp_path: Path) -> None:
-    """Through the apps' shared middleware (functions.common.api.create_app) and run.sh's uvicorn, the
+    """Through the apps' shared middleware (functions.common.web.api.create_app) and run.sh's uvicorn, the
     first event reaches the client while the handler still waits: the second event is only sent after
     the client, having read the first, releases it. A server that buffered the body would deadlock here
     (the handler gives up after 20 s and the read times out)."""

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from functions.common.secrets import KEY_FILE, LocalSecretCipher
 from functions.local_runtime.aws import EmbeddedAws
-from functions.webhooks.secret_cipher import KEY_FILE, LocalSecretCipher
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

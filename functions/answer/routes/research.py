@@ -16,8 +16,8 @@ from functions.answer.schemas import (
     ResearchRequest,
     ResearchResponse,
 )
-from functions.common.api import TeamId, client_identity
-from functions.common.openapi import error_responses
+from functions.common.web.api import TeamId, client_identity
+from functions.common.web.openapi import error_responses
 from functions.research.presets import EFFORT_LOW, FOCUS_MODES, PRESETS
 
 router = APIRouter(prefix="/api/v1", tags=["answer"])

@@ -19,9 +19,9 @@ from functions.answer.schemas import (
     TrustSearchRequest,
     TrustSearchResponse,
 )
-from functions.common.api import TeamId, client_identity
 from functions.common.faces.trust import TrustErrorResponse
-from functions.common.openapi import error_responses
+from functions.common.web.api import TeamId, client_identity
+from functions.common.web.openapi import error_responses
 
 if TYPE_CHECKING:  # the service and the pipeline are imported by the first answer (bench/cold_start.py)
     from functions.answer.service import AnswerService

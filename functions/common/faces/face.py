@@ -1,5 +1,5 @@
 """A public API face: the table that maps errors to the error body its contract documents (each face's
-module holds that body's pydantic model, which its apps document with `functions.common.openapi`).
+module holds that body's pydantic model, which its apps document with `functions.common.web.openapi`).
 
 A table is an ordered list of rules, `(exception type, reply)`: the first rule whose type the error is an
 instance of answers (`answers(...)` builds them from replies, each typed by the error it takes). A family whose seed words an error differently on a face (the extraction tool's

@@ -1,6 +1,6 @@
 """What every step Lambda shares: its input parsed at the boundary, its output dumped to the JSON the
 state machine reads, JSON logs with the job id, step and request id, metering (functions/metering/steps.py),
-the container's fair CPU slots (functions/common/fair_slots.py) and, where a store is installed, the
+the container's fair CPU slots (functions/common/outbound/fair_slots.py) and, where a store is installed, the
 outputs of finished steps (functions/orchestrate/steps/kept_outputs.py)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from functions.common import snapstart
-from functions.common.fair_slots import working_for
 from functions.common.observability import get_logger
+from functions.common.outbound.fair_slots import working_for
 from functions.metering.steps import metered_step, step_ids
 from functions.orchestrate.steps.kept_outputs import keep_output, kept_output
 
@@ -77,5 +77,5 @@ def step_handler(
 
 # What the steps import on first use (the cold start without SnapStart), imported into the snapshot.
 snapstart.prime_before_snapshot(
-    "numpy", "bm25s", "rapidfuzz.fuzz", "bibtexparser.entrypoint", "tenacity", "functions.common.minilm"
+    "numpy", "bm25s", "rapidfuzz.fuzz", "bibtexparser.entrypoint", "tenacity", "functions.common.ml.minilm"
 )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from functions.common.embedder import default_embedder
+from functions.common.ml.embedder import default_embedder
 from functions.common.models import Paper
 from functions.common.settings import get_settings
 from functions.common.storage import BlobStore, S3BlobStore, get_json

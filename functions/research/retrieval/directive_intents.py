@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from functions.common.embedder import Embedder
+    from functions.common.ml.embedder import Embedder
 
 # The intents: what a directive about the document's handling asks, one phrasing per intent and language
 # where the rules are weakest. Changing them changes the threshold's meaning (re-run bench.untrusted_text).
@@ -76,7 +76,7 @@ def handed_over() -> HandedOver:
 
 @cache
 def _model() -> Embedder | None:
-    from functions.common.embedder import default_embedder
+    from functions.common.ml.embedder import default_embedder
 
     return default_embedder()
 

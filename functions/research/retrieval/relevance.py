@@ -27,8 +27,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from functions.common.embedder import Embedder
-from functions.common.fair_slots import FairSlots
+from functions.common.ml.embedder import Embedder
+from functions.common.outbound.fair_slots import FairSlots
 
 if TYPE_CHECKING:  # numpy is imported where features are computed: not on the handlers' import path
     import numpy as np

@@ -15,8 +15,8 @@ import math
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
-from functions.common.embedder import MemoEmbedder
 from functions.common.errors import DomainError
+from functions.common.ml.embedder import MemoEmbedder
 from functions.common.models import ExtractedPaper, FullTextPort, Paper
 from functions.research.planning.answer import broadened
 from functions.research.planning.plan import AnswerSettings, ResearchPlan

@@ -21,13 +21,18 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from functions.common.circuit_breaker import BreakerRegistry, CircuitBreaker, CircuitOpen
 from functions.common.errors import FetchError, FetchTimeout
-from functions.common.http import TRANSIENT_STATUSES, FetchedResponse, HttpClient, retry_after_seconds
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
+from functions.common.outbound.circuit_breaker import BreakerRegistry, CircuitBreaker, CircuitOpen
+from functions.common.outbound.http import (
+    TRANSIENT_STATUSES,
+    FetchedResponse,
+    HttpClient,
+    retry_after_seconds,
+)
+from functions.common.outbound.upstream_turns import Sponsor, Turn, TurnNotGranted, UpstreamTurns
 from functions.common.settings import Settings, get_settings
-from functions.common.upstream_turns import Sponsor, Turn, TurnNotGranted, UpstreamTurns
 from functions.search.config import SearchSettings
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery
 from functions.search.team_keys import TeamKeys, process_team_keys, team_provider

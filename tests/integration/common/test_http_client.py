@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from functions.common.errors import FetchBlocked, FetchTimeout, FetchTooLarge
-from functions.common.http import FetchedResponse, HttpClient
+from functions.common.outbound.http import FetchedResponse, HttpClient
 from functions.common.settings import Settings
 
 hits: dict[str, int] = {}

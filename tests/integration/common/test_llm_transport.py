@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from functions.common.errors import FetchBlocked, FetchTimeout, FetchTooLarge
-from functions.common.http import HttpClient
+from functions.common.outbound.http import HttpClient
 from functions.common.settings import Settings
 
 DRIP_LINES = 5

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from functions.common.errors import FetchBlocked, UpstreamError
-from functions.common.http import HttpClient
 from functions.common.llm import OpenAiCompatibleProvider
+from functions.common.outbound.http import HttpClient
 from functions.common.settings import FetchPurpose, Settings
 from functions.webhooks.sender import AttemptResult, WebhookSender
 from functions.webhooks.settings import WebhookSettings

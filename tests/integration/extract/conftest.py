@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from functions.common.documents import InMemoryDocumentRepository
-from functions.common.http import HttpClient, Resolver
+from functions.common.outbound.http import HttpClient, Resolver
 from functions.common.settings import get_settings, reset_settings_cache
 from functions.common.storage import InMemoryBlobStore
 from functions.extract.service import ExtractionService

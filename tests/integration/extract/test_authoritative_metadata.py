@@ -10,8 +10,8 @@ import dataclasses
 import pytest
 
 from functions.common.documents import InMemoryDocumentRepository
-from functions.common.http import HttpClient
 from functions.common.models import ExtractedPaper
+from functions.common.outbound.http import HttpClient
 from functions.common.settings import get_settings, reset_settings_cache
 from functions.common.storage import InMemoryBlobStore
 from functions.extract import metadata_connectors

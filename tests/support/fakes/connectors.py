@@ -6,7 +6,7 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 
-from functions.common.rate_limit import InMemoryRateLimiter
+from functions.common.outbound.rate_limit import InMemoryRateLimiter
 from functions.common.storage import InMemoryTtlCache
 from functions.search.config import SearchSettings
 from functions.search.connectors import crossref, semantic_scholar

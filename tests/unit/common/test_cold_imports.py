@@ -19,7 +19,7 @@ from bench.cold_start import handlers
 
 REPO = Path(__file__).resolve().parents[3]
 # pypdf, pypdfium2: PDF parsing; numpy/scipy/bm25s/Stemmer/rapidfuzz: scoring; torch must never load at
-# all; functions.common.minilm: the MiniLM weights reader; feedparser (arXiv's Atom), tenacity (HTTP
+# all; functions.common.ml.minilm: the MiniLM weights reader; feedparser (arXiv's Atom), tenacity (HTTP
 # retries) and bibtexparser (BibTeX outputs): what one kind of request needs; httpcore, h11, h2: the
 # guarded HTTP client's transport, built by a request's first fetch; our own services and the answer
 # pipeline: built by the first request that uses them (the dependency providers); boto3 and botocore's
@@ -36,14 +36,14 @@ HEAVY = (
     "Stemmer",
     "rapidfuzz",
     "torch",
-    "functions.common.minilm",
+    "functions.common.ml.minilm",
     "feedparser",
     "tenacity",
     "bibtexparser",
     "httpcore",
     "h11",
     "h2",
-    "functions.common.http_backend",
+    "functions.common.outbound.http_backend",
     "functions.search.service",
     "functions.search.connectors",
     "functions.extract.service",

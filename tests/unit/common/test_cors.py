@@ -9,11 +9,11 @@ import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
 
-from functions.common.api import create_app
 from functions.common.errors import NotFound
 from functions.common.faces.face import ErrorReply, Face
 from functions.common.observability import get_logger
 from functions.common.settings import reset_settings_cache
+from functions.common.web.api import create_app
 
 CONSOLE = "https://d111111abcdef8.cloudfront.net"
 

@@ -12,8 +12,8 @@ import httpcore
 import pytest
 
 from functions.common.errors import FetchBlocked
-from functions.common.http import is_public_address, vet_destination
-from functions.common.http_backend import GuardedNetworkBackend
+from functions.common.outbound.http import is_public_address, vet_destination
+from functions.common.outbound.http_backend import GuardedNetworkBackend
 
 # each embeds a loopback, private, link-local or metadata IPv4 address
 EMBEDDED_PRIVATE = [

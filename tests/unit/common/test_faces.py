@@ -8,12 +8,12 @@ from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from functions.common.api import create_app
 from functions.common.errors import Conflict, DomainError, InvalidInput, NotFound
 from functions.common.faces import agent, kb, multisource, trust
 from functions.common.faces.face import ErrorReply, answers
 from functions.common.faces.registry import face_for
 from functions.common.observability import get_logger
+from functions.common.web.api import create_app
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
-from functions.common.fair_share import FairShare
+from functions.common.outbound.fair_share import FairShare
 from tests.support.fairness import largest_lead
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from functions.common.fair_slots import FairSlots, current_team, working_for
+from functions.common.outbound.fair_slots import FairSlots, current_team, working_for
 
 
 def _until_queued(slots: FairSlots, **waiting: int) -> None:

@@ -7,7 +7,12 @@ import asyncio
 import pytest
 
 from functions.common.errors import FetchBlocked
-from functions.common.http import check_url_shape, is_public_address, retry_after_seconds, vet_destination
+from functions.common.outbound.http import (
+    check_url_shape,
+    is_public_address,
+    retry_after_seconds,
+    vet_destination,
+)
 
 
 @pytest.mark.parametrize(

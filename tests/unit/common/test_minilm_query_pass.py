@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from functions.common.embedder import CHECKOUT_DIR
-from functions.common.minilm import TOKEN_COLUMN_BLOCK, MiniLmEmbedder
+from functions.common.ml.embedder import CHECKOUT_DIR
+from functions.common.ml.minilm import TOKEN_COLUMN_BLOCK, MiniLmEmbedder
 from functions.rag.index import QUERY_MAX_TOKENS
 from tests.unit.rag.tiny_bert import VOCAB, reference_embedding, write_tiny_bert
 

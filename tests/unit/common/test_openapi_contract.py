@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from functions.admin.app import ADMIN_FACE
 from functions.common.errors import aws_outage
-from functions.common.openapi import document_errors
+from functions.common.web.openapi import document_errors
 from functions.extract.app import DOCUMENTS_FACE
 from functions.orchestrate.app import JOBS_FACE
 from functions.rag.api_models import QUERY_PATTERN, SemanticSearchRequest

@@ -6,9 +6,14 @@ import asyncio
 
 import pytest
 
-from functions.common.polite_requests import PoliteRequests
+from functions.common.outbound.polite_requests import PoliteRequests
+from functions.common.outbound.upstream_turns import (
+    InMemoryTurnStore,
+    ProviderManners,
+    TurnNotGranted,
+    UpstreamTurns,
+)
 from functions.common.settings import Settings
-from functions.common.upstream_turns import InMemoryTurnStore, ProviderManners, TurnNotGranted, UpstreamTurns
 
 
 def _polite(calls_per_day: int = 0) -> PoliteRequests:

@@ -9,8 +9,8 @@ from aws_lambda_powertools import Logger
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.testclient import TestClient
 
-from functions.common.api import create_app
 from functions.common.faces.face import Face
+from functions.common.web.api import create_app
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 

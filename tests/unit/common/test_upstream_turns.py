@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from functions.common.upstream_turns import (
+from functions.common.outbound.upstream_turns import (
     DynamoDbTurnStore,
     InMemoryTurnStore,
     ProviderManners,

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from functions.answer import app as answer_module
 from functions.answer.web_adapter import app as entry
 from functions.common import aws, snapstart
-from functions.common.web_adapter import RESTORE_PATH
+from functions.common.web.web_adapter import RESTORE_PATH
 from functions.local_runtime.gateway import load_function_apps
 from infra.routes import routes_of
 

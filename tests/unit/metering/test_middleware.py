@@ -11,10 +11,10 @@ import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
 
-from functions.common.api import create_app
 from functions.common.faces.face import Face
 from functions.common.observability import get_logger
 from functions.common.settings import reset_settings_cache
+from functions.common.web.api import create_app
 from functions.metering import wiring
 from functions.metering.middleware import UsageMiddleware
 from functions.metering.store import UsageKey, route_dimension

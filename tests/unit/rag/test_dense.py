@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from functions.common.minilm import MiniLmEmbedder, WordPieceTokenizer, read_safetensors
+from functions.common.ml.minilm import MiniLmEmbedder, WordPieceTokenizer, read_safetensors
 from functions.common.storage import InMemoryBlobStore, get_json, put_json
 from functions.rag.embedding import fuse_scores
 from functions.rag.index import QUERY_MAX_TOKENS, QueryEncoding, build_index, load_knowledge_base, write_index

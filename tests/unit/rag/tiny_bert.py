@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from functions.common.minilm import MiniLmEmbedder
+from functions.common.ml.minilm import MiniLmEmbedder
 
 VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ",", ".", "!", "?", "(", ")",

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.common.embedder import default_embedder
+from functions.common.ml.embedder import default_embedder
 from functions.common.models import Paper
 from functions.common.text import stems
 from functions.research.planning.job import build_plan

@@ -3,9 +3,14 @@ from __future__ import annotations
 import pytest
 from moto import mock_aws
 
-from functions.common.circuit_breaker import BreakerRegistry, BreakerState, CircuitBreaker, CircuitOpen
 from functions.common.errors import RateLimited
-from functions.common.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimit
+from functions.common.outbound.circuit_breaker import (
+    BreakerRegistry,
+    BreakerState,
+    CircuitBreaker,
+    CircuitOpen,
+)
+from functions.common.outbound.rate_limit import DynamoDbRateLimiter, InMemoryRateLimiter, RateLimit
 from tests.support.tables import create_table
 
 

@@ -12,11 +12,11 @@ from fastapi.testclient import TestClient
 from moto import mock_aws
 
 from functions.admin.app import app
+from functions.common.secrets import UPSTREAM_KEY_PURPOSE, KmsSecretCipher, SecretUnreadable
 from functions.common.settings import reset_settings_cache
 from functions.teams.routes import get_team_service
 from functions.teams.service import TeamService
 from functions.teams.store import DynamoDbTeamStore
-from functions.webhooks.secret_cipher import UPSTREAM_KEY_PURPOSE, KmsSecretCipher, SecretUnreadable
 from tests.support.tables import create_table
 from tests.unit.teams.deployed import REGION
 

@@ -12,11 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from functions.common.settings import Settings
-from functions.teams.models import Team
-from functions.teams.service import TeamService
-from functions.teams.store import DynamoDbTeamStore
-from functions.webhooks.secret_cipher import (
+from functions.common.secrets import (
     KEY_FILE,
     KmsSecretCipher,
     LocalSecretCipher,
@@ -24,6 +20,10 @@ from functions.webhooks.secret_cipher import (
     UnconfiguredCipher,
     secret_cipher,
 )
+from functions.common.settings import Settings
+from functions.teams.models import Team
+from functions.teams.service import TeamService
+from functions.teams.store import DynamoDbTeamStore
 from tests.support.fakes.team_store import InMemoryTeamStore
 from tests.support.tables import create_table
 

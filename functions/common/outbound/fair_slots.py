@@ -1,7 +1,7 @@
 """A few slots of scarce work (a CPU-bound parse, a model's forward pass) shared fairly between teams.
 
 When several teams' tasks wait, a freed slot goes to a team by fair shares with a bounded lag
-(`functions/common/fair_share.py`: a team with few tasks waiting is served first, but never more than
+(`functions/common/outbound/fair_share.py`: a team with few tasks waiting is served first, but never more than
 `lag` slots ahead of the least-served team waiting), then first come within that team; one team's burst
 of work therefore cannot make another team's single task wait behind all of it. The team is the one
 the running task works for (`working_for`), set once where a request or a workflow step begins and
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from functions.common.fair_share import FairShare
+from functions.common.outbound.fair_share import FairShare
 
 _TEAM: ContextVar[str] = ContextVar("fair_slots_team", default="")
 

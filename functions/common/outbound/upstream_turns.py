@@ -10,7 +10,7 @@ time). A request to a provider first takes a *turn*:
   next one back instead of landing next to it. A small margin covers the receiving side's own jitter.
 - An *exclusive* provider (arXiv) keeps the turn for the whole exchange: never two connections open.
   Others hand the turn back as soon as the request is written, so latency does not lower their rate.
-- Among the waiters, teams share turns with a bounded lag (`functions/common/fair_share.py`): a small
+- Among the waiters, teams share turns with a bounded lag (`functions/common/outbound/fair_share.py`): a small
   team's few requests are served at once, and no team is held back by more than the provider's lag
   (`ProviderManners.lag`, a few seconds of its turns), so one team's burst cannot starve another team's
   single job. Within a team, the job served least recently goes first, then the job's most valuable
@@ -45,8 +45,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.common.conditional_put import unchanged_since_read
-from functions.common.fair_share import FairShare
 from functions.common.observability import get_logger
+from functions.common.outbound.fair_share import FairShare
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table

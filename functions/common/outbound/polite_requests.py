@@ -1,6 +1,6 @@
 """Turns for requests that are not searches: a PDF from arxiv.org, an open-access lookup at OpenAlex,
 Crossref or Unpaywall. They reach the same providers as the connectors, so they queue in the same turns
-(functions/common/upstream_turns.py) and keep the same spacing at the wire.
+(functions/common/outbound/upstream_turns.py) and keep the same spacing at the wire.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from functions.common.outbound.upstream_turns import TurnNotGranted, UpstreamTurns
 from functions.common.settings import Settings
-from functions.common.upstream_turns import TurnNotGranted, UpstreamTurns
 
 T = TypeVar("T")
 SendWithHook = Callable[[Callable[[], Awaitable[None]]], Awaitable[T]]

@@ -1,7 +1,7 @@
 """Outbound HTTP on httpx: bounded in time and size, retried with jittered backoff, guarded against SSRF.
 
 The SSRF guard sits in the connection layer (an httpcore network backend, `GuardedNetworkBackend` in
-functions/common/http_backend.py), so the address that is checked is the address that is connected to: a
+functions/common/outbound/http_backend.py), so the address that is checked is the address that is connected to: a
 name is resolved once, every address it resolves to must be public, and the socket is opened to that
 checked address (TLS still verifies the name). Redirects are followed by hand so that every hop passes
 through the same guard.
@@ -220,7 +220,7 @@ class HttpClient:
         client per purpose, so that a pooled connection never carries one purpose's allowance to another."""
         import httpcore  # with h11 and h2: imported by the first client built, not by this module
 
-        from functions.common.http_backend import GuardedNetworkBackend
+        from functions.common.outbound.http_backend import GuardedNetworkBackend
 
         self._settings = settings or get_settings()
         self._max_backoff = max_backoff_seconds

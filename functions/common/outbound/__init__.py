@@ -1,0 +1,1 @@
+"""Outbound calls: the one guarded HTTP client, upstream turns, fair shares, rate limits, breakers."""

@@ -1,0 +1,1 @@
+"""The web edge shared by every app: installing the faces, the OpenAPI document, the web adapter."""
