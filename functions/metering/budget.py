@@ -64,6 +64,15 @@ def pooled_share(mean: float, high: float, pooled_sq: float) -> float:
     return mean + math.sqrt(pooled_sq + margin * margin) - math.sqrt(pooled_sq)
 
 
+def quote_terms(quote: Mapping[str, Any]) -> tuple[float, float, float, int]:
+    """The quote's low, high and mean figures and its planned extractions."""
+    low = max(0.0, float(quote.get("low_usd", 0.0)))
+    high = max(low, float(quote.get("high_usd", low)))
+    basis = quote.get("basis") or {}
+    mean = min(high, max(low, float(basis.get("mean_usd") or (low + high) / 2)))
+    return low, high, mean, int(basis.get("extractions") or 0)
+
+
 class BudgetExceeded(DomainError):
     """A job that cannot fit in what is left of its team's monthly budget."""
 
@@ -195,7 +204,7 @@ class Budgets:
         if budget is None:
             return None
         month = month_of(self.clock())
-        low, high, mean, extractions = self._quote_terms(quote)
+        low, high, mean, extractions = quote_terms(quote)
         margin_sq = (high - mean) ** 2
         committed, pooled_sq = self._month_holds(team_id, month)
         remaining = max(0.0, budget - committed)
@@ -235,14 +244,6 @@ class Budgets:
             remaining_budget_usd=remaining,
             cost_estimate=quote,
         )
-
-    def _quote_terms(self, quote: Mapping[str, Any]) -> tuple[float, float, float, int]:
-        """The quote's low, high and mean figures and its planned extractions."""
-        low = max(0.0, float(quote.get("low_usd", 0.0)))
-        high = max(low, float(quote.get("high_usd", low)))
-        basis = quote.get("basis") or {}
-        mean = min(high, max(low, float(basis.get("mean_usd") or (low + high) / 2)))
-        return low, high, mean, int(basis.get("extractions") or 0)
 
     def _month_holds(self, team_id: str, month: str) -> tuple[float, float]:
         """What the month has committed, and the sum of its running holds' squared margins."""
