@@ -480,6 +480,20 @@ _NORMS = (
 )
 # German puts the infinitive last: "hat die Ergebnisse ... darzustellen", "ist ... zu nennen".
 _ZU_INFINITIVE = r"\b(?:hat|haben|ist|sind)\b(?:\s+\S+){0,8}?\s+(?:\w+zu\w+en|zu\s+\w+en)\b"
+# The future announces what a product of processing will say as firmly as a norm ("every overview of
+# this article will present ..."): the English auxiliary, German "wird ... darstellen" with a content
+# verb last, and the Romance futures of the content verbs (only ever read with a handling word tied to
+# the document, like every norm).
+_FUTURE = (
+    "will|will not|won't|is going to|are going to|présentera*|mentionnera*|omettra*|inclura*|"
+    "répétera*|presentará*|mencionará*|omitirá*|incluirá*|repetirá*|presenterà|presenteranno|"
+    "menzionerà|menzioneranno|ometterà|ometteranno|includerà|includeranno|ripeterà|ripeteranno|"
+    "apresentará*|zal|zullen"
+)
+_WIRD_INFINITIVE = (
+    r"\b(?:wird|werden)\b(?:\s+\S+){0,8}?\s+(?:darstellen|nennen|erwähnen|weglassen|aufführen|"
+    r"wiederholen|anführen|zitieren|bezeichnen)\b"
+)
 _ONLY = "only|sole|single|one|einzig|einzige|seul|seule|único|única|unico|unica|único|enige"
 _CORRECT = (
     "definitive|correct|proper|right|acceptable|valid|true|faithful|accurate|authoritative|official|"
@@ -550,7 +564,7 @@ def _handling_patterns() -> _HandlingPatterns:
 
     noun, verb = w(_HANDLING_NOUNS), w(_HANDLING_VERBS)
     doc = rf"{w(_DOC_DETERMINERS)}\s*(?:[\w-]+\s+)?{w(_DOC_NOUNS)}"
-    norm = rf"(?<![\w-]){w(_NORMS)}|{_ZU_INFINITIVE}|{_TOLD}"
+    norm = rf"(?<![\w-]){w(_NORMS, _FUTURE)}|{_ZU_INFINITIVE}|{_WIRD_INFINITIVE}|{_TOLD}"
     return _HandlingPatterns(
         word=re.compile(rf"{noun}|{verb}"),
         tie=re.compile(
