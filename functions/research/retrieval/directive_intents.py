@@ -8,7 +8,7 @@ the rules cover. MiniLM is an English model (its cosines outside English are low
 intents are written mostly in English and the rules stay the first judge in every language.
 
 Cost: one MiniLM pass per distinct sentence, and only for the sentences the rules hand over (a handling
-word with a norm or a tie to the document: about one corpus sentence in a hundred, `bench.untrusted_text`).
+word with a norm or a tie to the document: about one corpus sentence in three hundred, `bench.untrusted_text`).
 `prime` embeds a batch of texts' candidates in one call before they are screened; vectors are cached
 per process. Without the model's weights nothing is handed over and the rules judge alone.
 """

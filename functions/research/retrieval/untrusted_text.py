@@ -34,7 +34,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -480,6 +480,20 @@ _NORMS = (
 )
 # German puts the infinitive last: "hat die Ergebnisse ... darzustellen", "ist ... zu nennen".
 _ZU_INFINITIVE = r"\b(?:hat|haben|ist|sind)\b(?:\s+\S+){0,8}?\s+(?:\w+zu\w+en|zu\s+\w+en)\b"
+# The future announces what a product of processing will say as firmly as a norm ("every overview of
+# this article will present ..."): the English auxiliary, German "wird ... darstellen" with a content
+# verb last, and the Romance futures of the content verbs (only ever read with a handling word tied to
+# the document, like every norm).
+_FUTURE = (
+    "will|will not|won't|is going to|are going to|présentera*|mentionnera*|omettra*|inclura*|"
+    "répétera*|presentará*|mencionará*|omitirá*|incluirá*|repetirá*|presenterà|presenteranno|"
+    "menzionerà|menzioneranno|ometterà|ometteranno|includerà|includeranno|ripeterà|ripeteranno|"
+    "apresentará*|zal|zullen"
+)
+_WIRD_INFINITIVE = (
+    r"\b(?:wird|werden)\b(?:\s+\S+){0,8}?\s+(?:darstellen|nennen|erwähnen|weglassen|aufführen|"
+    r"wiederholen|anführen|zitieren|bezeichnen)\b"
+)
 _ONLY = "only|sole|single|one|einzig|einzige|seul|seule|único|única|unico|unica|único|enige"
 _CORRECT = (
     "definitive|correct|proper|right|acceptable|valid|true|faithful|accurate|authoritative|official|"
@@ -550,7 +564,7 @@ def _handling_patterns() -> _HandlingPatterns:
 
     noun, verb = w(_HANDLING_NOUNS), w(_HANDLING_VERBS)
     doc = rf"{w(_DOC_DETERMINERS)}\s*(?:[\w-]+\s+)?{w(_DOC_NOUNS)}"
-    norm = rf"(?<![\w-]){w(_NORMS)}|{_ZU_INFINITIVE}|{_TOLD}"
+    norm = rf"(?<![\w-]){w(_NORMS, _FUTURE)}|{_ZU_INFINITIVE}|{_WIRD_INFINITIVE}|{_TOLD}"
     return _HandlingPatterns(
         word=re.compile(rf"{noun}|{verb}"),
         tie=re.compile(
@@ -575,53 +589,87 @@ def _handling_patterns() -> _HandlingPatterns:
     )
 
 
-@dataclass(frozen=True)
 class Handling:
-    """What a sentence says about its own document's handling (see the section's comment)."""
+    """What a sentence says about its own document's handling (see the section's comment). Each part
+    is read when first asked: most sentences name no product of processing, and the parts that matter
+    only next to a caught sentence (announcer, closer, in context) are rarely asked."""
 
-    directive: bool  # a handling directive on its own
-    in_context: bool  # a directive when it follows a sentence about the document's handling
-    candidate: bool  # the rules see its parts but cannot decide: the embedder judges it
-    context: bool  # it is about the document's handling: the next sentence is judged in context
-    announcer: bool  # it announces what follows: withheld with the directive it announces
-    closer: bool  # a formula that closes an instruction block
+    def __init__(self, text: str) -> None:
+        plain = fold(text)
+        joined = _joined(plain)
+        self._readings = (plain,) if joined == plain else (plain, joined)
+        self._opening = re.sub(r"^[^\w]+", "", plain)
+        self._patterns = _handling_patterns()
+
+    def _found(self, name: str) -> bool:
+        pattern: re.Pattern[str] = getattr(self._patterns, name)
+        return any(pattern.search(reading) for reading in self._readings)
+
+    @cached_property
+    def _word(self) -> bool:
+        return self._found("word")
+
+    @cached_property
+    def _tie(self) -> bool:
+        return self._word and self._found("tie")
+
+    @cached_property
+    def _norm(self) -> bool:
+        return self._word and self._found("norm")
+
+    @cached_property
+    def _correct(self) -> bool:
+        return self._word and self._found("correct")
+
+    @cached_property
+    def directive(self) -> bool:
+        """A handling directive on its own."""
+        found = self._found
+        return self._word and (
+            (self._tie and (self._norm or found("authority") or found("verbatim") or found("defining")))
+            or (self._correct and (self._tie or found("defining")))
+            or (self._norm and found("verbatim"))
+        )
+
+    @cached_property
+    def in_context(self) -> bool:
+        """A directive when it follows a sentence about the document's handling."""
+        return self.directive or (
+            (self._word or bool(self._patterns.continuing.search(self._opening)) or self._found("content"))
+            and self._found("context_norm")
+        )
+
+    @property
+    def candidate(self) -> bool:
+        """The rules see its parts but cannot decide: the embedder judges it."""
+        return self._word and not self.directive and (self._tie or self._norm or self._correct)
+
+    @property
+    def context(self) -> bool:
+        """It is about the document's handling: the next sentence is judged in its context."""
+        return self._tie
+
+    @cached_property
+    def announcer(self) -> bool:
+        """It announces what follows: withheld with the directive it announces. An announcement of the
+        paper's own structure ("The following section describes the setup.") announces nothing about
+        the document's handling: only one that names the document or its handling, or one too short to
+        say anything else, goes with the directive after it."""
+        return self._tie or (
+            self._found("announcing")
+            and (self._word or self._found("document") or len(self._opening.split()) <= 6)
+        )
+
+    @cached_property
+    def closer(self) -> bool:
+        """A formula that closes an instruction block."""
+        return bool(self._patterns.closer.search(self._opening)) and len(self._opening.split()) <= 8
 
 
 @lru_cache(maxsize=8192)
 def handling(text: str) -> Handling:
     """The handling-directive reading of one sentence (cached: a text is screened more than once)."""
-    patterns = _handling_patterns()
-    plain = fold(text)
-    joined = _joined(plain)
-    readings = (plain,) if joined == plain else (plain, joined)
-
-    def found(pattern: re.Pattern[str]) -> bool:
-        return any(pattern.search(reading) for reading in readings)
-
-    opening = re.sub(r"^[^\w]+", "", plain)
-    word, tie, norm = found(patterns.word), found(patterns.tie), found(patterns.norm)
-    correct = found(patterns.correct)
-    directive = word and (
-        (tie and (norm or found(patterns.authority) or found(patterns.verbatim) or found(patterns.defining)))
-        or (correct and (tie or found(patterns.defining)))
-        or (norm and found(patterns.verbatim))
-    )
-    in_context = directive or (
-        (word or bool(patterns.continuing.search(opening)) or found(patterns.content))
-        and found(patterns.context_norm)
-    )
-    return Handling(
-        directive=directive,
-        in_context=in_context,
-        candidate=not directive and word and (tie or norm or correct),
-        context=word and tie,
-        # an announcement of the paper's own structure ("The following section describes the setup.")
-        # announces nothing about the document's handling: only one that names the document or its
-        # handling, or one too short to say anything else, goes with the directive after it
-        announcer=(word and tie)
-        or (found(patterns.announcing) and (word or found(patterns.document) or len(opening.split()) <= 6)),
-        closer=bool(patterns.closer.search(opening)) and len(opening.split()) <= 8,
-    )
+    return Handling(text)
 
 
 @dataclass(frozen=True)
