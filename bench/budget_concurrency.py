@@ -70,10 +70,9 @@ def _settled(client: TestClient, team_id: str, job_id: str) -> dict[str, Any] | 
     if usage.status_code != 200:
         return None
     body: dict[str, Any] = usage.json()
-    steps = body.get("steps") or {}
-    if not (steps.get("finalize") or steps.get("fail")):
+    if not body.get("final"):
         return None
-    time.sleep(0.3)  # the settlement follows the last step's recording
+    time.sleep(0.3)  # the month's totals are given the hold back just after the job's ledger settles
     causes: list[str] = []
     if status["status"] == "PARTIAL":
         results = client.get(f"/api/agent/results/{job_id}", headers=headers).json()

@@ -105,8 +105,7 @@ def _recorded_cost(client: Any, job_id: str) -> float | None:
     if usage.status_code != 200:
         return None
     body = usage.json()
-    steps = body.get("steps") or {}
-    return float(body["cost_usd"]) if steps.get("finalize") or steps.get("fail") else None
+    return float(body["cost_usd"]) if body.get("final") else None
 
 
 def run_job(client: Any, goal: Goal, depth: str, steps: StepLog) -> JobCost:

@@ -21,7 +21,7 @@ from functions.metering.store import (
     UsageItem,
     UsageStore,
 )
-from functions.metering.usage import Cost, Quantities
+from functions.metering.usage import TERMINAL_STEPS, Cost, Quantities
 
 MONTH_PATTERN = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 CSV_COLUMNS = ("month", "team_id", "metric", "dimension", "quantity", "unit", "cost_usd")
@@ -105,8 +105,11 @@ class UsageReports:
         if ledger is None:
             raise NotFound(f"no usage recorded for job {job_id}")
         item = UsageItem(JOB_PREFIX + job_id, ledger.counters)
+        closed = any(ledger.counters.get(f"steps_{step}") for step in TERMINAL_STEPS)
         return {
             **self._job(item),
+            # its last step (Finalize or MarkFailed) is recorded and its hold settled: the whole bill
+            "final": closed and (ledger.held_usd is None or ledger.settled),
             "depth": ledger.depth,
             "max_cost_usd": ledger.max_cost_usd,
             "monthly_budget_usd": ledger.monthly_budget_usd,

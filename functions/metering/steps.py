@@ -17,12 +17,11 @@ from functions.common.observability import get_logger
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.metering.meter import Meter, metering
 from functions.metering.recorder import StepRun
-from functions.metering.usage import step_memory_mb
+from functions.metering.usage import TERMINAL_STEPS, step_memory_mb
 
 logger = get_logger("metering")
 
 StepRunner = Callable[[str, dict[str, Any], Any], dict[str, Any]]
-TERMINAL_STEPS = frozenset({"finalize", "fail"})
 UNKNOWN_JOB = "unknown"  # the job of a step event that names none
 
 

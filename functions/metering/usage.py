@@ -43,6 +43,7 @@ DYNAMODB_READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "Transac
 # state entered, a retry and each Map iteration's states included): its own Task state, plus the states
 # around it that no Lambda runs (Plan enters the Search Map; Screen the AfterScreen Choice and then the
 # next Map; Finalize the Done state; MarkFailed the JobFailed state).
+TERMINAL_STEPS = frozenset({"finalize", "fail"})  # the steps that close a job (Finalize, MarkFailed)
 STEP_TRANSITIONS: Mapping[str, int] = {
     "plan": 2,
     "search": 1,

@@ -238,7 +238,11 @@ def test_each_checkpoint_edit_changes_what_the_next_phase_does(client: TestClien
                 ).text
                 for name in results["artifacts"]
             }
-            usage = client.get(f"/api/usage/jobs/{job.job_id}", headers=job.headers).json()
+            usage = _until(
+                lambda: client.get(f"/api/usage/jobs/{job.job_id}", headers=job.headers).json(),
+                lambda body: body["final"],  # the status turns terminal just before the last step is billed
+                "the job's bill never closed",
+            )
             nothing_waits = client.get(f"/api/agent/checkpoint/{job.job_id}", headers=job.headers)
             other_team = client.get(
                 f"/api/agent/checkpoint/{job.job_id}", headers={"x-team-id": "team-other0001"}

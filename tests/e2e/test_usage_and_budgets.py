@@ -55,7 +55,7 @@ def _finish(client: TestClient, job_id: str, team: str | None = None, timeout: f
             raise AssertionError(f"job {job_id} FAILED: {status.get('failure_reason')}")
         if JobStatus(status["status"]).terminal:
             usage = client.get(f"/api/usage/jobs/{job_id}", headers=headers)
-            if usage.status_code == 200 and usage.json()["steps"].get("finalize"):
+            if usage.status_code == 200 and usage.json()["final"]:
                 return dict(status)
         time.sleep(0.1)
     raise AssertionError(f"job {job_id} did not finish: {status['status']}")

@@ -89,9 +89,14 @@ def _finish(runtime: LocalRuntime, client: httpx.Client, job_id: str) -> Finishe
         found = job_status(client, job_id)
         return found if JobStatus(found["status"]).terminal else None
 
+    def billed() -> dict[str, Any] | None:
+        found: dict[str, Any] = client.get(f"/api/usage/jobs/{job_id}").json()
+        return found if found.get("final") else None
+
     status = until(terminal, f"job {job_id} never finished")
     results = client.get(f"/api/agent/results/{job_id}").json()
-    usage = client.get(f"/api/usage/jobs/{job_id}").json()
+    # the status turns terminal inside the job's last step, a moment before that step is billed
+    usage = until(billed, f"the bill of job {job_id} never closed")
     return FinishedJob(status, results, usage, runtime.printed())
 
 

@@ -18,7 +18,7 @@ from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.recorder import StepRun, UsageRecorder
 from functions.metering.report import UsageReports
 from functions.metering.routes import get_reports
-from functions.metering.store import JobTerms
+from functions.metering.store import HoldRequest, JobTerms
 from functions.orchestrate.app import app
 from tests.support.fakes.usage_store import InMemoryUsageStore
 
@@ -112,7 +112,27 @@ def test_one_job_and_its_budget(store: InMemoryUsageStore) -> None:
     assert job["max_cost_usd"] == 0.05 and job["depth"] == "comprehensive"
     assert job["committed_usd"] == pytest.approx(job["cost_usd"])
     assert 0 < job["max_step_cost_usd"] < job["cost_usd"]
+    assert job["final"] is True  # its Finalize step is recorded
     assert other_team.status_code == 404 and other_team.json()["error"] == "JOB_NOT_FOUND"
+
+
+def test_a_job_is_final_once_its_last_step_is_recorded_and_its_hold_settled(
+    store: InMemoryUsageStore,
+) -> None:
+    recorder = UsageRecorder(store, DEFAULT_PRICES, clock=lambda: NOW)
+    store.open_job(JobTerms("team-alpha", "job-2", depth="rapid", max_cost_usd=0.05, monthly_budget_usd=1.0))
+    store.hold(HoldRequest("team-alpha", "job-2", "2026-05", 0.01, month_limit=1.0, monthly_budget_usd=1.0))
+
+    def final() -> bool:
+        with TestClient(app) as client:
+            return bool(client.get("/api/usage/jobs/job-2", headers=ALPHA).json()["final"])
+
+    recorder.record_step(StepRun("team-alpha", "job-2", "plan", 0.2, 1024, Meter()))
+    running = final()
+    recorder.record_step(StepRun("team-alpha", "job-2", "finalize", 0.2, 1024, Meter(), outcome="COMPLETED"))
+    billed_unsettled = final()  # the Finalize step is recorded, its hold not yet given back
+    store.settle("team-alpha", "job-2")
+    assert (running, billed_unsettled, final()) == (False, False, True)
 
 
 @pytest.mark.parametrize("month", ["2026-13", "May", "2026-5", "20260501"])
