@@ -91,6 +91,14 @@ class RetryableStepError(DomainError):
     code = "RETRYABLE"
 
 
+class StepDeferred(DomainError):
+    """Raised by a step handler whose work waits for an upstream's turn longer than the step may wait
+    while it is billed: the state machine's Retry for it waits instead (free), then runs the step again.
+    Metering records such an attempt as a deferral of its step, not as a step."""
+
+    code = "DEFERRED"
+
+
 # An AWS service the API stores in (DynamoDB, S3, Step Functions, ...) that is throttling, failing or out
 # of reach is an upstream outage: the API answers 503 with a clear body, not a bare 500.
 AWS_OUTAGE_CODES = frozenset(

@@ -158,6 +158,9 @@ class ExtractOptions(TypedDict, total=False):
     team_id: str | None  # `library://` sources resolve within this team's documents only (None: none)
     job_id: str | None  # with `priority`: where the fetches queue at a provider
     priority: int
+    # the most one fetch waits for its turn at a provider before the call is deferred (TurnDeferred);
+    # None: it waits as long as the budget allows (an interactive caller waits for its answer)
+    turn_wait_seconds: float | None
 
 
 class FullTextPort(Protocol):

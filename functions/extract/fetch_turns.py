@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from functions.common.outbound.http import FetchedResponse, HttpClient
 from functions.common.outbound.polite_requests import PoliteRequests
+from functions.common.outbound.upstream_turns import TurnDeferred, TurnNotGranted
 
 CANDIDATE_TIMEOUT_SECONDS = 15.0
 # What a fetch keeps of its extraction's budget after waiting for its turn at a provider.
@@ -31,6 +33,7 @@ class FetchDeadline:
     team: str = "public"
     job: str = "interactive"
     priority: int = 0
+    turn_wait: float | None = None  # the most a fetch waits for a turn before it is deferred
 
     def turn_deadline(self, keep: float) -> float:
         """The epoch time by which a fetch must have had its turn, keeping `keep` seconds (at most half
@@ -52,19 +55,28 @@ async def get_in_turn(
     timeout_cap: float | None = None,
     **request: Any,
 ) -> FetchedResponse:
-    """GET `url` inside its provider's turn (TurnNotGranted when the turn does not come in time)."""
-    return await polite.send(
-        url,
-        lambda on_sent: client.get(
+    """GET `url` inside its provider's turn: TurnNotGranted when the turn does not come within the budget,
+    TurnDeferred when it does not come within `deadline.turn_wait` and the budget would have waited on."""
+    budget_by = deadline.turn_deadline(keep=FETCH_KEEP_SECONDS)
+    defer_by = time.time() + deadline.turn_wait if deadline.turn_wait is not None else math.inf
+    try:
+        return await polite.send(
             url,
-            total_timeout=deadline.remaining(timeout_cap),
-            # a provider's request is retried only in a new turn, never inside this one
-            retries=0 if polite.provider_of(url) else 1,
-            on_sent=on_sent,
-            **request,
-        ),
-        team=deadline.team,
-        job=deadline.job,
-        priority=deadline.priority,
-        deadline=deadline.turn_deadline(keep=FETCH_KEEP_SECONDS),
-    )
+            lambda on_sent: client.get(
+                url,
+                total_timeout=deadline.remaining(timeout_cap),
+                # a provider's request is retried only in a new turn, never inside this one
+                retries=0 if polite.provider_of(url) else 1,
+                on_sent=on_sent,
+                **request,
+            ),
+            team=deadline.team,
+            job=deadline.job,
+            priority=deadline.priority,
+            deadline=min(budget_by, defer_by),
+        )
+    except TurnNotGranted as exc:
+        # a refusal before the wait's end (a daily allowance spent) is no deferral
+        if defer_by < budget_by and time.time() >= defer_by:
+            raise TurnDeferred(exc.provider, exc.waited, exc.ahead) from exc
+        raise

@@ -42,8 +42,9 @@ _WORKER_ENVIRONMENT = ("PATH", "LD_LIBRARY_PATH", "PYTHONHOME", "LANG", "LC_ALL"
 @cache
 def _slots(count: int) -> FairSlots:
     """The process's parse slots, shared fairly between teams (a big parse of one team never makes
-    another team's small one wait behind a queue of the first team's)."""
-    return FairSlots(count)
+    another team's small one wait behind a queue of the first team's). An extraction parses one PDF at
+    a time: its wait for a slot is a wait for other invocations (not billed, as on Lambda)."""
+    return FairSlots(count, one_per_invocation=True)
 
 
 def parse_pdf_isolated(

@@ -136,6 +136,7 @@ class ExtractionService:
             team=team_id or "public",
             job=options.get("job_id") or "interactive",
             priority=options.get("priority", 0),
+            turn_wait=options.get("turn_wait_seconds"),
         )
         focus = options.get("focus_areas") or []
         try:

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from functions.metering.prices import PriceTable
 from functions.metering.usage import (
+    DEFERRALS_COST,
     STEP_TRANSITIONS,
     Quantities,
     billed_gb_seconds,
@@ -322,7 +323,11 @@ class CostModel:
         )
         if estimated <= 0:
             return 1.0
-        measured = counters.get("cost_usd", 0.0) - counters.get("cost_llm_usd", 0.0)
+        measured = (
+            counters.get("cost_usd", 0.0)
+            - counters.get("cost_llm_usd", 0.0)
+            - counters.get(DEFERRALS_COST, 0.0)
+        )
         return max(1.0, measured / estimated)
 
     def closing_cost(self, unit: Unit) -> float:

@@ -18,7 +18,15 @@ from functions.metering.store import (
     jobs_dimension,
     route_dimension,
 )
-from functions.metering.usage import STEP_TRANSITIONS, Cost, Quantities, billed_gb_seconds, step_cost_counter
+from functions.metering.usage import (
+    DEFERRALS_COST,
+    STEP_TRANSITIONS,
+    Cost,
+    Quantities,
+    billed_gb_seconds,
+    deferral_counter,
+    step_cost_counter,
+)
 
 UNKNOWN_DEPTH = "unknown"
 
@@ -33,6 +41,7 @@ class StepRun:
     meter: Meter
     outcome: str | None = None  # the job's final status, when this step moved it there
     closes_job: bool = False  # the job's last step (Finalize, MarkFailed): its hold is settled
+    deferred: bool = False  # the step handed its wait to the state machine (StepDeferred): it runs again
 
 
 def meter_quantities(meter: Meter) -> Quantities:
@@ -86,7 +95,8 @@ class UsageRecorder:
             **quantities.to_counters(),
             **cost.to_counters(),
             **_source_counters(run.meter),
-            f"steps_{run.step}": 1,
+            # a deferred attempt is billed but is no step: it counts apart, outside the steps' profiles
+            (deferral_counter(run.step) if run.deferred else f"steps_{run.step}"): 1,
         }
         reserved_by_month: dict[str, float] = {}
         reserved = 0.0
@@ -103,7 +113,7 @@ class UsageRecorder:
             {
                 **counters,
                 "committed_usd": cost.total_usd - reserved,
-                step_cost_counter(run.step): cost.total_usd,
+                (DEFERRALS_COST if run.deferred else step_cost_counter(run.step)): cost.total_usd,
             },
         )
         if cost.total_usd > ledger.max_step_usd:

@@ -21,7 +21,7 @@ from functions.metering.store import (
     UsageItem,
     UsageStore,
 )
-from functions.metering.usage import TERMINAL_STEPS, Cost, Quantities
+from functions.metering.usage import DEFERRAL_PREFIX, DEFERRALS_COST, TERMINAL_STEPS, Cost, Quantities
 
 MONTH_PATTERN = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 CSV_COLUMNS = ("month", "team_id", "metric", "dimension", "quantity", "unit", "cost_usd")
@@ -125,6 +125,11 @@ class UsageReports:
             for name, value in sorted(item.counters.items())
             if name.startswith("steps_")
         }
+        deferred = {
+            name.removeprefix(DEFERRAL_PREFIX): _int(value)
+            for name, value in sorted(item.counters.items())
+            if name.startswith(DEFERRAL_PREFIX) and name != DEFERRALS_COST
+        }
         return {
             "job_id": item.dimension.removeprefix(JOB_PREFIX),
             "depth": _first(item.labels.get("depth")),
@@ -133,6 +138,8 @@ class UsageReports:
             "cost": cost.to_dict(),
             "usage": _quantities(item),
             "steps": steps,
+            # attempts that handed a wait for an upstream's turn to the state machine (billed, no step)
+            "deferred": deferred,
             "sources_fetched": _int(item.count("sources_fetched")),
             "sources_parsed": _int(item.count("sources_parsed")),
         }

@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from functions.common.errors import StepDeferred
 from functions.common.observability import get_logger
+from functions.common.outbound.fair_slots import counting_shared_waits
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.metering.meter import Meter, metering
 from functions.metering.recorder import StepRun
@@ -72,15 +74,21 @@ def metered_step(step: str, event: dict[str, Any], context: Any, run: StepRunner
     team_id, job_id = step_ids(event)
     meter = Meter()
     result: dict[str, Any] | None = None
+    deferred = False
+    shared_waits: list[float] = []
     try:
         _instrument()
-        with metering(meter):
+        with metering(meter), counting_shared_waits() as shared_waits:
             if step == "plan":
                 _guarded("open the job's ledger", lambda: _open_job(team_id, job_id, event))
             result = run(step, event, context)
         return result
+    except StepDeferred:
+        deferred = True
+        raise
     finally:
-        duration = time.perf_counter() - started
+        # billed as Lambda would: without waits for other invocations that only one shared process has
+        duration = max(0.0, time.perf_counter() - started - sum(shared_waits))
         outcome = None
         if step in TERMINAL_STEPS and result is not None and result.get("moved"):
             outcome = str(result.get("status") or "")
@@ -93,6 +101,7 @@ def metered_step(step: str, event: dict[str, Any], context: Any, run: StepRunner
             meter,
             outcome or None,
             closes_job=step in TERMINAL_STEPS and result is not None,
+            deferred=deferred,
         )
         _guarded("record the step's usage", lambda: _record(run_record))
 

@@ -56,6 +56,16 @@ STEP_TRANSITIONS: Mapping[str, int] = {
 }
 
 
+# What a job's deferred attempts (StepDeferred) cost together, on its ledger: outside every step's profile.
+DEFERRALS_COST = "deferred_cost_usd"
+DEFERRAL_PREFIX = "deferred_"
+
+
+def deferral_counter(step: str) -> str:
+    """The counter of a job's deferred attempts of one step (its `deferred` figures in the usage report)."""
+    return f"{DEFERRAL_PREFIX}{step}"
+
+
 def step_cost_counter(step: str) -> str:
     """The job ledger's counter of what its steps of one kind cost together (budget estimates)."""
     return f"cost_step_{step}_usd"

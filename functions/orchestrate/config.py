@@ -17,6 +17,10 @@ class WorkflowSettings(BaseSettings):
     # Per-source extraction budget; stays under the 45 s Task timeout so the step, not Step Functions,
     # records a slow source as timed out (tests shorten it to keep the suite fast).
     extract_budget_seconds: float = 38.0
+    # How long one extraction waits for its turn at a provider before it hands the wait to the state
+    # machine (StepDeferred, retried later for free): a Lambda is billed while it waits, and a retry costs
+    # about what one to two seconds of the extraction's waiting cost (a transition, an invocation).
+    extract_turn_wait_seconds: float = Field(default=2.0, gt=0)
     # The Synthesize step's time for model calls (writer, then judge), inside the same 45 s timeout: a
     # slow model falls back to the extractive writer and lexical verification instead of failing the job.
     synthesis_llm_budget_seconds: float = 30.0

@@ -20,6 +20,11 @@ from contextvars import ContextVar
 from functions.common.outbound.fair_share import FairShare
 
 _TEAM: ContextVar[str] = ContextVar("fair_slots_team", default="")
+# What the current invocation waited for slots of pools in which each invocation holds one slot at a time
+# (`FairSlots(one_per_invocation=True)`): only other invocations are waited for, and on Lambda every
+# invocation has its execution environment to itself, so such waits happen only where invocations share
+# one process (the embedded runtime) and are no part of what Lambda would bill.
+_SHARED_WAITS: ContextVar[list[float] | None] = ContextVar("fair_slots_shared_waits", default=None)
 
 
 @contextmanager
@@ -32,13 +37,27 @@ def working_for(team_id: str) -> Iterator[None]:
         _TEAM.reset(token)
 
 
+@contextmanager
+def counting_shared_waits() -> Iterator[list[float]]:
+    """The seconds the block (its coroutines and threads) waits for other invocations' slots."""
+    waits: list[float] = []
+    token = _SHARED_WAITS.set(waits)
+    try:
+        yield waits
+    finally:
+        _SHARED_WAITS.reset(token)
+
+
 def current_team() -> str:
     return _TEAM.get()
 
 
 class FairSlots:
-    def __init__(self, count: int, lag: int = 2) -> None:
+    def __init__(self, count: int, lag: int = 2, *, one_per_invocation: bool = False) -> None:
+        """`one_per_invocation`: an invocation holds at most one of these slots at a time, so what it
+        waits for them is counted as a wait for other invocations (`counting_shared_waits`)."""
         self._count = max(1, count)
+        self._one_per_invocation = one_per_invocation
         self._lag = lag
         self._busy = 0
         self._changed = threading.Condition()
@@ -62,7 +81,8 @@ class FairSlots:
         """Hold a slot while the body runs; yields False (no slot held) when `timeout` passed first."""
         team = current_team() if team is None else team
         ticket = object()
-        ends = None if timeout is None else time.monotonic() + timeout
+        asked = time.monotonic()
+        ends = None if timeout is None else asked + timeout
         with self._changed:
             queue = self._waiting.setdefault(team, deque())
             queue.append(ticket)
@@ -82,6 +102,9 @@ class FairSlots:
                 ticket = None
             if ticket is not None:
                 granted = False
+        waits = _SHARED_WAITS.get()
+        if self._one_per_invocation and waits is not None:
+            waits.append(time.monotonic() - asked)
         try:
             yield granted
         finally:

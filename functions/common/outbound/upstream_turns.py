@@ -71,6 +71,18 @@ class TurnNotGranted(Exception):
         self.ahead = ahead
 
 
+class TurnDeferred(Exception):
+    """The provider's turn is further off than the caller may wait now: a caller billed while it waits (a
+    Lambda) comes back later instead, its waiting done where waiting costs nothing (a Step Functions
+    Retry)."""
+
+    def __init__(self, provider: str, waited: float, ahead: int) -> None:
+        super().__init__(f"{provider}: no turn within {waited:.1f} s ({ahead} request(s) ahead), deferred")
+        self.provider = provider
+        self.waited = waited
+        self.ahead = ahead
+
+
 @dataclass(frozen=True)
 class ProviderManners:
     """What a provider allows: at most one request per `interval` seconds (as they leave), exclusive =

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from functions.common import snapstart
+from functions.common.errors import StepDeferred
 from functions.common.observability import get_logger
 from functions.common.outbound.fair_slots import working_for
 from functions.metering.steps import metered_step, step_ids
@@ -49,6 +50,13 @@ def step_handler(
             # CPU-bound work this process shares (PDF parses, embedding passes) goes to teams in turn
             with working_for(step_ids(event)[0]):
                 output = build()(parsed)
+        except StepDeferred as deferred:  # no fault: the state machine waits for the turn, then runs it again
+            logger.info(
+                "step deferred",
+                reason=str(deferred),
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+            raise
         except Exception:
             logger.exception("step failed", duration_ms=round((time.perf_counter() - started) * 1000, 1))
             raise

@@ -1,5 +1,7 @@
 """Extract (one item of the Extract Map): one selected source's full text and evidence. A permanent
-failure is recorded and returned; a transient one raises RetryableStepError for the state machine's retry."""
+failure is recorded and returned; a transient one raises RetryableStepError for the state machine's retry,
+and a turn at a provider that is further off than the step may wait billed raises StepDeferred (the
+state machine waits, unbilled, and runs the step again)."""
 
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ from functions.common.errors import (
     InvalidInput,
     NotFound,
     RetryableStepError,
+    StepDeferred,
     UpstreamError,
 )
 from functions.common.models import ExtractedPaper, FullTextPort
+from functions.common.outbound.upstream_turns import TurnDeferred
 from functions.common.settings import get_settings
 from functions.common.storage import BlobStore, S3BlobStore, put_json
 from functions.common.traces import DynamoDbTraceStore
@@ -111,6 +115,8 @@ class Extract(JobStep):
                     timeout=budget * 1.1 + 0.5,  # a guard in case the service overruns its own budget
                 )
             )
+        except TurnDeferred as exc:
+            raise StepDeferred(f"extracting {url}: {exc}") from exc
         except (TimeoutError, FetchTimeout) as exc:
             return _Failure(
                 f"timed out after the {budget:g} s extraction budget ({exc})", "EXTRACTION_TIMEOUT"
@@ -147,6 +153,7 @@ class Extract(JobStep):
                 team_id=progress.team_id,
                 job_id=progress.job_id,
                 priority=int(request.priority or 0),
+                turn_wait_seconds=self.settings.extract_turn_wait_seconds,
             )
         finally:
             close = getattr(service, "aclose", None)

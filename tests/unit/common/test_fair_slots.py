@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from functions.common.outbound.fair_slots import FairSlots, current_team, working_for
+from functions.common.outbound.fair_slots import FairSlots, counting_shared_waits, current_team, working_for
 
 
 def _until_queued(slots: FairSlots, **waiting: int) -> None:
@@ -105,3 +105,35 @@ def test_the_team_is_set_for_the_block_only() -> None:
     thread.start()
     thread.join()
     assert seen == ["team-x", ""] and current_team() == before
+
+
+def test_a_wait_for_a_slot_only_other_invocations_hold_is_counted_apart() -> None:
+    release = threading.Event()
+    counted: dict[str, tuple[float, float]] = {}
+
+    def hold(slots: FairSlots) -> None:
+        with slots.slot("other"):
+            release.wait(60)
+
+    def invocation(name: str, slots: FairSlots) -> None:
+        with counting_shared_waits() as waits:
+            asked = time.monotonic()
+            with slots.slot("mine"):
+                waited = time.monotonic() - asked
+        counted[name] = (sum(waits), waited)
+
+    pools = {"parse": FairSlots(1, one_per_invocation=True), "passes": FairSlots(1)}
+    for name, slots in pools.items():
+        holder = threading.Thread(target=hold, args=(slots,))
+        holder.start()
+        _until_queued(slots)
+        waiter = threading.Thread(target=invocation, args=(name, slots))
+        waiter.start()
+        _until_queued(slots, mine=1)
+        release.set()
+        for thread in (holder, waiter):
+            thread.join(60)
+        release.clear()
+    shared, waited = counted["parse"]
+    assert 0 < shared <= waited  # the parse waited for another invocation only: counted
+    assert counted["passes"][0] == 0  # a pool an invocation may hold several of: its own time

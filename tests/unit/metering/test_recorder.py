@@ -120,3 +120,23 @@ def test_a_request_counts_under_its_route_with_its_tokens(store: UsageStore) -> 
     assert totals.count("cost_llm_usd") == pytest.approx(llm) and totals.count(
         "committed_usd"
     ) == pytest.approx(llm)
+
+
+def test_a_deferred_attempt_is_billed_apart_from_its_steps(store: UsageStore) -> None:
+    from functions.metering.estimate import CostModel
+
+    store.open_job(JobTerms(TEAM, "job-1", depth="rapid", max_cost_usd=None, monthly_budget_usd=None))
+    recorder = _recorder(store)
+    model = CostModel(DEFAULT_PRICES, llm_configured=False)
+    step = recorder.record_step(StepRun(TEAM, "job-1", "extract", 4.0, 2048, Meter()))
+    before = store.job(TEAM, "job-1")
+    assert before is not None
+    ratio = model.measured_ratio(before.counters)
+    waited = recorder.record_step(StepRun(TEAM, "job-1", "extract", 2.0, 2048, Meter(), deferred=True))
+    ledger = store.job(TEAM, "job-1")
+    assert ledger is not None
+    assert ledger.cost_usd == pytest.approx(step.total_usd + waited.total_usd)  # billed in full
+    assert ledger.counters["steps_extract"] == 1 and ledger.counters["deferred_extract"] == 1
+    # an extraction's reservation and the job's pace follow its real units, not its waits
+    assert ledger.counters["cost_step_extract_usd"] == pytest.approx(step.total_usd)
+    assert model.measured_ratio(ledger.counters) == pytest.approx(ratio)

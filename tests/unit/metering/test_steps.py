@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from functions.common.errors import StepDeferred
 from functions.metering import wiring
 from functions.metering.meter import current_meter
 from functions.metering.steps import metered_step, step_ids
@@ -75,6 +76,17 @@ def test_a_failing_step_is_charged_and_still_fails(store: InMemoryUsageStore) ->
         metered_step("extract", {"job_id": "job-1", "team_id": TEAM}, CONTEXT, run)
     ledger = store.job(TEAM, "job-1")
     assert ledger is not None and ledger.counters["steps_extract"] == 1
+
+
+def test_a_deferred_step_is_charged_as_a_deferral_and_still_raises(store: InMemoryUsageStore) -> None:
+    def run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        raise StepDeferred("arxiv_pdf: no turn within 2.0 s, deferred")
+
+    with pytest.raises(StepDeferred):
+        metered_step("extract", {"job_id": "job-1", "team_id": TEAM}, CONTEXT, run)
+    ledger = store.job(TEAM, "job-1")
+    assert ledger is not None and ledger.cost_usd > 0
+    assert ledger.counters["deferred_extract"] == 1 and "steps_extract" not in ledger.counters
 
 
 def test_a_job_is_counted_once_when_its_final_step_moved_it(store: InMemoryUsageStore) -> None:

@@ -148,3 +148,16 @@ def test_screening_that_ran_out_of_embedding_time_continues_in_a_further_iterati
     assert first == {"Variable": "$.screen.action", "StringEquals": "CONTINUE", "Next": "ScreenWait"}
     wait = states["ScreenWait"]
     assert wait["Type"] == "Wait" and wait["Next"] == "Screen" and wait["Seconds"] >= 1
+
+
+def test_an_extraction_deferred_for_a_providers_turn_waits_in_the_state_machine() -> None:
+    extract = DEFINITION["States"]["Extract"]["ItemProcessor"]["States"]["ExtractSource"]
+    (deferral,) = [rule for rule in extract["Retry"] if rule["ErrorEquals"] == ["StepDeferred"]]
+    assert deferral["JitterStrategy"] == "FULL" and deferral["BackoffRate"] > 1
+    # the Retry's waits, at their most (without jitter), span several minutes of one provider's queue
+    waits = [
+        min(deferral["IntervalSeconds"] * deferral["BackoffRate"] ** attempt, deferral["MaxDelaySeconds"])
+        for attempt in range(deferral["MaxAttempts"])
+    ]
+    assert sum(waits) >= 300
+    assert extract["Catch"][0]["Next"] == "SourceFailed"  # after the last attempt the source fails alone

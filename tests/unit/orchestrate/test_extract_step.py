@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from functions.common.errors import FetchBlocked, FetchTimeout, RetryableStepError
+from functions.common.errors import FetchBlocked, FetchTimeout, RetryableStepError, StepDeferred
 from functions.common.models import ExtractedPaper
+from functions.common.outbound.upstream_turns import TurnDeferred
 from functions.common.storage import InMemoryBlobStore, get_json
 from functions.extract.errors import SourceUnavailable
 from functions.metering.job_budget import JobBudget
@@ -99,6 +100,15 @@ def test_transient_failures_raise_for_the_state_machine_retry() -> None:
         _extract(step, job_id)
     assert "RETRYABLE_ERROR" in _audit(step, job_id)
     assert step.jobs.get("team-default", job_id)["extract_done"] == 0  # type: ignore[index]
+
+
+def test_a_turn_further_off_than_the_step_may_wait_defers_the_step() -> None:
+    step, job_id = _step(TurnDeferred("arxiv_pdf", 2.0, 14))
+    with pytest.raises(StepDeferred, match="arxiv_pdf"):
+        _extract(step, job_id)
+    job = step.jobs.get("team-default", job_id)
+    assert job is not None and (job["extract_done"], job["extract_failed"]) == (0, 0)  # nothing ended
+    assert not {"EXTRACTION_FAILED", "EXTRACTION_TIMEOUT"} & set(_audit(step, job_id))
 
 
 def test_unparseable_content_is_a_recorded_failure() -> None:
