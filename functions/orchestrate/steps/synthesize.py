@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from functions.common.llm import LlmProvider, provider_from_settings
 from functions.common.models import ExtractedPaper
@@ -25,9 +24,6 @@ from functions.orchestrate.store import DynamoDbJobStore
 from functions.research.job.inputs import Extraction
 from functions.research.job.synthesis import synthesize
 from functions.research.retrieval.screening import Candidate
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(kw_only=True)
