@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from functions.common.settings import get_settings
 from functions.common.storage import BlobStore, S3BlobStore
@@ -21,9 +20,6 @@ from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import shared_search_service
 from functions.research.retrieval.fusion import Searcher
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(kw_only=True)
