@@ -119,17 +119,11 @@ def screening_view(context: CheckpointContext) -> ScreeningCheckpoint:
 
 
 def extraction_view(context: CheckpointContext) -> ExtractionCheckpoint:
+    from functions.research.job.result import stored_evidence  # the job API reads it only here
+
     quotes: dict[str, list[QuoteView]] = {}
-    for quote in context.evidence():
-        quotes.setdefault(quote.source_id, []).append(
-            QuoteView(
-                evidence_id=quote.chunk_id,
-                quote=quote.text,
-                page=quote.page,
-                section=quote.section,
-                kind=quote.kind,
-            )
-        )
+    for quote in context.evidence():  # each in the job's stored form, whose names the view shares
+        quotes.setdefault(quote.source_id, []).append(QuoteView.model_validate(stored_evidence(quote)))
     candidates = context.candidates()
     sources = []
     for item in context.extractions():

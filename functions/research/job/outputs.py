@@ -253,17 +253,10 @@ def quote_library(sources: list[Candidate], evidence: list[EvidenceChunk]) -> di
 class LoggedDecision(Protocol):
     """One of the job's decisions, as its record holds it."""
 
-    @property
-    def timestamp(self) -> str: ...
-
-    @property
-    def decision_type(self) -> str: ...
-
-    @property
-    def reasoning(self) -> str: ...
-
-    @property
-    def action_taken(self) -> str: ...
+    timestamp: str
+    decision_type: str
+    reasoning: str
+    action_taken: str
 
 
 def search_report(
