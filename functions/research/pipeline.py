@@ -353,7 +353,7 @@ class AnswerPipeline:
         try:
             await run_named(preset.stages, self.stages, context, trace)
         finally:
-            if context.ranked is not None:  # a stage failed while the full text was read: stop reading
+            if context.ranked is not None:  # done once Read ran; else a stage failed while it was read
                 context.ranked.reading.cancel()
         if context.result is None:
             raise RuntimeError(f"preset {preset.name} has no finalize stage")
