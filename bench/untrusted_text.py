@@ -15,7 +15,7 @@ paragraphs of the genuine sentences of `held_out_genuine.txt`, four before and f
 the two screening paths see them:
 - the answer engine's (`retriever.screen_chunks` on page chunks): what the quick and comprehensive
   answers, the stream's deltas and its final event are written from;
-- the research job's (`synthesis.screen_evidence` on one quote per sentence, as extraction makes them):
+- the research job's (`job.evidence.screen_evidence` on one quote per sentence, as extraction makes them):
   what a job's synthesis, evidence and report are written from;
 and the Verifier: how many claims repeating an attacker sentence word for word the paragraph carrying it
 supports (its directive sentences are never what a claim is checked against).
@@ -35,7 +35,7 @@ from pathlib import Path
 from functions.common.models import EvidenceQuote, ExtractedPaper, Paper
 from functions.common.text import sentence_spans
 from functions.research.checking.verifier import SUPPORTED, verify_claim
-from functions.research.job.synthesis import screen_evidence
+from functions.research.job.evidence import screen_evidence
 from functions.research.retrieval import directive_intents
 from functions.research.retrieval.evidence import PAGE, EvidenceChunk, SourceDoc
 from functions.research.retrieval.retriever import screen_chunks
@@ -147,7 +147,7 @@ def _job_kept(sentences: list[str], number: int) -> str:
     candidate = Candidate(
         Paper(title="Planted", url=f"https://example.org/{number}", source="library"), f"src-{number}"
     )
-    return " ".join(item.quote for item in screen_evidence([(candidate, paper)]).evidence)
+    return " ".join(item.text for item in screen_evidence([(candidate, paper)]).evidence)
 
 
 def held_out_figures() -> None:

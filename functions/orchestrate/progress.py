@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from functions.common.models import ExtractedPaper
     from functions.common.traces import TraceStore
     from functions.research.job.report import ResearchResults
-    from functions.research.job.synthesis import SynthesisResult
+    from functions.research.job.result import SynthesisResult
     from functions.research.planning.plan import JobSettings, PlannedQuery, ResearchPlan
     from functions.research.retrieval.screening import ScreeningResult
 

@@ -1,15 +1,18 @@
-"""The answer pipeline: Planner → Retriever → Writer → Verifier → Critic → Red-Team → Decision gate →
-Finalize, each stage emitting its trace events as it finishes. The preset lists its stages
+"""The answer pipeline: Planner → Rank → Lead → Read → Writer → Verifier → Critic → Red-Team → Decision
+gate → Finalize, each stage emitting its trace events as it finishes. The preset lists its stages
 (functions/research/presets.py); `AnswerPipeline.run` runs them in order over one `AnswerContext`.
+Write, Verify, Red-Team and Decide are the stages the research job runs too (functions/research/stages.py):
+the context supplies the answer's part of them.
 
 A streaming caller hears only verified text, and only once the decision gate admits the answer: each
 sentence of the draft is verified as soon as the writer finishes it (with an LLM while it still writes;
 the extractive writer's draft, direct answer first, in one go), and kept sentences are sent from the
 moment the gate, asked about the sentences verified so far, would answer rather than refuse
 (functions/research/verified_stream.py; the `answer_admitted` trace event marks it). Nothing is sent that
-is later refused: a refusal carries no draft. Without an LLM, when the preset reads full text, the
-direct answer is drafted from the abstracts while the PDFs are read (`Retriever.retrieve(on_abstracts=…)`)
-and sent if the gate admits it on that evidence; it then opens the final answer. The critique and
+is later refused: a refusal carries no draft. The Rank stage starts reading the full text of the top
+sources; the Lead stage runs while it is read: without an LLM, when the preset reads full text, it drafts
+the direct answer from the abstracts and sends it if the gate admits it on that evidence (it then opens
+the final answer); the Read stage awaits the full text. The critique and
 Red-Team run after the stream and only annotate it: an admitted answer is not refused afterwards, a later
 objection lowers its confidence (`gate.after_admission`), and `final` carries the authoritative answer.
 
@@ -20,55 +23,36 @@ trace events, the writer's deltas and the verified citations as they happen.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from functions.common.errors import UpstreamError
 from functions.research.checking.critic import Contradiction, Critique, critique, find_contradictions
-from functions.research.checking.gate import (
-    Decision,
-    GateFacts,
-    GatePolicy,
-    after_admission,
-    answer_facts,
-    answer_policy,
-    decide,
-)
+from functions.research.checking.gate import Decision, GateFacts, GatePolicy, answer_facts, answer_policy
+from functions.research.checking.gate import decide as gate_decision
 from functions.research.checking.redteam import RedTeamReport, red_team
 from functions.research.checking.verifier import ClaimVerification, Verifier
 from functions.research.planning.answer import plan_answer
 from functions.research.planning.plan import AnswerSettings, ResearchPlan
 from functions.research.presets import (
     CRITIQUE,
-    DECIDE,
     FINALIZE,
+    LEAD,
     PLAN,
-    RED_TEAM,
-    RETRIEVE,
-    VERIFY,
-    WRITE,
+    RANK,
+    READ,
     Effort,
     FocusMode,
     Preset,
     preset_named,
 )
 from functions.research.retrieval.evidence import EvidenceChunk, SourceDoc
-from functions.research.retrieval.retriever import Retrieval, Retriever
-from functions.research.stages import (
-    PipelineContext,
-    Stage,
-    challenge,
-    gate,
-    run_stages,
-    stage_list,
-    stage_result,
-    verified,
-)
-from functions.research.trace import CRITIC, DECISION, PLANNER, WRITER, TraceRecorder
+from functions.research.retrieval.retriever import Ranked, Retrieval, Retriever
+from functions.research.stages import SHARED_STAGES, PipelineContext, Stage, run_named, stage_result
+from functions.research.trace import CRITIC, DECISION, PLANNER, TraceRecorder
 from functions.research.verified_stream import VerifiedStream
+from functions.research.writing.drafting import Writers, write_draft
 from functions.research.writing.writer import (
     CitationNumbers,
     Delta,
@@ -231,10 +215,11 @@ class AnswerContext(PipelineContext):
     """One answer's run: the request, its listeners, and what each stage adds."""
 
     request: AnswerRequest
+    llm: LlmProvider | None = None  # the writer's (and, when the request enables it, the judge's)
     on_delta: Delta | None = None
     on_citations: CitationsListener | None = None
-    started: float = field(default_factory=time.perf_counter)
     plan: ResearchPlan[AnswerSettings] | None = None
+    ranked: Ranked | None = None  # the ranked sources, their full text being read
     retrieval: Retrieval | None = None
     contradictions: list[Contradiction] = field(default_factory=list)
     verifier: Verifier | None = None
@@ -249,11 +234,101 @@ class AnswerContext(PipelineContext):
     def planned(self) -> ResearchPlan[AnswerSettings]:
         return stage_result("plan", self.plan)
 
+    def ranking(self) -> Ranked:
+        return stage_result("rank", self.ranked)
+
     def retrieved(self) -> Retrieval:
-        return stage_result("retrieve", self.retrieval)
+        return stage_result("read", self.retrieval)
 
     def streamed(self) -> VerifiedStream:
-        return stage_result("retrieve", self.shown)
+        return stage_result("rank", self.shown)
+
+    # --- Write
+
+    def writers(self) -> Writers:
+        """The extractive writer, and the LLM writer (its text verified as it streams) when there is a
+        model and evidence for it."""
+        plan, retrieval = self.planned(), self.retrieved()
+        sources = {source.source_id: source for source in retrieval.sources}
+        extractive = partial(
+            ExtractiveWriter().write,
+            plan,
+            retrieval.chunks,
+            contradictions=self.contradictions,
+            primary={source.source_id for source in retrieval.sources if source.answers_question},
+            sources=sources,
+            tainted=frozenset(retrieval.tainted_sources),
+        )
+        if self.llm is None or not retrieval.chunks:
+            return Writers(extractive)
+        model = partial(
+            LlmWriter(self.llm).write,
+            plan.goal,
+            plan.settings.preset.style,
+            retrieval.chunks,
+            temperature=self.request.temperature,
+            on_model_text=self.streamed().feed_model_text,
+            concepts=plan.key_phrases,
+            authors=attribution_labels(sources),
+        )
+        return Writers(extractive, model)
+
+    def settle(self, draft: Draft) -> Draft:
+        if self.lead:  # sent already: it opens the answer, and the draft's own direct answer goes
+            sent = {i for sentence in self.lead for i in sentence.chunk_ids}
+            rest = [s for s in draft.sentences[1:] if not sent.intersection(s.chunk_ids)]
+            draft.sentences = [*self.lead, *rest]
+        return draft
+
+    def draft_details(self, draft: Draft) -> dict[str, object]:
+        return {
+            "writer": draft.writer,
+            "model": draft.model,
+            "usage": {"prompt_tokens": draft.prompt_tokens, "completion_tokens": draft.completion_tokens},
+            "sentences": len(draft.sentences),
+            "cited_chunk_ids": sorted({i for sentence in draft.sentences for i in sentence.chunk_ids}),
+            "notes": draft.notes,
+        }
+
+    # --- Verify: on the stream, which verified the LLM's sentences as it wrote them
+
+    def verifying(self) -> tuple[VerifiedStream, float | None]:
+        return self.streamed(), None
+
+    def on_verified(self) -> None:
+        """Nothing beyond the verifications: the stream has sent what it kept once the gate admitted it."""
+
+    # --- Decide
+
+    def facts_on(self, verifications: Sequence[ClaimVerification], challenged: RedTeamReport) -> GateFacts:
+        return answer_facts(
+            sources=self.retrieved().sources,
+            chunks=self.chunks,
+            kept=[v for v in verifications if v.kept],
+            all_claims=verifications,
+            contradictions=self.contradictions,
+            red_team=challenged,
+        )
+
+    def gate_facts(self) -> GateFacts:
+        return self.facts_on(self.verifications, self.challenged())
+
+    def gate_policy(self) -> GatePolicy:
+        return answer_policy(
+            quality_gate=self.planned().settings.preset.quality_gate,
+            min_confidence=self.request.min_confidence,
+            min_sources=self.request.min_sources,
+        )
+
+    @property
+    def admitted(self) -> bool:
+        return self.streamed().admitted
+
+    def gate_on(self, verifications: Sequence[ClaimVerification]) -> Decision:
+        """What the gate would decide on these verifications, with the Red-Team's view of them."""
+        kept = [v for v in verifications if v.kept]
+        challenged = red_team(kept, verifications, self.chunks, self.quarantined, self.hostile_sources)
+        return gate_decision(self.facts_on(verifications, challenged), self.gate_policy())
 
 
 class AnswerPipeline:
@@ -262,21 +337,24 @@ class AnswerPipeline:
         self.llm = llm
         self.stages: Mapping[str, Stage[AnswerContext]] = {
             PLAN: self.plan,
-            RETRIEVE: self.retrieve,
-            WRITE: self.write,
+            RANK: self.rank,
+            LEAD: self.lead,
+            READ: self.read,
             CRITIQUE: self.critique,
-            VERIFY: self.verify,
-            RED_TEAM: challenge,
-            DECIDE: self.decide,
             FINALIZE: self.finalize,
+            **SHARED_STAGES,
         }
 
     async def run(
         self, request: AnswerRequest, trace: TraceRecorder, **listeners: Unpack[Listeners]
     ) -> AnswerResult:
-        context = AnswerContext(request=request, **listeners)
+        context = AnswerContext(request=request, llm=self.llm, **listeners)
         preset = preset_named(request.preset)
-        await run_stages(stage_list(preset.stages, self.stages), context, trace)
+        try:
+            await run_named(preset.stages, self.stages, context, trace)
+        finally:
+            if context.ranked is not None:  # done once Read ran; else a stage failed while it was read
+                context.ranked.reading.cancel()
         if context.result is None:
             raise RuntimeError(f"preset {preset.name} has no finalize stage")
         return context.result
@@ -285,23 +363,39 @@ class AnswerPipeline:
         context.plan = plan_for(context.request)
         await trace.emit(PLANNER, "plan", "plan_created", **context.plan.to_payload())
 
-    async def retrieve(self, context: AnswerContext, trace: TraceRecorder) -> None:
-        plan = context.planned()
-        # Only verified sentences are ever streamed, and only once the gate admits the answer.
+    async def rank(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        """The sources ranked, their full text being read; the stream that shows only verified sentences,
+        and only once the gate admits the answer."""
         context.verifier = Verifier(self.llm if context.request.enable_verifier else None, context.source_of)
 
         async def admits(verifications: Sequence[ClaimVerification]) -> bool:
             return await self._admits(context, trace, verifications)
 
         context.shown = VerifiedStream(context.verifier, context.texts, context.on_delta, admits)
+        context.ranked = await self.retriever.rank(context.planned(), trace, context.request.documents)
 
-        async def lead(abstracts: Retrieval) -> None:
-            await self._lead(context, abstracts)
+    async def lead(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        """While the full text is read, without an LLM: the direct answer from the abstracts, verified and
+        sent if the gate would answer with the whole draft the abstracts support and admits the lead
+        itself; else forgotten, and the full text decides. Nothing to do with an LLM (its sentences
+        stream as it writes) or when no full text is read."""
+        if self.llm is not None or not self.retriever.reads_full_text(context.planned()):
+            return
+        self._use(context, await self.retriever.abstracts(context.ranking(), trace))
+        draft = await write_draft(context.writers())
+        claims = [(sentence.claim, sentence.chunk_ids) for sentence in draft.sentences]
+        whole = await Verifier(None, context.source_of).verify(claims, context.texts)
+        if context.gate_on(whole).refusal:
+            return
+        await context.streamed().add(draft.sentences[:1])
+        if context.streamed().admitted:
+            context.lead = draft.sentences[:1]
+        else:
+            context.streamed().withdraw()
 
-        # Without an LLM the direct answer is written from the abstracts while the full text is read.
-        early = lead if self.llm is None else None
-        retrieval = await self.retriever.retrieve(plan, trace, context.request.documents, on_abstracts=early)
-        self._use(context, retrieval)
+    async def read(self, context: AnswerContext, trace: TraceRecorder) -> None:
+        """The whole evidence, once the full text is read."""
+        self._use(context, await self.retriever.read(context.ranking(), trace))
 
     def _use(self, context: AnswerContext, retrieval: Retrieval) -> None:
         """The evidence the next stages work on, with that of a direct answer already sent."""
@@ -316,69 +410,6 @@ class AnswerPipeline:
         context.source_of.update({chunk_id: chunk.source_id for chunk_id, chunk in context.chunks.items()})
         labels = attribution_labels({source.source_id: source for source in retrieval.sources})
         context.streamed().attributions = list(labels.values())
-
-    async def _lead(self, context: AnswerContext, abstracts: Retrieval) -> None:
-        """The direct answer from the abstracts, verified and sent if the gate would answer with the whole
-        draft the abstracts support and admits the lead itself; else forgotten, and the full text decides."""
-        self._use(context, abstracts)
-        draft = await self._draft(context)
-        claims = [(sentence.claim, sentence.chunk_ids) for sentence in draft.sentences]
-        whole = await Verifier(None, context.source_of).verify(claims, context.texts)
-        if self._gate_on(context, whole).refusal:
-            return
-        await context.streamed().add(draft.sentences[:1])
-        if context.streamed().admitted:
-            context.lead = draft.sentences[:1]
-        else:
-            context.streamed().withdraw()
-
-    async def write(self, context: AnswerContext, trace: TraceRecorder) -> None:
-        draft = await self._draft(context)
-        if context.lead:  # sent already: it opens the answer, and the draft's own direct answer goes
-            sent = {i for sentence in context.lead for i in sentence.chunk_ids}
-            rest = [s for s in draft.sentences[1:] if not sent.intersection(s.chunk_ids)]
-            draft.sentences = [*context.lead, *rest]
-        context.draft = draft
-        await trace.emit(
-            WRITER,
-            "write",
-            "draft_written",
-            writer=draft.writer,
-            model=draft.model,
-            usage={"prompt_tokens": draft.prompt_tokens, "completion_tokens": draft.completion_tokens},
-            sentences=len(draft.sentences),
-            cited_chunk_ids=sorted({i for sentence in draft.sentences for i in sentence.chunk_ids}),
-            notes=draft.notes,
-        )
-
-    async def _draft(self, context: AnswerContext) -> Draft:
-        plan, retrieval = context.planned(), context.retrieved()
-        sources = {source.source_id: source for source in retrieval.sources}
-        extractive = partial(
-            ExtractiveWriter().write,
-            plan,
-            retrieval.chunks,
-            contradictions=context.contradictions,
-            primary={source.source_id for source in retrieval.sources if source.answers_question},
-            sources=sources,
-            tainted=frozenset(retrieval.tainted_sources),
-        )
-        if self.llm is None or not retrieval.chunks:
-            return await extractive()
-        try:
-            return await LlmWriter(self.llm).write(
-                plan.goal,
-                plan.settings.preset.style,
-                retrieval.chunks,
-                temperature=context.request.temperature,
-                on_model_text=context.streamed().feed_model_text,
-                concepts=plan.key_phrases,
-                authors=attribution_labels(sources),
-            )
-        except UpstreamError as exc:  # the answer still comes, from the evidence itself
-            draft = await extractive()
-            draft.notes.append(f"LLM writer failed ({exc.message}); the extractive writer answered")
-            return draft
 
     async def critique(self, context: AnswerContext, trace: TraceRecorder) -> None:
         claims = [
@@ -396,46 +427,11 @@ class AnswerPipeline:
             contradictions=[c.evidence_chunk_ids for c in review.contradictions],
         )
 
-    async def verify(self, context: AnswerContext, trace: TraceRecorder) -> None:
-        context.verifications = await context.streamed().finish(context.written().sentences)
-        await verified(trace, context.verifications)
-
-    def _facts(
-        self,
-        context: AnswerContext,
-        verifications: Sequence[ClaimVerification],
-        challenged: RedTeamReport,
-    ) -> GateFacts:
-        return answer_facts(
-            sources=context.retrieved().sources,
-            chunks=context.chunks,
-            kept=[v for v in verifications if v.kept],
-            all_claims=verifications,
-            contradictions=context.contradictions,
-            red_team=challenged,
-        )
-
-    def _policy(self, context: AnswerContext) -> GatePolicy:
-        request = context.request
-        return answer_policy(
-            quality_gate=context.planned().settings.preset.quality_gate,
-            min_confidence=request.min_confidence,
-            min_sources=request.min_sources,
-        )
-
-    def _gate_on(self, context: AnswerContext, verifications: Sequence[ClaimVerification]) -> Decision:
-        """What the gate would decide on these verifications, with the Red-Team's view of them."""
-        kept = [v for v in verifications if v.kept]
-        challenged = red_team(
-            kept, verifications, context.chunks, context.quarantined, context.hostile_sources
-        )
-        return decide(self._facts(context, verifications, challenged), self._policy(context))
-
     async def _admits(
         self, context: AnswerContext, trace: TraceRecorder, verifications: Sequence[ClaimVerification]
     ) -> bool:
         """The gate on the sentences verified so far: would it answer? It says so in the trace when it would."""
-        decision = self._gate_on(context, verifications)
+        decision = context.gate_on(verifications)
         if not decision.refusal:
             await trace.emit(
                 DECISION,
@@ -443,25 +439,9 @@ class AnswerPipeline:
                 "answer_admitted",
                 claims=len(verifications),
                 confidence=decision.confidence,
-                elapsed_ms=round((time.perf_counter() - context.started) * 1000, 1),
+                elapsed_ms=context.elapsed_ms(),
             )
         return not decision.refusal
-
-    async def decide(self, context: AnswerContext, trace: TraceRecorder) -> None:
-        facts = self._facts(context, context.verifications, context.challenged())
-        decision = gate(context, facts, self._policy(context))
-        if context.streamed().admitted:  # sent: later objections lower confidence, never retract
-            decision = context.decision = after_admission(decision, facts, self._policy(context))
-        await trace.emit(
-            DECISION,
-            "refuse" if decision.refusal else "finalize",
-            "decision",
-            refusal=decision.refusal,
-            reason_code=decision.reason_code,
-            reason=decision.reason,
-            confidence=decision.confidence,
-            elapsed_ms=round((time.perf_counter() - context.started) * 1000, 1),
-        )
 
     async def finalize(self, context: AnswerContext, trace: TraceRecorder) -> None:
         plan, retrieval, draft, decision = (

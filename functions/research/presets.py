@@ -23,9 +23,11 @@ STYLE_ANSWER, STYLE_ACADEMIC, STYLE_TUTORIAL, STYLE_CONTRADICTIONS = (
 STYLE_REPORT = "report"  # the research job's synthesis: themes, then gaps
 
 # The pipeline's stages (functions/research/stages.py); each driver maps a name to its stage.
-PLAN, RETRIEVE, WRITE, CRITIQUE, VERIFY, RED_TEAM, DECIDE, FINALIZE, RENDER = (
+PLAN, RANK, LEAD, READ, WRITE, CRITIQUE, VERIFY, RED_TEAM, DECIDE, FINALIZE, RENDER = (
     "plan",
-    "retrieve",
+    "rank",
+    "lead",
+    "read",
     "write",
     "critique",
     "verify",
@@ -34,9 +36,12 @@ PLAN, RETRIEVE, WRITE, CRITIQUE, VERIFY, RED_TEAM, DECIDE, FINALIZE, RENDER = (
     "finalize",
     "render",
 )
-# Verification right after writing: the answer streams from there (functions/research/verified_stream.py),
-# and the critique and Red-Team that follow annotate what was sent rather than delay it.
-FULL_STAGES = (PLAN, RETRIEVE, WRITE, VERIFY, CRITIQUE, RED_TEAM, DECIDE, FINALIZE)
+# RANK ranks the sources and starts reading the full text of the top ones; LEAD runs while it is read
+# (without an LLM it writes, verifies and, once the gate admits it, sends the direct answer from the
+# abstracts); READ awaits the full text. Verification right after writing: the answer streams from there
+# (functions/research/verified_stream.py), and the critique and Red-Team that follow annotate what was
+# sent rather than delay it.
+FULL_STAGES = (PLAN, RANK, LEAD, READ, WRITE, VERIFY, CRITIQUE, RED_TEAM, DECIDE, FINALIZE)
 UNCRITICAL_STAGES = tuple(stage for stage in FULL_STAGES if stage != CRITIQUE)
 # The research job's Synthesize step: planning, search, screening and extraction are steps of its own.
 JOB_SYNTHESIS_STAGES = (WRITE, VERIFY, RED_TEAM, DECIDE, RENDER)

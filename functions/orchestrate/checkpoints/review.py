@@ -190,7 +190,7 @@ def _store_selection(
 
 
 def review_extraction(context: CheckpointContext, edits: ExtractionEdits) -> Review:
-    unknown_ids("evidence", edits.strike, {item.evidence_id for item in context.evidence()})
+    unknown_ids("evidence", edits.strike, {item.chunk_id for item in context.evidence()})
     unknown_ids("sources", edits.not_relevant, {str(item.source_id) for item in context.extractions()})
     state = dict(context.state)
     dropped = set(edits.not_relevant)
@@ -213,7 +213,7 @@ def review_synthesis(context: CheckpointContext, edits: SynthesisEdits) -> Revie
     claims = {claim.claim_id: claim for claim in synthesis.claims} if synthesis else {}
     unknown_ids("claims", edits.strike, set(claims))
     review = Review({**context.state, "resynthesize": edits.sends_back})
-    _strike(context, review, [i for claim_id in edits.strike for i in claims[claim_id].evidence_ids])
+    _strike(context, review, [i for claim_id in edits.strike for i in claims[claim_id].evidence_chunk_ids])
     if edits.strike:
         review.changes[-1:] = [f"struck claims {', '.join(edits.strike)} (and their evidence)"]
     review.changes.append("sent back to synthesis" if edits.sends_back else "approved for delivery")

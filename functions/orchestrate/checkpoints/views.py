@@ -25,7 +25,8 @@ from functions.research.planning.request import DEFAULT_WINDOW_YEARS, Checkpoint
 from functions.research.retrieval.screening import Candidate
 
 if TYPE_CHECKING:
-    from functions.research.job.synthesis import Evidence, SynthesisResult
+    from functions.research.job.result import SynthesisResult
+    from functions.research.retrieval.evidence import EvidenceChunk
 
 
 @dataclass(frozen=True)
@@ -57,16 +58,16 @@ class CheckpointContext:
                     sources.append((candidates[item.source_id], paper))
         return sources
 
-    def evidence(self) -> list[Evidence]:
+    def evidence(self) -> list[EvidenceChunk]:
         """The evidence the synthesis would read (its ids are the ones it cites), less what was struck."""
-        from functions.research.job.synthesis import screen_evidence  # the job API reads it only here
+        from functions.research.job.evidence import screen_evidence  # the job API reads it only here
 
         struck = set(self.job.struck_evidence)
-        return [item for item in screen_evidence(self.extracted()).evidence if item.evidence_id not in struck]
+        return [item for item in screen_evidence(self.extracted()).evidence if item.chunk_id not in struck]
 
     def synthesis(self) -> SynthesisResult | None:
         """The synthesis that waits for the reviewer (None: there is none to read)."""
-        from functions.research.job.synthesis import SynthesisResult  # the job API reads it only here
+        from functions.research.job.result import SynthesisResult  # the job API reads it only here
 
         key = (self.state.get("synthesis") or {}).get("synthesis_key")
         return load(self.data, str(key), SynthesisResult) if key else None
@@ -118,17 +119,11 @@ def screening_view(context: CheckpointContext) -> ScreeningCheckpoint:
 
 
 def extraction_view(context: CheckpointContext) -> ExtractionCheckpoint:
+    from functions.research.job.result import stored_evidence  # the job API reads it only here
+
     quotes: dict[str, list[QuoteView]] = {}
-    for quote in context.evidence():
-        quotes.setdefault(quote.source_id, []).append(
-            QuoteView(
-                evidence_id=quote.evidence_id,
-                quote=quote.quote,
-                page=quote.page,
-                section=quote.section,
-                kind=quote.kind,
-            )
-        )
+    for quote in context.evidence():  # each in the job's stored form, whose names the view shares
+        quotes.setdefault(quote.source_id, []).append(QuoteView.model_validate(stored_evidence(quote)))
     candidates = context.candidates()
     sources = []
     for item in context.extractions():
@@ -164,7 +159,7 @@ def synthesis_view(context: CheckpointContext) -> SynthesisCheckpoint:
             ClaimView(
                 id=claim.claim_id,
                 text=claim.claim_text,
-                evidence_ids=claim.evidence_ids,
+                evidence_ids=claim.evidence_chunk_ids,
                 verdict=claim.verdict,
                 kept=claim.kept,
             )

@@ -5,7 +5,6 @@ own was invalid), so that every job that ran reads FAILED with why."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from functions.common.traces import DynamoDbTraceStore
 from functions.orchestrate.completion import JobCompletion
@@ -19,9 +18,6 @@ from functions.orchestrate.wiring import job_records
 from functions.research.planning.request import ExecuteRequest
 from functions.teams.wiring import team_service
 from functions.webhooks.wiring import notifier
-
-if TYPE_CHECKING:
-    pass
 
 # Only for recording a FAILED job whose scheduled input was not even a valid request.
 PLACEHOLDER_GOAL = "(invalid scheduled research goal)"

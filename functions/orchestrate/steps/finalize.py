@@ -4,7 +4,7 @@ document, its final status, then what follows it (functions/orchestrate/completi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from functions.common.settings import get_settings
 from functions.common.storage import BlobStore, S3BlobStore
@@ -27,14 +27,11 @@ from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
 from functions.research.job import outputs
 from functions.research.job.inputs import Extraction, QueryResult
 from functions.research.job.report import SearchSummary, build_results
-from functions.research.job.synthesis import SynthesisResult
+from functions.research.job.result import SynthesisResult
 from functions.research.retrieval.screening import Candidate
 from functions.schedules.wiring import living_review
 from functions.teams.wiring import team_service
 from functions.webhooks.wiring import notifier
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(kw_only=True)

@@ -5,7 +5,6 @@ become the first Search iteration's."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from functions.common.errors import InvalidInput, RetryableStepError
 from functions.common.traces import DynamoDbTraceStore
@@ -20,9 +19,6 @@ from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore
 from functions.orchestrate.wiring import job_records
 from functions.research.planning.request import ExecuteRequest
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(kw_only=True)

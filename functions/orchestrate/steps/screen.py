@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -38,9 +37,6 @@ from functions.research.planning.job import (
 from functions.research.planning.plan import JobSettings, ResearchPlan
 from functions.research.retrieval.relevance import EmbeddingUnfinished, RelevanceScorer
 from functions.research.retrieval.screening import Candidate, ScreeningResult, screen
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(kw_only=True)

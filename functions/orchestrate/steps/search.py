@@ -6,32 +6,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from functions.common.settings import get_settings
-from functions.common.storage import BlobStore, S3BlobStore
-from functions.common.traces import DynamoDbTraceStore
-from functions.metering.job_budget import JobBudget
-from functions.metering.wiring import budgets
-from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import SearchInput, SearchState
 from functions.orchestrate.search_round import SearchRound
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.steps.base import JobStep
-from functions.orchestrate.store import DynamoDbJobStore
+from functions.orchestrate.steps.base import BudgetedStep
+from functions.orchestrate.steps.deployed import deployed_adapters
 from functions.orchestrate.wiring import shared_search_service
 from functions.research.retrieval.fusion import Searcher
 
-if TYPE_CHECKING:
-    pass
-
 
 @dataclass(kw_only=True)
-class Search(JobStep):
-    data: BlobStore
+class Search(BudgetedStep):
     search_service: Callable[[], Searcher]
-    settings: WorkflowSettings
-    budget: JobBudget
 
     def __call__(self, request: SearchInput) -> SearchState:
         progress = self.progress(request.team, request.job_id)
@@ -56,14 +43,7 @@ class Search(JobStep):
 
 
 def build() -> Search:
-    return Search(
-        jobs=DynamoDbJobStore(),
-        data=S3BlobStore(get_settings().data_bucket),
-        search_service=shared_search_service,
-        settings=get_workflow_settings(),
-        budget=JobBudget(budgets()),
-        traces=DynamoDbTraceStore(),
-    )
+    return Search(search_service=shared_search_service, **deployed_adapters())
 
 
 handler = step_handler("search", SearchInput, build)

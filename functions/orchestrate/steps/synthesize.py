@@ -6,35 +6,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from functions.common.llm import LlmProvider, provider_from_settings
 from functions.common.models import ExtractedPaper
-from functions.common.settings import get_settings
-from functions.common.storage import BlobStore, S3BlobStore
-from functions.common.traces import DynamoDbTraceStore
-from functions.metering.job_budget import JobBudget
 from functions.metering.meter import metered_llm
-from functions.metering.wiring import budgets
-from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import SynthesizeInput, SynthesizeOutput
 from functions.orchestrate.payloads import load, screened, store, synthesis_key
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.steps.base import JobStep
-from functions.orchestrate.store import DynamoDbJobStore
+from functions.orchestrate.steps.base import BudgetedStep
+from functions.orchestrate.steps.deployed import deployed_adapters
 from functions.research.job.inputs import Extraction
 from functions.research.job.synthesis import synthesize
 from functions.research.retrieval.screening import Candidate
 
-if TYPE_CHECKING:
-    pass
-
 
 @dataclass(kw_only=True)
-class Synthesize(JobStep):
-    data: BlobStore
-    settings: WorkflowSettings
-    budget: JobBudget
+class Synthesize(BudgetedStep):
     llm: Callable[[], LlmProvider | None] = field(default=lambda: None)
 
     def __call__(self, request: SynthesizeInput) -> SynthesizeOutput:
@@ -83,14 +70,7 @@ class Synthesize(JobStep):
 
 
 def build() -> Synthesize:
-    return Synthesize(
-        jobs=DynamoDbJobStore(),
-        data=S3BlobStore(get_settings().data_bucket),
-        settings=get_workflow_settings(),
-        budget=JobBudget(budgets()),
-        llm=lambda: metered_llm(provider_from_settings()),
-        traces=DynamoDbTraceStore(),
-    )
+    return Synthesize(llm=lambda: metered_llm(provider_from_settings()), **deployed_adapters())
 
 
 handler = step_handler("synthesize", SynthesizeInput, build)

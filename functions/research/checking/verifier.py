@@ -74,13 +74,18 @@ class ClaimVerification:
     evidence_chunk_ids: list[str]
     confidence: float
     notes: str
+    # A reviewer struck every quote the claim cited: it is no longer kept, whatever its verdict.
+    withdrawn: bool = False
 
     @property
     def kept(self) -> bool:
-        return self.verdict != UNSUPPORTED
+        return self.verdict != UNSUPPORTED and not self.withdrawn
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The answer's form (a struck claim is a job's, never an answer's)."""
+        fields = asdict(self)
+        del fields["withdrawn"]
+        return fields
 
 
 def normalise(text: str) -> str:

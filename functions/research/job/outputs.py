@@ -16,8 +16,9 @@ from functions.research.retrieval.untrusted_text import own_links, without_hosti
 from functions.research.writing.attribution import last_name
 
 if TYPE_CHECKING:
-    from functions.research.job.synthesis import Evidence, SynthesisResult
+    from functions.research.job.result import SynthesisResult
     from functions.research.planning.plan import JobSettings, ResearchPlan
+    from functions.research.retrieval.evidence import EvidenceChunk
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -110,11 +111,11 @@ def _reference(candidate: Candidate) -> str:
 def report_markdown(
     synthesis: SynthesisResult, sources: list[Candidate], keys: dict[str, str], status: str
 ) -> str:
-    evidence = {item.evidence_id: item for item in synthesis.evidence}
+    evidence = {item.chunk_id: item for item in synthesis.evidence}
     cited: list[str] = []
     for claim in synthesis.claims:
         if claim.kept:
-            cited.extend(i for i in claim.evidence_ids if i not in cited)
+            cited.extend(i for i in claim.evidence_chunk_ids if i not in cited)
     by_source = {c.source_id: c for c in sources}
     lines = [
         f"# Research report: {synthesis.research_goal}",
@@ -135,7 +136,7 @@ def report_markdown(
             source = by_source.get(item.source_id)
             where = f"[@{keys.get(item.source_id, item.source_id)}, p. {item.page}]"
             title = source.paper.title if source else item.source_id
-            lines.append(f"- **{evidence_id}** {where} “{item.quote}” — *{title}*")
+            lines.append(f"- **{evidence_id}** {where} “{item.text}” — *{title}*")
         lines.append("")
     lines += ["## References", ""]
     lines += [f"- [@{keys[c.source_id]}] {_reference(c)}" for c in sources]
@@ -146,10 +147,10 @@ def annotated_bibliography(
     sources: list[Candidate],
     keys: dict[str, str],
     extractions: dict[str, Extraction],
-    evidence: list[Evidence],
+    evidence: list[EvidenceChunk],
 ) -> str:
     lines = ["# Annotated bibliography", ""]
-    quotes: dict[str, list[Evidence]] = {}
+    quotes: dict[str, list[EvidenceChunk]] = {}
     for item in evidence:
         quotes.setdefault(item.source_id, []).append(item)
     for candidate in sources:
@@ -168,8 +169,8 @@ def annotated_bibliography(
         abstract = without_hostile(paper.abstract, own_links(paper.url, paper.doi)) if paper.abstract else ""
         if abstract.strip():
             lines.append(f"- Summary (from the abstract): {first_sentence(abstract)}")
-        for item in sorted(quotes.get(candidate.source_id, []), key=lambda q: -q.relevance_score)[:3]:
-            lines.append(f"  - p. {item.page} ({item.kind}): “{item.quote}” [{item.evidence_id}]")
+        for item in sorted(quotes.get(candidate.source_id, []), key=lambda q: -q.score)[:3]:
+            lines.append(f"  - p. {item.page} ({item.kind}): “{item.text}” [{item.chunk_id}]")
         lines.append("")
     return "\n".join(lines)
 
@@ -183,10 +184,10 @@ def without_struck(synthesis: SynthesisResult, struck: Iterable[str]) -> Synthes
         return synthesis
     claims = []
     for claim in synthesis.claims:
-        cites = [i for i in claim.evidence_ids if i not in struck]
-        kept = claim.kept and (bool(cites) or not claim.evidence_ids)
-        claims.append(replace(claim, evidence_ids=cites, kept=kept))
-    evidence = [item for item in synthesis.evidence if item.evidence_id not in struck]
+        cites = [i for i in claim.evidence_chunk_ids if i not in struck]
+        withdrawn = claim.withdrawn or (bool(claim.evidence_chunk_ids) and not cites)
+        claims.append(replace(claim, evidence_chunk_ids=cites, withdrawn=withdrawn))
+    evidence = [item for item in synthesis.evidence if item.chunk_id not in struck]
     texts = {
         key: _without_struck_citations(text, struck)
         for key, text in (
@@ -224,7 +225,7 @@ def _without_struck_citations(text: str, struck: set[str]) -> str:
     return without.rstrip()
 
 
-def quote_library(sources: list[Candidate], evidence: list[Evidence]) -> dict[str, Any]:
+def quote_library(sources: list[Candidate], evidence: list[EvidenceChunk]) -> dict[str, Any]:
     by_source = {c.source_id: c for c in sources}
     quotes = []
     for item in evidence:
@@ -232,16 +233,16 @@ def quote_library(sources: list[Candidate], evidence: list[Evidence]) -> dict[st
         paper = source.paper if source else None
         quotes.append(
             {
-                "evidence_id": item.evidence_id,
+                "evidence_id": item.chunk_id,
                 "source_id": item.source_id,
                 "doi": paper.doi if paper else None,
                 "title": paper.title if paper else None,
                 "url": paper.url if paper else None,
                 "page": item.page,
-                "quote_text": item.quote,
+                "quote_text": item.text,
                 "context": item.section,
                 "kind": item.kind,
-                "relevance_score": item.relevance_score,
+                "relevance_score": item.score,
                 "char_start": item.char_start,
                 "char_end": item.char_end,
             }
@@ -252,17 +253,10 @@ def quote_library(sources: list[Candidate], evidence: list[Evidence]) -> dict[st
 class LoggedDecision(Protocol):
     """One of the job's decisions, as its record holds it."""
 
-    @property
-    def timestamp(self) -> str: ...
-
-    @property
-    def decision_type(self) -> str: ...
-
-    @property
-    def reasoning(self) -> str: ...
-
-    @property
-    def action_taken(self) -> str: ...
+    timestamp: str
+    decision_type: str
+    reasoning: str
+    action_taken: str
 
 
 def search_report(

@@ -4,16 +4,17 @@ function of the synthesis, the screened sources and how their searches and extra
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from functions.research.job.inputs import Extraction, ScreeningPayload
+from functions.research.job.result import stored_claim, stored_evidence
 from functions.research.retrieval.screening import Candidate
 
 if TYPE_CHECKING:
-    from functions.research.job.synthesis import SynthesisResult
+    from functions.research.job.result import SynthesisResult
 
 BUDGET_NOT_EXTRACTED = "not extracted: the budget was reached"
 SYNTHESIS_FIELDS = (
@@ -131,8 +132,8 @@ def build_results(
             },
         ),
         sources=result_sources(sources, citation_keys, synthesis, extractions, set(screening.budget_skipped)),
-        evidence=[asdict(item) for item in synthesis.evidence],
-        claims=[asdict(claim) for claim in synthesis.claims],
+        evidence=[stored_evidence(item) for item in synthesis.evidence],
+        claims=[stored_claim(claim) for claim in synthesis.claims],
         methodologies=dict(synthesis.methodologies),
         confidence_score=synthesis.confidence_score,
         confidence_rationale=synthesis.confidence_rationale,
@@ -152,8 +153,8 @@ def result_sources(
 ) -> list[ResultSource]:
     """Each selected source: its scores, how its extraction went and whether a kept claim cites it."""
     by_source = {item.source_id: item for item in extractions if item.source_id}
-    cited_ids = {i for claim in synthesis.claims if claim.kept for i in claim.evidence_ids}
-    cited_sources = {e.source_id for e in synthesis.evidence if e.evidence_id in cited_ids}
+    cited_ids = {i for claim in synthesis.claims if claim.kept for i in claim.evidence_chunk_ids}
+    cited_sources = {e.source_id for e in synthesis.evidence if e.chunk_id in cited_ids}
     entries = []
     for candidate in sources:
         paper, outcome = candidate.paper, by_source.get(candidate.source_id, Extraction())

@@ -1,8 +1,10 @@
-"""What the answer pipeline reads: fused sources and the evidence chunks cut from them.
+"""What the writers and checkers read: fused sources and the evidence chunks cut from them.
 
 A chunk is verbatim text of its source, located by character offsets into the text it came from (the
 abstract, one page of the parsed PDF, or an uploaded document's page), so a citation can point at
-exactly the quoted span: `origin_text[char_start:char_end] == text`.
+exactly the quoted span: `origin_text[char_start:char_end] == text`. The answer engine cuts its chunks
+from what it retrieves ("chunk-…"); the research job's are the screened quotes of its extracted papers
+("ev-…", functions/research/job/evidence.py), each with the kind of statement the extraction found.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class EvidenceChunk:
     char_start: int
     char_end: int
     section: str | None = None
+    kind: str | None = None  # a job's quote: "finding", "method", "limitation", "future_work", ...
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

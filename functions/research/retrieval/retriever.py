@@ -1,8 +1,10 @@
 """Retriever: every planned search at once, fused by reciprocal rank (functions/research/retrieval/fusion.py),
 sources ranked by calibrated relevance to the question, and evidence chunks cut from abstracts (and from
 the full text of the top sources when the preset and effort allow) and ranked against the question.
-While the full text is read, a caller may hear the evidence of the abstracts alone (`on_abstracts`): the
-answer engine writes and streams its direct answer from it instead of waiting for the PDFs.
+Three steps, each a stage of the answer engine: `rank` searches, ranks the sources and starts reading
+the full text of the top ones; while it is read, `abstracts` gives the evidence of the abstracts alone
+(the answer engine writes and streams its direct answer from it instead of waiting for the PDFs); `read`
+awaits the full text and gives the whole evidence.
 
 Retrieved text is data: chunks that carry instructions aimed at the model are quarantined here, never
 shown to the writer, and reported by the Red-Team.
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from functions.common.errors import DomainError
@@ -71,7 +73,19 @@ class Retrieval:
     notes: list[str] = field(default_factory=list)
 
 
-AbstractsListener = Callable[["Retrieval"], Awaitable[None]]
+FullTexts = tuple[dict[str, ExtractedPaper], list[str]]  # the papers read in full by source id, and notes
+
+
+@dataclass
+class Ranked:
+    """The ranked sources, and the reading of the top ones' full text, under way."""
+
+    plan: ResearchPlan[AnswerSettings]
+    found: FusedResults
+    filtered: int
+    uploads: list[tuple[SourceDoc, ExtractedPaper]]
+    sources: list[SourceDoc]
+    reading: asyncio.Task[FullTexts]
 
 
 def abstract_chunks(source: SourceDoc, abstract: str) -> list[EvidenceChunk]:
@@ -209,7 +223,7 @@ class Retriever:
 
     async def _read_full_text(
         self, sources: list[SourceDoc], plan: ResearchPlan[AnswerSettings], trace: TraceRecorder
-    ) -> tuple[dict[str, ExtractedPaper], list[str]]:
+    ) -> FullTexts:
         if self.full_text is None or plan.settings.full_text_papers <= 0:
             return {}, []
         chosen = [s for s in sources if s.document_id is None][: plan.settings.full_text_papers]
@@ -276,13 +290,11 @@ class Retriever:
                 break
         return picked
 
-    async def retrieve(
-        self,
-        plan: ResearchPlan[AnswerSettings],
-        trace: TraceRecorder,
-        documents: Sequence[str] = (),
-        on_abstracts: AbstractsListener | None = None,
-    ) -> Retrieval:
+    async def rank(
+        self, plan: ResearchPlan[AnswerSettings], trace: TraceRecorder, documents: Sequence[str] = ()
+    ) -> Ranked:
+        """Every planned search (and one broader round when concepts are left uncovered), the sources
+        ranked, and the full text of the top ones being read (a task: `read` awaits it)."""
         uploads = await uploaded_sources(plan, documents, self.documents, self.full_text, self.search)
         scorer, prefetch, prefetched = self._prefetching_scorer(plan)
         found = await fused_search(self.search, plan, trace, prefetch)
@@ -310,28 +322,31 @@ class Retriever:
             method=self._scorer(plan).method,
         )
         reading = asyncio.create_task(self._read_full_text(sources, plan, trace))
-        try:
-            if on_abstracts is not None and self.reads_full_text(plan):
-                early = await self._evidence(plan, trace, sources, {}, uploads, announce=False)
-                await on_abstracts(self._retrieval(found, filtered, uploads, early, {}, []))
-            full_texts, notes = await reading
-        finally:
-            reading.cancel()  # only when the listener failed: the reading is done otherwise
-        evidence = await self._evidence(plan, trace, sources, full_texts, uploads)
-        return self._retrieval(found, filtered, uploads, evidence, full_texts, notes)
+        return Ranked(plan, found, filtered, uploads, sources, reading)
+
+    async def abstracts(self, ranked: Ranked, trace: TraceRecorder) -> Retrieval:
+        """The evidence of the ranked sources' abstracts (and uploads) alone, while the full text is read
+        (not announced in the trace: `read` announces the whole evidence)."""
+        early = await self._evidence(ranked.plan, trace, ranked.sources, {}, ranked.uploads, announce=False)
+        return self._retrieval(ranked, early, {}, [])
+
+    async def read(self, ranked: Ranked, trace: TraceRecorder) -> Retrieval:
+        """The whole evidence, once the full text is read."""
+        full_texts, notes = await ranked.reading
+        evidence = await self._evidence(ranked.plan, trace, ranked.sources, full_texts, ranked.uploads)
+        return self._retrieval(ranked, evidence, full_texts, notes)
 
     def reads_full_text(self, plan: ResearchPlan[AnswerSettings]) -> bool:
         return self.full_text is not None and plan.settings.full_text_papers > 0
 
     @staticmethod
     def _retrieval(
-        found: FusedResults,
-        filtered: int,
-        uploads: list[tuple[SourceDoc, ExtractedPaper]],
+        ranked: Ranked,
         evidence: tuple[list[SourceDoc], list[EvidenceChunk], list[tuple[EvidenceChunk, str]], list[str]],
         full_texts: dict[str, ExtractedPaper],
         notes: list[str],
     ) -> Retrieval:
+        found, uploads = ranked.found, ranked.uploads
         sources, chunks, quarantined, hostile = evidence
         used = found.connectors_used
         tainted = sorted(
@@ -343,7 +358,7 @@ class Retriever:
             connectors_used=used + (["library"] if uploads and "library" not in used else []),
             failed_connectors=found.failed_connectors,
             total_found=len(found.fused),
-            filtered_sources=filtered,
+            filtered_sources=ranked.filtered,
             quarantined=quarantined,
             hostile_sources=hostile,
             tainted_sources=tainted,

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from functions.common.models import EvidenceQuote, ExtractedPaper, Paper
-from functions.research.job.synthesis import Claim, Evidence, SynthesisResult
+from functions.research.checking.verifier import ClaimVerification
+from functions.research.job.result import SynthesisResult
 from functions.research.planning.job import build_plan
 from functions.research.planning.plan import JobSettings, ResearchPlan
 from functions.research.planning.request import ScopeParameters
+from functions.research.retrieval.evidence import EvidenceChunk
 from functions.research.retrieval.screening import Candidate, source_id_for
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -63,7 +65,7 @@ def extracted(
 
 
 def synthesis_result(
-    claims: list[Claim], evidence: list[Evidence], synthesis_text: str = ""
+    claims: list[ClaimVerification], evidence: list[EvidenceChunk], synthesis_text: str = ""
 ) -> SynthesisResult:
     """A written synthesis of `claims` over `evidence`, as the Synthesize step stores it."""
     return SynthesisResult(

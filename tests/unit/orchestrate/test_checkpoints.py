@@ -23,7 +23,7 @@ from functions.orchestrate.models import (
 )
 from functions.orchestrate.payloads import extracted_key, screening_key, store, synthesis_key
 from functions.orchestrate.steps.checkpoint import Checkpoint, CheckpointExpired, CheckpointWindowPassed
-from functions.research.job.synthesis import Claim
+from functions.research.checking.verifier import ClaimVerification
 from functions.research.planning.request import ExecuteRequest
 from functions.research.retrieval.screening import Candidate
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
@@ -228,8 +228,8 @@ def test_the_synthesis_checkpoint_sends_struck_claims_back_to_synthesis() -> Non
     h = Harness()
     key = synthesis_key(TEAM, h.job_id)
     claims = [
-        Claim("c1", "A", ["ev-a"], "supported", 0.9, "", kept=True),
-        Claim("c2", "B", ["ev-b"], "supported", 0.9, "", kept=True),
+        ClaimVerification("c1", "A", "supported", ["ev-a"], 0.9, ""),
+        ClaimVerification("c2", "B", "supported", ["ev-b"], 0.9, ""),
     ]
     synthesis = synthesis_result(claims, [], synthesis_text="Report [ev-a] [ev-b]")
     store(h.data, key, synthesis)

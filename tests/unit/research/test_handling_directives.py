@@ -17,12 +17,12 @@ import pytest
 
 from functions.research.checking.redteam import withheld_flags
 from functions.research.checking.verifier import UNSUPPORTED, verify_claim
-from functions.research.job.synthesis import OTHER_FINDINGS, without_authority
 from functions.research.planning.answer import plan_answer
 from functions.research.retrieval import directive_intents
 from functions.research.retrieval.evidence import ABSTRACT, PAGE, EvidenceChunk, SourceDoc
 from functions.research.retrieval.retriever import screen_chunks
 from functions.research.retrieval.untrusted_text import handling, is_hostile, screen
+from functions.research.writing.report_writer import OTHER_FINDINGS, without_authority
 from functions.research.writing.writer import DIRECT_ANSWER, Draft, DraftSentence, ExtractiveWriter
 
 ATTACKS = Path(__file__).parent / "attacks"

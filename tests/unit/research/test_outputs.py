@@ -58,21 +58,21 @@ def test_a_struck_quote_is_listed_in_no_artifact_of_a_synthesis_that_still_holds
     ]
     draft = asyncio.run(synthesize(plan("rapid"), sources))
     struck = draft.evidence[0]
-    assert any(struck.evidence_id in claim.evidence_ids for claim in draft.claims if claim.kept)
+    assert any(struck.chunk_id in claim.evidence_chunk_ids for claim in draft.claims if claim.kept)
 
-    delivered = outputs.without_struck(draft, [struck.evidence_id])
+    delivered = outputs.without_struck(draft, [struck.chunk_id])
 
     candidates = [candidate for candidate, _ in sources]
     _, keys = outputs.bibtex_entries(candidates)
     library = outputs.quote_library(candidates, delivered.evidence)
-    assert library["total_quotes"] == 1 and struck.evidence_id not in outputs.to_json(library)
-    assert struck.quote not in outputs.to_json(library)
+    assert library["total_quotes"] == 1 and struck.chunk_id not in outputs.to_json(library)
+    assert struck.text not in outputs.to_json(library)
     report = outputs.report_markdown(delivered, candidates, keys, "COMPLETED")
     annotated = outputs.annotated_bibliography(candidates, keys, {}, delivered.evidence)
-    assert struck.evidence_id not in report and struck.evidence_id not in annotated
-    assert struck.quote not in report and struck.quote not in annotated
+    assert struck.chunk_id not in report and struck.chunk_id not in annotated
+    assert struck.text not in report and struck.text not in annotated
     kept = draft.evidence[1]
-    kept_statement = f"{kept.quote[0].lower()}{kept.quote[1:]} [{kept.evidence_id}]"
+    kept_statement = f"{kept.text[0].lower()}{kept.text[1:]} [{kept.chunk_id}]"
     assert kept_statement in delivered.synthesis_text and kept_statement in delivered.executive_summary
     # Only the struck statement goes: the summary's opening and the sections still holding a statement stay.
     assert delivered.executive_summary.split(" Smith")[0] == draft.executive_summary.split(" Smith")[0]
@@ -80,6 +80,6 @@ def test_a_struck_quote_is_listed_in_no_artifact_of_a_synthesis_that_still_holds
         "### Long documents" not in delivered.synthesis_text
         and "### Other findings" in delivered.synthesis_text
     )
-    assert all(struck.evidence_id not in claim.evidence_ids for claim in delivered.claims)
+    assert all(struck.chunk_id not in claim.evidence_chunk_ids for claim in delivered.claims)
     assert [claim.claim_id for claim in delivered.claims] == [claim.claim_id for claim in draft.claims]
     assert outputs.without_struck(draft, []) is draft

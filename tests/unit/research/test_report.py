@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from functions.research.checking.verifier import ClaimVerification
 from functions.research.job.inputs import Extraction, ScreeningPayload
 from functions.research.job.report import BUDGET_NOT_EXTRACTED, SearchSummary, build_results
-from functions.research.job.synthesis import Claim, Evidence
+from functions.research.retrieval.evidence import PAGE, EvidenceChunk
 from functions.research.retrieval.screening import Candidate
 from tests.unit.orchestrate.fixtures import paper, synthesis_result
 
@@ -13,16 +14,14 @@ def _candidate(index: int) -> Candidate:
     return Candidate(paper=paper(index), source_id=f"src-{index}", scores={"relevance": 0.9}, total_score=0.8)
 
 
-def _evidence(evidence_id: str, source_id: str) -> Evidence:
-    return Evidence(evidence_id, source_id, "A quote.", 1, None, "finding", 0.5, 0, 8)
+def _evidence(evidence_id: str, source_id: str) -> EvidenceChunk:
+    return EvidenceChunk(evidence_id, source_id, "A quote.", 0.5, PAGE, 1, 0, 8, kind="finding")
 
 
 SYNTHESIS = synthesis_result(
     [
-        Claim("c1", "A", ["e1"], "supported", 0.8, "", kept=True),
-        Claim(
-            "c2", "B", ["e2"], "unsupported", 0.2, "", kept=False
-        ),  # removed by verification: cites nothing
+        ClaimVerification("c1", "A", "supported", ["e1"], 0.8, ""),
+        ClaimVerification("c2", "B", "unsupported", ["e2"], 0.2, ""),  # removed by verification
     ],
     [_evidence("e1", "src-1"), _evidence("e2", "src-2")],
 )

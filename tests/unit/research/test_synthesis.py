@@ -9,12 +9,14 @@ from typing import Any
 from functions.common.llm import Completion, CompletionStream, StreamEnd, Usage
 from functions.research.checking.gate import SINGLE_SOURCE_CONFIDENCE_CAP
 from functions.research.checking.verifier import PARTIAL, SUPPORTED, UNSUPPORTED, verify_claim
-from functions.research.job.synthesis import JOB_STAGES, OTHER_FINDINGS, SynthesisResult
+from functions.research.job.result import SynthesisResult
+from functions.research.job.synthesis import JOB_STAGES
 from functions.research.job.synthesis import synthesize as synthesize_async
 from functions.research.presets import DECIDE, JOB_SYNTHESIS_STAGES, RENDER, VERIFY, WRITE
 from functions.research.presets import RED_TEAM as RED_TEAM_STAGE
 from functions.research.trace import RED_TEAM, VERIFIER, WRITER, TraceRecorder
 from functions.research.writing.attribution import speaks_for_itself
+from functions.research.writing.report_writer import OTHER_FINDINGS
 from tests.unit.orchestrate.fixtures import extracted, plan
 from tests.unit.research.scripted_llm import ScriptedLlm
 
