@@ -99,10 +99,23 @@ def ris_records(
     return records
 
 
-def ris_text(records: list[dict[str, Any]]) -> str:
+@cache
+def _ris_writer() -> Any:
+    """rispy's RIS writer without its numbered line ("1.") before each record: every record starts at
+    its TY tag, as reference managers write RIS."""
     import rispy  # on first use, not with the handler (bench/cold_start.py)
 
-    return str(rispy.dumps(records)) if records else ""
+    class PlainRisWriter(rispy.RisWriter):  # type: ignore[misc]
+        def set_header(self, count: int) -> str:
+            return ""
+
+    return PlainRisWriter
+
+
+def ris_text(records: list[dict[str, Any]]) -> str:
+    import rispy
+
+    return str(rispy.dumps(records, implementation=_ris_writer())) if records else ""
 
 
 def validate_ris(text: str, records: list[dict[str, Any]]) -> None:

@@ -62,7 +62,7 @@ def test_ris_reads_back_as_one_record_per_source_with_its_metadata() -> None:
     text = exports.ris_text(records)
     exports.validate_ris(text, records)
     parsed = rispy.loads(text)
-    assert parsed == records and text.count("\nER  - ") == 3
+    assert parsed == records and text.startswith("TY  - JOUR\n") and text.count("\nER  - ") == 3
     journal, preprint, upload = parsed
     assert journal["type_of_reference"] == "JOUR" and journal["journal_name"] == "Journal of Łódź Studies"
     assert journal["title"] == "Attention ER - is not the end: long documents"
