@@ -9,7 +9,7 @@ assessed - excluded after the full text, i.e. the results' sources that were rea
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +17,7 @@ from functions.research.job.inputs import Extraction, QueryResult, ScreeningPayl
 from functions.research.retrieval.screening import Candidate
 
 CITATION_CHASING = "citation_chasing"
+REVIEWER = "reviewer"  # papers a reviewer added at the screening checkpoint
 # How a chased work was found (`discovered_via.method`); "search" is the queries'.
 CHASING_METHODS = frozenset({"references", "citations"})
 EXCLUDED_BY_REVIEWER = "excluded_by_reviewer"
@@ -61,16 +62,30 @@ def chasing_method(candidate: Candidate) -> str | None:
     return method if method in CHASING_METHODS else None
 
 
+def source_label(name: str) -> str:
+    """How the report and the diagram name a source of records."""
+    return {CITATION_CHASING: "citation searching", REVIEWER: "added by a reviewer"}.get(name, name)
+
+
+def identified_by_other_methods(candidate: Candidate) -> str | None:
+    """How a candidate no query returned was identified: `citation_chasing`, `reviewer` (added at the
+    screening checkpoint) or its connector; None for a search's (its hits are counted per query)."""
+    if chasing_method(candidate):
+        return CITATION_CHASING
+    if candidate.query_ids:
+        return None
+    return REVIEWER if "added" in candidate.explanations else candidate.paper.source
+
+
 def identified_records(searches: Sequence[QueryResult], candidates: Sequence[Candidate]) -> dict[str, int]:
     """Records identified per connector (every hit a query stored, before de-duplication), and those
-    citation chasing added (de-duplicated against the candidates as it added them)."""
+    identified otherwise: by citation chasing (de-duplicated against the candidates as it added them)
+    or by a reviewer."""
     counts: Counter[str] = Counter()
     for search in searches:
         if search.key:
             counts[search.connector] += search.count
-    chased = sum(1 for candidate in candidates if chasing_method(candidate))
-    if chased:
-        counts[CITATION_CHASING] += chased
+    counts.update(method for candidate in candidates if (method := identified_by_other_methods(candidate)))
     return dict(sorted(counts.items()))
 
 
@@ -85,26 +100,24 @@ def _not_retrieved_reason(outcome: Extraction | None) -> str:
 def prisma_flow(
     searches: Sequence[QueryResult], screening: ScreeningPayload, extractions: Sequence[Extraction]
 ) -> PrismaFlow:
-    """`screening.selected` is the final selection (a reviewer's, after a checkpoint); a source that
-    has an extraction record was sought for retrieval even if a reviewer dropped it after reading."""
+    """`screening.selected` is the final selection (a reviewer's, after a checkpoint); a source a
+    reviewer found not relevant after reading it (`screening.not_relevant`) was sought and assessed."""
     candidates = screening.candidates
     selected = set(screening.selected)
-    budget_skipped = set(screening.budget_skipped)
+    read_then_dropped = set(screening.not_relevant)
     outcomes = {item.source_id: item for item in extractions if item.source_id}
-    sought = [c for c in candidates if c.source_id in selected or c.source_id in outcomes]
+    attempted = selected | read_then_dropped | set(outcomes)
+    sought = [c for c in candidates if c.source_id in attempted]
     sought_ids = {c.source_id for c in sought}
-    screening_reasons = Counter(
-        c.rejection or EXCLUDED_BY_REVIEWER for c in candidates if c.source_id not in sought_ids
-    )
+    read = {c.source_id for c in sought if c.source_id in read_then_dropped or _was_read(outcomes, c)}
     not_retrieved = Counter(
         BUDGET_REACHED
-        if c.source_id in budget_skipped and c.source_id not in outcomes
+        if c.source_id in screening.budget_skipped and c.source_id not in outcomes
         else _not_retrieved_reason(outcomes.get(c.source_id))
         for c in sought
-        if not (c.source_id in outcomes and outcomes[c.source_id].success)
+        if c.source_id not in read
     )
-    assessed = [c for c in sought if c.source_id in outcomes and outcomes[c.source_id].success]
-    included = sum(1 for c in assessed if c.source_id in selected)
+    included = len(read & selected)
     identified = identified_records(searches, candidates)
     return PrismaFlow(
         identified=identified,
@@ -113,15 +126,26 @@ def prisma_flow(
         excluded_screening=len(candidates) - len(sought),
         sought_for_retrieval=len(sought),
         not_retrieved=sum(not_retrieved.values()),
-        assessed_full_text=len(assessed),
-        excluded_full_text=len(assessed) - included,
+        assessed_full_text=len(read),
+        excluded_full_text=len(read) - included,
         included=included,
         exclusion_reasons=ExclusionReasons(
-            screening=dict(sorted(screening_reasons.items())),
-            not_retrieved=dict(sorted(not_retrieved.items())),
-            full_text={EXCLUDED_BY_REVIEWER: len(assessed) - included} if len(assessed) > included else {},
+            screening=_counted(
+                c.rejection or EXCLUDED_BY_REVIEWER for c in candidates if c.source_id not in sought_ids
+            ),
+            not_retrieved=_counted(not_retrieved.elements()),
+            full_text=_counted(EXCLUDED_BY_REVIEWER for _ in range(len(read) - included)),
         ),
     )
+
+
+def _was_read(outcomes: dict[str, Extraction], candidate: Candidate) -> bool:
+    outcome = outcomes.get(candidate.source_id)
+    return outcome is not None and outcome.success
+
+
+def _counted(reasons: Iterable[str]) -> dict[str, int]:
+    return dict(sorted(Counter(reasons).items()))
 
 
 def _reasons(reasons: dict[str, int]) -> str:
@@ -135,10 +159,7 @@ def _cell(text: str) -> str:
 def flow_markdown(flow: PrismaFlow) -> list[str]:
     """The report's section: the flow as a table, each stage with its exclusions and their reasons."""
     reasons = flow.exclusion_reasons
-    sources = ", ".join(
-        f"{'citation searching' if name == CITATION_CHASING else name} {count}"
-        for name, count in flow.identified.items()
-    )
+    sources = ", ".join(f"{source_label(name)} {count}" for name, count in flow.identified.items())
     rows = [
         ("Records identified", flow.total_identified, sources),
         ("Duplicate records removed", flow.duplicates_removed, ""),

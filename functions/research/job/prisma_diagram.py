@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-from functions.research.job.prisma import CITATION_CHASING, PrismaFlow
+from functions.research.job.prisma import PrismaFlow, source_label
 
 WIDTH = 794
 FONT_SIZE = 13
@@ -53,8 +53,7 @@ def _box(heading: str, count: int, details: dict[str, int] | None = None) -> _Bo
 def _identified_box(flow: PrismaFlow) -> _Box:
     lines = ["Records identified from:"]
     for name, count in flow.identified.items():
-        label = "citation searching" if name == CITATION_CHASING else name
-        lines += _wrapped(f"{label} (n = {count})")
+        lines += _wrapped(f"{source_label(name)} (n = {count})")
     return _Box(lines if flow.identified else [*lines, "no source (n = 0)"])
 
 

@@ -6,17 +6,18 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.orchestrate.checkpoints.review import added_candidate
 from functions.research.job.inputs import Extraction, QueryResult, ScreeningPayload
 from functions.research.job.prisma import PrismaFlow, flow_markdown, prisma_flow
 from functions.research.job.prisma_diagram import WIDTH, prisma_svg
-from functions.research.retrieval.screening import Candidate
+from functions.research.retrieval.screening import Candidate, source_id_for
 from tests.unit.orchestrate.fixtures import paper
 
 SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _candidate(index: int, rejection: str | None = None) -> Candidate:
-    return Candidate(paper=paper(index), source_id=f"src-{index}", rejection=rejection)
+    return Candidate(paper=paper(index), source_id=f"src-{index}", query_ids=["q1"], rejection=rejection)
 
 
 @dataclass
@@ -91,6 +92,15 @@ def test_each_stage_is_the_previous_less_its_exclusions_with_their_reasons() -> 
     assert all(left == right for left, right in chain), chain
 
 
+def test_a_source_found_not_relevant_after_its_reading_is_excluded_at_the_full_text() -> None:
+    screening = _screening()
+    screening.selected.remove("src-2")
+    screening.not_relevant = ["src-2"]  # the extraction checkpoint took its record out of the extractions
+    flow = prisma_flow(SEARCHES, screening, [item for item in EXTRACTIONS if item.source_id != "src-2"])
+    assert (flow.sought_for_retrieval, flow.assessed_full_text, flow.included) == (6, 3, 1)
+    assert flow.exclusion_reasons.full_text == {"excluded_by_reviewer": 2}
+
+
 def test_chased_records_are_identified_by_citation_chasing() -> None:
     screening = _screening()
     chased = [
@@ -98,7 +108,12 @@ def test_chased_records_are_identified_by_citation_chasing() -> None:
             paper=paper(11), source_id="src-11", discovered_via={"method": "references", "seed": "src-1"}
         ),
         _Chased(paper=paper(12), source_id="src-12", discovered_via={"method": "citations", "seed": "src-2"}),
-        _Chased(paper=paper(13), source_id="src-13", discovered_via={"method": "search", "seed": None}),
+        _Chased(
+            paper=paper(13),
+            source_id="src-13",
+            query_ids=["q2"],
+            discovered_via={"method": "search", "seed": None},
+        ),
     ]
     screening.candidates += chased
     screening.selected += ["src-11"]
@@ -111,6 +126,17 @@ def test_chased_records_are_identified_by_citation_chasing() -> None:
 
 def test_a_job_without_chasing_has_no_citation_chasing_count() -> None:
     assert "citation_chasing" not in prisma_flow(SEARCHES, _screening(), EXTRACTIONS).identified
+
+
+def test_papers_a_reviewer_added_are_identified_by_the_reviewer() -> None:
+    screening = _screening()
+    screening.candidates.append(added_candidate("doi:10.1/added"))
+    screening.selected.append(source_id_for("doi:10.1/added"))
+    flow = prisma_flow(SEARCHES, screening, EXTRACTIONS)
+    assert flow.identified == {"arxiv": 8, "openalex": 4, "reviewer": 1}
+    assert flow.total_identified - flow.duplicates_removed == flow.screened == 11
+    assert flow.exclusion_reasons.not_retrieved["extraction_failed"] == 2  # never extracted
+    assert "added by a reviewer (n = 1)" in _texts(prisma_svg(flow))
 
 
 def _texts(svg: str) -> list[str]:
