@@ -277,6 +277,14 @@ def test_failures_are_recorded_and_the_job_still_finishes(
     assert flaky_source["extraction_success"] is True  # the Retry of the step succeeded
     assert results["execution_summary"]["extractions_failed"] == 2
     assert "crossref" in results["execution_summary"]["failed_connectors"]
+    flow = results["execution_summary"]["prisma_flow"]
+    assert "crossref" not in flow["identified"]  # down: it identified nothing
+    # the 404 has no open full text, the held one timed out: both sought, neither read
+    assert flow["not_retrieved"] == 2 and flow["exclusion_reasons"]["not_retrieved"] == {
+        "extraction_failed": 1,
+        "no_open_full_text": 1,
+    }
+    assert flow["included"] == flow["sought_for_retrieval"] - 2 == len(results["sources"]) - 2
     _assert_grounded(results, papers)
 
 
