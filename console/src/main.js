@@ -20,7 +20,10 @@ const TERMINAL = new Set(["COMPLETED", "PARTIAL", "FAILED", "REFUSED"]);
 const ARTIFACTS = [
   ["report.md", "Report (Markdown)"],
   ["bibliography.bib", "BibTeX"],
+  ["references.ris", "RIS (Zotero, EndNote, Mendeley)"],
+  ["references.csl.json", "CSL-JSON (Zotero, Pandoc)"],
   ["annotated_bibliography.md", "Annotated bibliography"],
+  ["prisma_flow.svg", "PRISMA 2020 flow diagram (SVG)"],
 ];
 
 function say(id, text, isError = false) {
@@ -269,6 +272,37 @@ async function download(jobId, name) {
   }
 }
 
+// The job's PRISMA 2020 flow diagram, fetched with the caller's credentials and shown as an image: a
+// data: URL, which the console's Content-Security-Policy allows for images (an SVG in an <img> runs no
+// script). Its text alternative is the flow's counts.
+async function showPrisma(jobId, results) {
+  const figure = $("job-prisma");
+  const flow = (results.execution_summary || {}).prisma_flow;
+  if (!flow || !("prisma_flow.svg" in (results.artifacts || {}))) return;
+  let svg;
+  try {
+    const response = await request(`/api/agent/results/${encodeURIComponent(jobId)}/artifacts/prisma_flow.svg`);
+    svg = await response.text();
+  } catch (error) {
+    svg = null;
+    if (followedJob === jobId) {
+      figure.replaceChildren(el("p", { className: "error", text: `The PRISMA diagram could not be loaded: ${error.message}` }));
+      figure.hidden = false;
+    }
+  }
+  if (svg === null || followedJob !== jobId) return; // failed, or another job is shown now
+  const identified = Object.values(flow.identified || {}).reduce((sum, n) => sum + n, 0);
+  const alt =
+    `PRISMA 2020 flow: ${identified} records identified, ${flow.duplicates_removed} duplicates removed, ` +
+    `${flow.screened} screened, ${flow.sought_for_retrieval} sought for retrieval, ` +
+    `${flow.assessed_full_text} assessed, ${flow.included} included`;
+  figure.replaceChildren(
+    el("img", { id: "job-prisma-image", src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`, alt }),
+    el("figcaption", { text: "PRISMA 2020 flow of this job" }),
+  );
+  figure.hidden = false;
+}
+
 // What a PARTIAL job lost, in the API's words, and the sources that could not be read.
 function partialCauses(results) {
   const summary = results.execution_summary || {};
@@ -306,6 +340,7 @@ function showResults(jobId, results) {
   linkMarkers(report, resolve, followMarker);
   sourceList($("job-sources"), sources);
   claimsTable($("job-claims"), claims, open);
+  showPrisma(jobId, results);
   $("job-meta").textContent = `Confidence ${Number(results.confidence_score || 0).toFixed(2)}${
     results.confidence_rationale ? ` · ${results.confidence_rationale}` : ""
   }`;
@@ -313,8 +348,8 @@ function showResults(jobId, results) {
 
 function resetJob() {
   closeCitations();
-  for (const id of ["job-result", "job-refusal", "job-partial", "job-checkpoint"]) $(id).hidden = true;
-  for (const id of ["job-report", "job-sources", "job-claims", "job-checkpoint"]) $(id).replaceChildren();
+  for (const id of ["job-result", "job-refusal", "job-partial", "job-checkpoint", "job-prisma"]) $(id).hidden = true;
+  for (const id of ["job-report", "job-sources", "job-claims", "job-checkpoint", "job-prisma"]) $(id).replaceChildren();
   $("job-progress").setAttribute("value", "0");
 }
 

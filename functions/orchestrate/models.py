@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from functions.research.job.prisma import PrismaFlow
 from functions.research.job.report import ExecutionSummary, ResultSource
 from functions.research.planning.plan import JobSettings, ResearchPlan
 from functions.research.planning.request import CheckpointPhase
@@ -25,9 +26,12 @@ from functions.research.planning.request import CheckpointPhase
 ARTIFACT_NAMES: dict[str, str] = {
     "report.md": "text/markdown; charset=utf-8",
     "bibliography.bib": "application/x-bibtex; charset=utf-8",
+    "references.ris": "application/x-research-info-systems; charset=utf-8",
+    "references.csl.json": "application/vnd.citationstyles.csl+json",
     "annotated_bibliography.md": "text/markdown; charset=utf-8",
     "quote_library.json": "application/json",
     "search_report.md": "text/markdown; charset=utf-8",
+    "prisma_flow.svg": "image/svg+xml; charset=utf-8",
 }
 
 
@@ -449,12 +453,13 @@ class ExecutionCounts(BaseModel):
 
 
 class StoredExecutionSummary(ExecutionSummary):
-    """A results document's execution summary; documents written before these three were reported (and
+    """A results document's execution summary; documents written before these four were reported (and
     kept across restarts in LOCAL_STATE_DIR) lack them, and answer without them."""
 
     queries_not_run: dict[str, str] = Field(default_factory=dict)
     partial_reasons: list[str] = Field(default_factory=list)
     search_stats: dict[str, int] = Field(default_factory=dict)
+    prisma_flow: PrismaFlow | None = None
 
 
 class JobResultSource(ResultSource):

@@ -37,12 +37,16 @@ from infra.routes import Route
 STAGE = "prod"
 # API Gateway refuses bodies over 10 MB and Lambda over 6 MB (base64 counts). Bodies of these types
 # travel base64-encoded between API Gateway and Mangum: PDF uploads and non-text artifact downloads
-# (PDF, BibTeX, archives). Not `*/*`: that breaks the MOCK integration of the CORS preflight.
+# (PDF, BibTeX, RIS, CSL-JSON, SVG, archives: types Mangum does not take for text). Not `*/*`: that
+# breaks the MOCK integration of the CORS preflight.
 BINARY_MEDIA_TYPES = (
     "multipart/form-data",
     "application/pdf",
     "application/octet-stream",
     "application/x-bibtex",
+    "application/x-research-info-systems",
+    "application/vnd.citationstyles.csl+json",
+    "image/svg+xml",
     "application/zip",
 )
 # A buffered integration may not take longer (without a quota increase); a streamed one may take up to

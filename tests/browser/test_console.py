@@ -166,6 +166,13 @@ def test_a_rapid_job_runs_to_completion_with_its_progress_bar_moving(page: Page)
     assert download.value.suggested_filename.endswith("bibliography.bib")
     for label in ("Download Report (Markdown)", "Download Annotated bibliography"):
         expect(page.get_by_role("button", name=label)).to_be_visible()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download RIS (Zotero, EndNote, Mendeley)", exact=True).click()
+    assert download.value.path().read_text(encoding="utf-8").startswith("TY  - ")
+    expect(page.get_by_role("button", name="Download CSL-JSON (Zotero, Pandoc)", exact=True)).to_be_visible()
+    diagram = page.get_by_role("img", name=re.compile(r"^PRISMA 2020 flow: \d+ records identified"))
+    expect(diagram).to_be_visible()
+    assert diagram.evaluate("image => image.complete && image.naturalWidth") == 794  # the SVG drew
     screenshot(page, "job.png")
     assert serious_violations(page) == []
 

@@ -188,6 +188,18 @@ def _review_synthesis(job: Job, receiver: WebhookReceiver, reviewed: Reviewed) -
     job.approve()
 
 
+def _assert_reviews_in_the_prisma_flow(flow: dict[str, Any]) -> None:
+    """The paper added by DOI is a record a reviewer identified; the candidate excluded at screening and
+    the source found not relevant after its reading are excluded by the reviewer at their stages."""
+    assert flow["identified"]["reviewer"] == 1 and "crossref" not in flow["identified"]
+    assert sum(flow["identified"].values()) - flow["duplicates_removed"] == flow["screened"]
+    assert flow["screened"] - flow["excluded_screening"] == flow["sought_for_retrieval"]
+    assert flow["exclusion_reasons"]["screening"]["excluded_by_reviewer"] >= 1
+    assert flow["sought_for_retrieval"] - flow["not_retrieved"] == flow["assessed_full_text"]
+    assert flow["excluded_full_text"] == flow["exclusion_reasons"]["full_text"]["excluded_by_reviewer"] == 1
+    assert flow["assessed_full_text"] - flow["excluded_full_text"] == flow["included"]
+
+
 def _start(client: TestClient, headers: dict[str, str], callback_url: str) -> Job:
     phases = ["plan", "screening", "extraction", "synthesis"]
     started = client.post(
@@ -258,6 +270,7 @@ def test_each_checkpoint_edit_changes_what_the_next_phase_does(client: TestClien
     assert events == ["job.checkpoint_waiting"] * 5 + ["job.completed"] and delivered[-1].verified
     sources = {source["source_id"]: source for source in results["sources"]}
     assert reviewed.added_id in sources and reviewed.dropped_source not in sources
+    _assert_reviews_in_the_prisma_flow(results["execution_summary"]["prisma_flow"])
     assert reviewed.excluded_url not in {source["url"] for source in sources.values()}
     evidence_ids = {item["evidence_id"] for item in results["evidence"]}
     assert reviewed.added_id in {item["source_id"] for item in results["evidence"]}  # extracted and cited

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
+import rispy
 from bibtexparser.entrypoint import parse_string
 from fastapi.testclient import TestClient
 
@@ -20,6 +22,7 @@ from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobRecord, JobStatus
 from functions.orchestrate.store import DynamoDbJobStore
 from functions.research.checking.finding import finding
+from functions.research.job import exports
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, normalise, serve, topic_papers
 from tests.support.embedded_aws import events_queue
 from tests.support.scholarly_web import Reply, ScholarlyWeb
@@ -114,6 +117,48 @@ def _assert_grounded(results: dict[str, Any], papers: list[TopicPaper]) -> None:
     assert cited_in_text and cited_in_text <= set(evidence)
 
 
+def _assert_reference_exports(client: TestClient, results: dict[str, Any]) -> None:
+    """RIS and CSL-JSON: one record per source, under its citation key, with its metadata."""
+    ris = rispy.loads(client.get(results["artifacts"]["references.ris"]["api_path"]).text)
+    csl = json.loads(client.get(results["artifacts"]["references.csl.json"]["api_path"]).text)
+    exports.validate_csl_json(json.dumps(csl), csl)  # CSL input data by its schema
+    sources = {source["citation_key"]: source for source in results["sources"]}
+    assert [record["id"] for record in ris] == [item["id"] for item in csl] == list(sources)
+    for record, item in zip(ris, csl, strict=True):
+        source = sources[record["id"]]
+        assert record["title"] == item["title"] == " ".join(source["title"].split())
+        assert record.get("authors", []) == source["authors"]
+        assert len(item.get("author", [])) == len(source["authors"])
+        assert record.get("doi") == item.get("DOI") == source["doi"]
+        assert record["urls"] == [source["url"]] and item["URL"] == source["url"]
+        pages = sorted({e["page"] for e in results["evidence"] if e["source_id"] == source["source_id"]})
+        assert record.get("notes", []) == ([exports.pages_note(pages)] if pages else [])
+
+
+def _assert_prisma_flow(client: TestClient, results: dict[str, Any], final: dict[str, Any]) -> None:
+    """The flow is what the job did: every connector's hits, each stage the previous one less its
+    exclusions, the read sources included; the diagram carries its numbers."""
+    flow = results["execution_summary"]["prisma_flow"]
+    metrics = final["quality_metrics"]
+    assert set(flow["identified"]) == {"arxiv", "semantic_scholar", "openalex", "crossref", "library"}, flow
+    assert sum(flow["identified"].values()) == results["execution_summary"]["search_hits"]
+    assert flow["screened"] == metrics["sources_discovered"]
+    assert sum(flow["identified"].values()) - flow["duplicates_removed"] == flow["screened"]
+    assert flow["screened"] - flow["excluded_screening"] == flow["sought_for_retrieval"] == 9
+    assert sum(flow["exclusion_reasons"]["screening"].values()) == flow["excluded_screening"] >= 2
+    assert flow["sought_for_retrieval"] - flow["not_retrieved"] == flow["assessed_full_text"]
+    assert flow["assessed_full_text"] - flow["excluded_full_text"] == flow["included"]
+    read = [source for source in results["sources"] if source["extraction_success"]]
+    assert flow["included"] == len(read) == 9 and flow["not_retrieved"] == 0
+    assert "citation_chasing" not in flow["identified"]
+    svg = client.get(results["artifacts"]["prisma_flow.svg"]["api_path"]).text
+    texts = [node.text for node in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+    assert f"Records screened (n = {flow['screened']})" in texts
+    assert f"Studies included in review (n = {flow['included']})" in texts
+    report = client.get(results["artifacts"]["report.md"]["api_path"]).text
+    assert f"| Studies included in review | {flow['included']} |" in report
+
+
 def test_job_completes_with_grounded_results_and_artifacts(
     web: ScholarlyWeb, papers: list[TopicPaper], client: TestClient
 ) -> None:
@@ -163,16 +208,20 @@ def test_job_completes_with_grounded_results_and_artifacts(
         assert 0 < results["confidence_score"] <= 1
         _assert_grounded(results, papers)
 
-        for name in (
-            "report.md",
-            "bibliography.bib",
-            "annotated_bibliography.md",
-            "quote_library.json",
-            "search_report.md",
+        for name, content_type in (
+            ("report.md", "text/markdown"),
+            ("bibliography.bib", "application/x-bibtex"),
+            ("references.ris", "application/x-research-info-systems"),
+            ("references.csl.json", "application/vnd.citationstyles.csl+json"),
+            ("annotated_bibliography.md", "text/markdown"),
+            ("quote_library.json", "application/json"),
+            ("search_report.md", "text/markdown"),
+            ("prisma_flow.svg", "image/svg+xml"),
         ):
             assert name in results["artifacts"]
             artifact = client.get(results["artifacts"][name]["api_path"])
             assert artifact.status_code == 200 and artifact.content, name
+            assert artifact.headers["content-type"].startswith(content_type), (name, artifact.headers)
         bib = parse_string(client.get(results["artifacts"]["bibliography.bib"]["api_path"]).text)
         assert not bib.failed_blocks
         assert len(bib.entries) == len(results["sources"]) == 9
@@ -182,6 +231,8 @@ def test_job_completes_with_grounded_results_and_artifacts(
         assert {e.fields_dict["doi"].value for e in bib.entries} <= {p.sample.doi for p in papers}
         quotes = json.loads(client.get(results["artifacts"]["quote_library.json"]["api_path"]).text)
         assert quotes["total_quotes"] == len(results["evidence"])
+        _assert_reference_exports(client, results)
+        _assert_prisma_flow(client, results, final)
         messages = boto3.client("sqs", region_name="us-east-1").receive_message(
             QueueUrl=queue_url, MaxNumberOfMessages=10
         )["Messages"]
@@ -226,6 +277,14 @@ def test_failures_are_recorded_and_the_job_still_finishes(
     assert flaky_source["extraction_success"] is True  # the Retry of the step succeeded
     assert results["execution_summary"]["extractions_failed"] == 2
     assert "crossref" in results["execution_summary"]["failed_connectors"]
+    flow = results["execution_summary"]["prisma_flow"]
+    assert "crossref" not in flow["identified"]  # down: it identified nothing
+    # the 404 has no open full text, the held one timed out: both sought, neither read
+    assert flow["not_retrieved"] == 2 and flow["exclusion_reasons"]["not_retrieved"] == {
+        "extraction_failed": 1,
+        "no_open_full_text": 1,
+    }
+    assert flow["included"] == flow["sought_for_retrieval"] - 2 == len(results["sources"]) - 2
     _assert_grounded(results, papers)
 
 
@@ -316,3 +375,9 @@ def test_a_teams_uploaded_pdf_is_searched_screened_and_cited(
         cited = [e for e in results["evidence"] if e["source_id"] == team_sources[0]["source_id"]]
         assert cited, "the uploaded paper yielded no evidence"
         assert all(normalise(e["quote"]) in normalise(team_paper.text) for e in cited)
+        _assert_reference_exports(client, results)
+        ris = rispy.loads(client.get(results["artifacts"]["references.ris"]["api_path"]).text)
+        csl = json.loads(client.get(results["artifacts"]["references.csl.json"]["api_path"]).text)
+        assert [r["type_of_reference"] for r in ris if r["urls"] == [document_url]] == ["GEN"]
+        assert [item["type"] for item in csl if item["URL"] == document_url] == ["document"]
+        assert results["execution_summary"]["prisma_flow"]["identified"]["library"] >= 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from functions.research.job.prisma import PrismaFlow
 from functions.research.job.report import ExecutionSummary, ResearchResults
 
 
@@ -25,6 +26,16 @@ def results_document(job_id: str, artifact_keys: dict[str, str], synthesis: dict
             queries_not_run={},
             partial_reasons=[],
             search_stats={"requests_planned": 5, "cache_hits": 0, "coalesced": 0},
+            prisma_flow=PrismaFlow(
+                identified={"arxiv": 25, "openalex": 15},
+                duplicates_removed=28,
+                screened=12,
+                excluded_screening=2,
+                sought_for_retrieval=10,
+                not_retrieved=1,
+                assessed_full_text=9,
+                included=9,
+            ),
         ),
         sources=[],
         evidence=[],

@@ -201,7 +201,14 @@ def review_extraction(context: CheckpointContext, edits: ExtractionEdits) -> Rev
     if dropped:
         screening = context.screening()
         selection = [source_id for source_id in screening.selected if source_id not in dropped]
-        _store_selection(context, screening, selection, [])
+        read = [
+            item.source_id for item in context.extractions() if item.success and item.source_id in dropped
+        ]
+        # the PRISMA flow counts these as excluded after their full text was assessed
+        read_then_dropped = list(dict.fromkeys([*screening.not_relevant, *(i for i in read if i)]))
+        _store_selection(
+            context, screening.model_copy(update={"not_relevant": read_then_dropped}), selection, []
+        )
     _strike(context, review, edits.strike)
     if dropped:
         review.changes.append(f"not relevant: {', '.join(edits.not_relevant)}")

@@ -24,8 +24,10 @@ from functions.orchestrate.search_round import (
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import JobStep
 from functions.orchestrate.store import DynamoDbJobStore, EventBridgePublisher
-from functions.research.job import outputs
-from functions.research.job.inputs import Extraction, QueryResult
+from functions.research.job import exports, outputs
+from functions.research.job.inputs import Extraction, QueryResult, ScreeningPayload
+from functions.research.job.prisma import PrismaFlow, prisma_flow
+from functions.research.job.prisma_diagram import prisma_svg
 from functions.research.job.report import SearchSummary, build_results
 from functions.research.job.result import SynthesisResult
 from functions.research.retrieval.screening import Candidate
@@ -52,22 +54,8 @@ class Finalize(JobStep):
         searches, extractions = request.search_results, request.extractions
         selected = [candidates[i] for i in screening.selected if i in candidates]
         status, partial_reasons, budget_decisions = job_outcome(job, synthesis, searches, extractions)
-        bib, keys = outputs.bibtex_entries(selected)
-        outputs.validate_bibtex(bib, len(selected))
-        files = {
-            "report.md": outputs.report_markdown(synthesis, selected, keys, status.value),
-            "bibliography.bib": bib,
-            "annotated_bibliography.md": outputs.annotated_bibliography(
-                selected,
-                keys,
-                {item.source_id: item for item in extractions if item.source_id},
-                synthesis.evidence,
-            ),
-            "quote_library.json": outputs.to_json(outputs.quote_library(selected, synthesis.evidence)),
-            "search_report.md": outputs.search_report(
-                job.research_plan, searches, screening, extractions, job.decisions
-            ),
-        }
+        flow = prisma_flow(searches, screening, extractions)
+        files, keys = report_files(job, synthesis, screening, selected, searches, extractions, flow, status)
         artifact_keys = self._write(team_id, job_id, files)
         report = build_results(
             job_id,
@@ -80,6 +68,7 @@ class Finalize(JobStep):
             _search_summary(job, searches),
             partial_reasons if status is JobStatus.PARTIAL else [],
             artifact_keys,
+            flow,
         )
         results = report.model_dump(mode="json")  # the document the living review adds to
         self._store_results(team_id, job, results, candidates)
@@ -114,6 +103,46 @@ class Finalize(JobStep):
             results["changes_since_last_run"] = changes
         body = outputs.to_json(results).encode("utf-8")
         self.artifacts.put_bytes(results_key(team_id, job.job_id), body, "application/json")
+
+
+def report_files(
+    job: JobRecord,
+    synthesis: SynthesisResult,
+    screening: ScreeningPayload,
+    selected: list[Candidate],
+    searches: list[QueryResult],
+    extractions: list[Extraction],
+    flow: PrismaFlow,
+    status: JobStatus,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The report artifacts by name, and source id -> citation key. The bibliography's three forms
+    are each read back and checked before they are written."""
+    bib, keys = outputs.bibtex_entries(selected)
+    outputs.validate_bibtex(bib, len(selected))
+    ris_records = exports.ris_records(selected, keys, synthesis.evidence)
+    ris = exports.ris_text(ris_records)
+    exports.validate_ris(ris, ris_records)
+    csl_items = exports.csl_items(selected, keys, synthesis.evidence)
+    csl_json = exports.csl_json_text(csl_items)
+    exports.validate_csl_json(csl_json, csl_items)
+    files = {
+        "report.md": outputs.report_markdown(synthesis, selected, keys, status.value, flow),
+        "bibliography.bib": bib,
+        "references.ris": ris,
+        "references.csl.json": csl_json,
+        "annotated_bibliography.md": outputs.annotated_bibliography(
+            selected,
+            keys,
+            {item.source_id: item for item in extractions if item.source_id},
+            synthesis.evidence,
+        ),
+        "quote_library.json": outputs.to_json(outputs.quote_library(selected, synthesis.evidence)),
+        "search_report.md": outputs.search_report(
+            job.research_plan, searches, screening, extractions, job.decisions
+        ),
+        "prisma_flow.svg": prisma_svg(flow),
+    }
+    return files, keys
 
 
 def job_outcome(

@@ -82,12 +82,14 @@ StoredCandidate = Annotated[
 
 class ScreeningPayload(BaseModel):
     """The Screen step's payload: every unique candidate, the ids selected (a reviewer's selection after a
-    screening or extraction checkpoint), those the budget left unextracted, and the screening's counts.
-    Empty before screening."""
+    screening or extraction checkpoint), those the budget left unextracted, those a reviewer found not
+    relevant once they were read (at the extraction checkpoint), and the screening's counts. Empty
+    before screening."""
 
     candidates: list[StoredCandidate] = Field(default_factory=list)
     selected: list[str] = Field(default_factory=list)
     budget_skipped: list[str] = Field(default_factory=list)
+    not_relevant: list[str] = Field(default_factory=list)
     discovered: int = 0  # hits before de-duplication
     duplicates: int = 0
     validated: int = 0  # unique candidates

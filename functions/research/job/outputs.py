@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.common.text import first_sentence
 from functions.research.job.inputs import Extraction, QueryResult, ScreeningPayload
+from functions.research.job.prisma import PrismaFlow, flow_markdown
 from functions.research.retrieval.screening import Candidate
 from functions.research.retrieval.untrusted_text import own_links, without_hostile
 from functions.research.writing.attribution import last_name
@@ -109,8 +110,14 @@ def _reference(candidate: Candidate) -> str:
 
 
 def report_markdown(
-    synthesis: SynthesisResult, sources: list[Candidate], keys: dict[str, str], status: str
+    synthesis: SynthesisResult,
+    sources: list[Candidate],
+    keys: dict[str, str],
+    status: str,
+    flow: PrismaFlow | None = None,
 ) -> str:
+    """The report: the summary, the synthesis, the evidence cited, the PRISMA 2020 flow (when given)
+    and the references."""
     evidence = {item.chunk_id: item for item in synthesis.evidence}
     cited: list[str] = []
     for claim in synthesis.claims:
@@ -138,6 +145,8 @@ def report_markdown(
             title = source.paper.title if source else item.source_id
             lines.append(f"- **{evidence_id}** {where} “{item.text}” — *{title}*")
         lines.append("")
+    if flow is not None:
+        lines += flow_markdown(flow)
     lines += ["## References", ""]
     lines += [f"- [@{keys[c.source_id]}] {_reference(c)}" for c in sources]
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from functions.research.job.inputs import Extraction, ScreeningPayload
+from functions.research.job.prisma import PrismaFlow
 from functions.research.job.result import stored_claim, stored_evidence
 from functions.research.retrieval.screening import Candidate
 
@@ -70,6 +71,7 @@ class ExecutionSummary(BaseModel):
     queries_not_run: dict[str, str]
     partial_reasons: list[str]
     search_stats: dict[str, int]
+    prisma_flow: PrismaFlow | None  # None only in documents stored before the flow was recorded
 
 
 class ResearchResults(BaseModel):
@@ -103,9 +105,11 @@ def build_results(
     search: SearchSummary,
     partial_reasons: list[str],
     artifact_keys: Mapping[str, str],
+    prisma_flow: PrismaFlow,
 ) -> ResearchResults:
     """`screening`: the Screen step's payload (validated and passed counts, sources skipped for the
-    budget); `partial_reasons`: why a PARTIAL job lost coverage (empty otherwise)."""
+    budget); `partial_reasons`: why a PARTIAL job lost coverage (empty otherwise); `prisma_flow`: the
+    job's PRISMA 2020 flow (functions/research/job/prisma.py)."""
     failed = sum(1 for item in extractions if not item.success)
     return ResearchResults(
         job_id=job_id,
@@ -130,6 +134,7 @@ def build_results(
                 "cache_hits": search.cache_hits,
                 "coalesced": search.coalesced,
             },
+            prisma_flow=prisma_flow,
         ),
         sources=result_sources(sources, citation_keys, synthesis, extractions, set(screening.budget_skipped)),
         evidence=[stored_evidence(item) for item in synthesis.evidence],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functions.research.checking.verifier import ClaimVerification
 from functions.research.job.inputs import Extraction, ScreeningPayload
+from functions.research.job.prisma import PrismaFlow
 from functions.research.job.report import BUDGET_NOT_EXTRACTED, SearchSummary, build_results
 from functions.research.retrieval.evidence import PAGE, EvidenceChunk
 from functions.research.retrieval.screening import Candidate
@@ -44,6 +45,7 @@ def test_each_source_says_how_it_was_extracted_and_whether_a_kept_claim_cites_it
         SearchSummary(requests_planned=6, not_run={"arxiv": 2}, failed_connectors=["crossref"], hits=40),
         ["crossref answered errors: HTTP 500"],
         {"report.md": "teams/t/jobs/job-1/report.md"},
+        PrismaFlow(identified={"arxiv": 12}, duplicates_removed=3, screened=9, included=1),
     )
     by_id = {source.source_id: source for source in results.sources}
     assert [by_id[i].cited for i in ("src-1", "src-2", "src-3")] == [True, False, False]
@@ -60,3 +62,5 @@ def test_each_source_says_how_it_was_extracted_and_whether_a_kept_claim_cites_it
         and document["synthesis"]["gaps_identified"] == []
     )
     assert document["artifact_keys"] == {"report.md": "teams/t/jobs/job-1/report.md"}
+    flow = document["execution_summary"]["prisma_flow"]
+    assert (flow["identified"], flow["duplicates_removed"], flow["screened"]) == ({"arxiv": 12}, 3, 9)
