@@ -132,7 +132,7 @@ LOAD_SD = 0.331
 # A unit the budget refused still runs as a Map iteration: its invocation, transition, budget check
 # (ledger and job read) and the job record's update are billed.
 SKIPPED_PROFILE = StepProfile(0.25, 0.15, 0, 0, 1, 2)
-# What the synthesis's LLM writer reads and writes (functions/research/job/synthesis.py: at most 60 evidence
+# What the synthesis's LLM writer reads and writes (functions/research/writing/report_writer.py: at most 60 evidence
 # quotes, 400 answer tokens) and its judge (at most 8 calls of a few hundred tokens); the LLM's own time
 # is Lambda time of the synthesis step, waiting. Ranges: read as uniform between their ends.
 EVIDENCE_PER_SOURCE = 2

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from functions.common.errors import InvalidInput
 from functions.common.web.api import TeamId, client_identity
@@ -52,23 +54,24 @@ def execute(
     return JSONResponse(status_code=202, content=response, headers=headers)
 
 
-# Fields a body does not have stay out of it (a running job has no `failure_reason`, a job that failed
-# before Finalize no `writer`), as they always have.
-@router.get(
-    "/status/{job_id}",
-    summary="Status, phase, progress, decisions and quality metrics of a job",
-    response_model=JobStatusResponse,
-    response_model_exclude_unset=True,
+RouteHandler = TypeVar("RouteHandler", bound=Callable[..., Any])
+
+
+def _job_body(path: str, summary: str, model: type[BaseModel]) -> Callable[[RouteHandler], RouteHandler]:
+    """A GET of one job's body. Fields a body does not have stay out of it (a running job has no
+    `failure_reason`, a job that failed before Finalize no `writer`), as they always have."""
+    return router.get(path, summary=summary, response_model=model, response_model_exclude_unset=True)
+
+
+@_job_body(
+    "/status/{job_id}", "Status, phase, progress, decisions and quality metrics of a job", JobStatusResponse
 )
 def status(job_id: str, service: Service, team: TeamId) -> JobStatusResponse:
     return service.status(team, job_id)
 
 
-@router.get(
-    "/results/{job_id}",
-    summary="Synthesis, sources, evidence, claims and artifacts of a finished job",
-    response_model=JobResults,
-    response_model_exclude_unset=True,
+@_job_body(
+    "/results/{job_id}", "Synthesis, sources, evidence, claims and artifacts of a finished job", JobResults
 )
 def results(job_id: str, service: Service, team: TeamId) -> JobResults:
     return service.results(team, job_id)

@@ -8,9 +8,8 @@ deferred attempts apart (`deferred` in the job's usage)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -21,11 +20,10 @@ from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.orchestrate.models import JobStatus
 from functions.search.turns import process_turns
 from tests.e2e.scholarly_topic import GOAL, environment, serve, topic_papers
+from tests.support.restart_scenario import until
 from tests.support.scholarly_web import ScholarlyWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-T = TypeVar("T")
-WAIT_SECONDS = 200  # a bound on a wait for a condition, never a duration anything relies on
 
 
 @pytest.fixture
@@ -33,16 +31,6 @@ def client() -> Iterator[TestClient]:
     with TestClient(app) as test_client:
         yield test_client
     reset_workflow_settings_cache()
-
-
-def _until(read: Callable[[], T | None], what: str) -> T:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        found = read()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"waited {WAIT_SECONDS} s: {what}")
 
 
 def test_an_extraction_waiting_for_a_far_off_turn_is_deferred_then_completes(client: TestClient) -> None:
@@ -68,7 +56,7 @@ def test_an_extraction_waiting_for_a_far_off_turn_is_deferred_then_completes(cli
                     body: dict[str, Any] = usage.json() if usage.status_code == 200 else {}
                     return body if body.get("deferred", {}).get("extract") else None
 
-                _until(deferred, "no extraction was deferred while the turn was held")
+                until(deferred, "no extraction was deferred while the turn was held")
             finally:
                 turns.release(held)
 
@@ -79,7 +67,7 @@ def test_an_extraction_waiting_for_a_far_off_turn_is_deferred_then_completes(cli
                 usage: dict[str, Any] = client.get(f"/api/usage/jobs/{job_id}").json()
                 return usage if usage["final"] else None
 
-            usage = _until(billed, "the job never finished")
+            usage = until(billed, "the job never finished")
             status = client.get(f"/api/agent/status/{job_id}").json()
             results = client.get(f"/api/agent/results/{job_id}").json()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from functions.common.errors import (
     FetchError,
@@ -22,24 +22,16 @@ from functions.common.errors import (
 )
 from functions.common.models import ExtractedPaper, FullTextPort
 from functions.common.outbound.upstream_turns import TurnDeferred
-from functions.common.settings import get_settings
-from functions.common.storage import BlobStore, S3BlobStore, put_json
-from functions.common.traces import DynamoDbTraceStore
-from functions.metering.job_budget import JobBudget
+from functions.common.storage import put_json
 from functions.metering.meter import MeteredFullText
-from functions.metering.wiring import budgets
-from functions.orchestrate.config import WorkflowSettings, get_workflow_settings
 from functions.orchestrate.contracts import ExtractInput
 from functions.orchestrate.payloads import extracted_key
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.steps.adapter import step_handler
-from functions.orchestrate.steps.base import JobStep
-from functions.orchestrate.store import DynamoDbJobStore
+from functions.orchestrate.steps.base import BudgetedStep
+from functions.orchestrate.steps.deployed import deployed_adapters
 from functions.research.job.inputs import Extraction
 from functions.research.job.report import BUDGET_NOT_EXTRACTED
-
-if TYPE_CHECKING:
-    pass
 
 # A source that exists but offers us no full text (paywalled, gone): retrying won't help.
 NO_OPEN_FULL_TEXT = (401, 402, 403, 404, 410, 451)
@@ -54,11 +46,8 @@ class _Failure:
 
 
 @dataclass(kw_only=True)
-class Extract(JobStep):
-    data: BlobStore
+class Extract(BudgetedStep):
     extraction_service: Callable[[], FullTextPort]
-    settings: WorkflowSettings
-    budget: JobBudget
 
     def __call__(self, request: ExtractInput) -> Extraction:
         progress = self.progress(request.team, request.job_id)
@@ -174,14 +163,7 @@ def _extraction_service() -> FullTextPort:
 
 
 def build() -> Extract:
-    return Extract(
-        jobs=DynamoDbJobStore(),
-        data=S3BlobStore(get_settings().data_bucket),
-        extraction_service=_extraction_service,
-        settings=get_workflow_settings(),
-        budget=JobBudget(budgets()),
-        traces=DynamoDbTraceStore(),
-    )
+    return Extract(extraction_service=_extraction_service, **deployed_adapters())
 
 
 handler = step_handler("extract", ExtractInput, build)
