@@ -20,7 +20,7 @@ from pydantic import (
 
 from functions.research.job.report import ExecutionSummary, ResultSource
 from functions.research.planning.plan import JobSettings, ResearchPlan
-from functions.research.planning.request import CheckpointPhase
+from functions.research.planning.request import CHASING_BY_DEPTH, CheckpointPhase, CitationChasing
 
 ARTIFACT_NAMES: dict[str, str] = {
     "report.md": "text/markdown; charset=utf-8",
@@ -369,6 +369,14 @@ class JobRecord(BaseModel):
     @property
     def depth(self) -> str:
         return str(self.scope_parameters.get("discovery_depth") or "rapid")
+
+    @property
+    def citation_chasing(self) -> CitationChasing:
+        """The scope's `citation_chasing` (validated at submission), else the depth's default."""
+        asked = self.scope_parameters.get("citation_chasing")
+        if asked in ("off", "backward", "forward", "both"):
+            return asked  # type: ignore[no-any-return]
+        return CHASING_BY_DEPTH.get(self.depth, "off")
 
     @property
     def cost_estimate(self) -> dict[str, Any] | None:

@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from functions.research.job.inputs import Extraction, ScreeningPayload
 from functions.research.job.result import stored_claim, stored_evidence
+from functions.research.retrieval.chasing import discovered_via
 from functions.research.retrieval.screening import Candidate
 
 if TYPE_CHECKING:
@@ -56,6 +57,10 @@ class ResultSource(BaseModel):
     extraction_success: bool
     failure_reason: str | None
     cited: bool
+    # how the job found it: {"method": "search" | "references" | "citations", "seed", "connector"}
+    discovered_via: dict[str, Any] = Field(
+        default_factory=lambda: {"method": "search", "seed": None, "connector": None}
+    )
 
 
 class ExecutionSummary(BaseModel):
@@ -70,6 +75,8 @@ class ExecutionSummary(BaseModel):
     queries_not_run: dict[str, str]
     partial_reasons: list[str]
     search_stats: dict[str, int]
+    # what citation chasing did (ChasingRecord.summary); None: the job did not chase
+    citation_chasing: dict[str, Any] | None = None
 
 
 class ResearchResults(BaseModel):
@@ -130,6 +137,7 @@ def build_results(
                 "cache_hits": search.cache_hits,
                 "coalesced": search.coalesced,
             },
+            citation_chasing=screening.chasing.summary() if screening.chasing else None,
         ),
         sources=result_sources(sources, citation_keys, synthesis, extractions, set(screening.budget_skipped)),
         evidence=[stored_evidence(item) for item in synthesis.evidence],
@@ -176,6 +184,7 @@ def result_sources(
                 extraction_success=outcome.success,
                 failure_reason=outcome.failure_reason or (BUDGET_NOT_EXTRACTED if skipped else None),
                 cited=candidate.source_id in cited_sources,
+                discovered_via=discovered_via(candidate),
             )
         )
     return entries
