@@ -106,11 +106,14 @@ class CandidateView(BaseModel):
 
 
 class ScreeningCheckpoint(BaseModel):
-    """The screening checkpoint's payload: every candidate, ranked, and the ones selected."""
+    """The screening checkpoint's payload: every candidate, ranked, and the ones selected; the job's
+    citation chasing and the seeds it would chase (the approval's `chase_seeds` chooses others)."""
 
     candidates: list[CandidateView]
     selected: list[str]
     max_sources: int
+    citation_chasing: CitationChasing = "off"
+    chase_seeds: list[str] = Field(default_factory=list)
 
 
 class QuoteView(BaseModel):
@@ -128,6 +131,8 @@ class ExtractedSourceView(BaseModel):
     success: bool
     failure_reason: str | None
     quotes: list[QuoteView]
+    # how the job found it (a search, or a seed's references or citations: the seed's id)
+    discovered_via: dict[str, Any] = Field(default_factory=dict)
 
 
 class ExtractionCheckpoint(BaseModel):
