@@ -24,6 +24,13 @@ logger = get_logger("search")
 # Semantic Scholar gives both directions with every field in one request per page; OpenAlex both in two
 # or more (the seed, then its works); Crossref only the references deposited with a DOI.
 GRAPH_ORDER = ("semantic_scholar", "openalex", "crossref")
+# Whom each direction asks first: references at Semantic Scholar (one request a seed), citing works at
+# OpenAlex (sorted newest first by the provider, a tenth of Semantic Scholar's interval), so that a job's
+# two directions wait for two providers' turns at once rather than for one's in a row.
+ORDER_BY_DIRECTION: dict[CitationDirection, tuple[str, ...]] = {
+    "references": GRAPH_ORDER,
+    "citations": ("openalex", "semantic_scholar"),
+}
 
 
 @dataclass(frozen=True)
@@ -102,8 +109,9 @@ class CitationGraph:
             if seed.seed_id not in provider_ids:
                 chase.errors["seed"] = "no DOI or arXiv id to find it by in a citation graph"
                 return chase
-            for name, connector in self.connectors.items():
-                if direction not in connector.graph_directions:
+            for name in ORDER_BY_DIRECTION[direction]:
+                connector = self.connectors.get(name)
+                if connector is None or direction not in connector.graph_directions:
                     continue
                 found = provider_ids[seed.seed_id][name]
                 if found is None:

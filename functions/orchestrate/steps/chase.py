@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from functions.common.ml.embedder import default_embedder
 from functions.common.models import Paper
@@ -37,10 +38,18 @@ from functions.research.retrieval.chasing import (
 )
 from functions.research.retrieval.relevance import RelevanceScorer
 from functions.research.retrieval.screening import Candidate, screen
-from functions.search.citations import ChaseOutcome, CitationGraph, Seed
+
+if TYPE_CHECKING:
+    from functions.search.citations import ChaseOutcome, CitationGraph, Seed
+
+# rejections given after every policy passed (the depth's cut, the venue cap)
+PASSED_POLICIES = (None, "beyond_depth_limit", "diversity_cap")
 
 
 def default_citation_graph() -> CitationGraph:
+    # the connectors (and the HTTP client under them) are imported where the step first chases
+    from functions.search.citations import CitationGraph
+
     service = shared_search_service()
     return CitationGraph.of(service.connectors, service.cache, service.search_settings.cache_ttl_seconds)
 
@@ -86,6 +95,8 @@ class Chase(BudgetedStep):
 
     def _seeds(self, screening: ScreeningPayload, selected: list[SelectedSource], depth: str) -> list[Seed]:
         """The reviewer's seeds, else the best `seed_count(depth)` selected sources (the selection's order)."""
+        from functions.search.citations import Seed
+
         by_id = screening.by_id()
         chosen = screening.chase_seeds or [s.source_id for s in selected][: seed_count(depth)]
         return [
@@ -151,8 +162,7 @@ class Chase(BudgetedStep):
                 "discovered": screening.discovered + len(chased),
                 "duplicates": screening.duplicates + len(chased) - len(new),
                 "validated": len(candidates),
-                "passed": screening.passed
-                + sum(1 for c in new if c.rejection in (None, "beyond_depth_limit")),
+                "passed": screening.passed + sum(1 for c in new if c.rejection in PASSED_POLICIES),
                 "rejection_counts": rejection_counts(candidates),
                 "chasing": record,
             }

@@ -112,14 +112,16 @@ def test_seeds_are_resolved_by_one_batch_post_and_an_unknown_seed_is_reported_no
     assert batch[0].json() == {"ids": ["DOI:10.7777/graph.0", "DOI:10.7777/unknown"]}
     by_seed = {(c.seed.seed_id, c.direction): c for c in outcome.chases}
     assert by_seed[("src-0", "references")].connector == "semantic_scholar"
-    assert len(by_seed[("src-0", "citations")].papers) == 2
+    citing = by_seed[("src-0", "citations")]
+    assert citing.connector == "openalex" and len(citing.papers) == 2  # forward: OpenAlex first
     unknown = by_seed[("src-x", "references")]
     assert unknown.connector is None and unknown.papers == []
     assert unknown.errors["semantic_scholar"] == "does not know the seed"
     assert "HTTP 404 from openalex" in unknown.errors["openalex"]
     assert "HTTP 404 from crossref" in unknown.errors["crossref"]
-    # the batch, two graph pages; OpenAlex and Crossref asked only for the unknown seed
-    assert outcome.requests["semantic_scholar"] == 3
+    # Semantic Scholar: the batch and src-0's references; OpenAlex: src-0's citing works (the seed, then
+    # the `cites:` list) and the unknown seed's both directions (one 404 each)
+    assert outcome.requests == {"semantic_scholar": 2, "openalex": 4, "crossref": 1}
 
 
 def test_a_provider_answering_errors_costs_only_that_seed(
