@@ -13,6 +13,7 @@ searchable papers only, so a paper past them is reachable only through a citatio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -24,7 +25,7 @@ from tests.support.scholarly_fixtures import (
     openalex_works,
     semantic_scholar_search,
 )
-from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
+from tests.support.scholarly_web import Handler, RecordedRequest, Reply, ScholarlyWeb
 
 
 @dataclass
@@ -35,6 +36,7 @@ class CitationGraphWeb:
     page_size: int = 100  # Semantic Scholar's page; a smaller one makes clients follow `next`
     _s2: list[dict[str, Any]] = field(init=False)
     _openalex: list[dict[str, Any]] = field(init=False)
+    _searches: dict[str, Handler] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self._s2 = semantic_scholar_search(self.papers)["data"]
@@ -47,10 +49,14 @@ class CitationGraphWeb:
     def cited_by(self, index: int) -> list[int]:
         return [citing for citing, cited in self.cites.items() if index in cited]
 
-    def install(self, web: ScholarlyWeb) -> None:
-        searched = self.searched
-        web.set_response(web.ARXIV_PATH, arxiv_feed(searched), content_type="application/atom+xml")
-        web.set_response(web.SEMANTIC_SCHOLAR_PATH, semantic_scholar_search(searched))
+    def install(self, web: ScholarlyWeb, searches: Mapping[str, Handler] | None = None) -> None:
+        """The graph endpoints, and the search endpoints over the searchable papers; `searches` (by path:
+        the OpenAlex and Crossref `/works` lists) answers the searches instead, e.g. a bench's own web."""
+        self._searches = dict(searches or {})
+        if searches is None:
+            searched = self.searched
+            web.set_response(web.ARXIV_PATH, arxiv_feed(searched), content_type="application/atom+xml")
+            web.set_response(web.SEMANTIC_SCHOLAR_PATH, semantic_scholar_search(searched))
         web.set_handler(web.SEMANTIC_SCHOLAR_BASE + "/paper/batch", self._s2_batch)
         web.set_handler(web.SEMANTIC_SCHOLAR_BASE + "/paper/", self._s2_graph, prefix=True)
         web.set_handler(web.OPENALEX_PATH, self._openalex_list)
@@ -105,7 +111,15 @@ class CitationGraphWeb:
 
     def _openalex_work(self, request: RecordedRequest) -> Reply:
         key = unquote(request.path.rsplit("/works/", 1)[1])
-        index = self._by_doi(key.removeprefix("doi:")) if key.startswith("doi:") else None
+        doi = key.removeprefix("doi:").lower()
+        arxiv = doi.removeprefix("10.48550/arxiv.") if doi.startswith("10.48550/arxiv.") else None
+        index = (
+            self._by_s2_id(f"ARXIV:{arxiv}")
+            if arxiv
+            else self._by_doi(doi)
+            if key.startswith("doi:")
+            else None
+        )
         if index is None:
             return Reply.of({"error": "NotFoundError", "message": f"{key} not found"}, 404)
         work = {
@@ -125,12 +139,12 @@ class CitationGraphWeb:
                 (i for i in range(len(self.papers)) if self._openalex_id(i).endswith("/" + cited)), None
             )
             found = self.cited_by(index) if index is not None else []
+        elif ScholarlyWeb.OPENALEX_PATH in self._searches:
+            return self._searches[ScholarlyWeb.OPENALEX_PATH](request)
         else:
             return Reply.of(openalex_works(self.searched))
-        body = openalex_works(self.papers)
-        body["results"] = [body["results"][i] for i in found]
-        body["meta"]["count"] = len(found)
-        return Reply.of(body)
+        meta = {"count": len(found), "page": 1, "per_page": len(found)}
+        return Reply.of({"meta": meta, "results": [self._openalex[i] for i in found]})
 
     # ---- Crossref -----------------------------------------------------------------------------------
 
@@ -152,6 +166,7 @@ class CitationGraphWeb:
     def _crossref_list(self, request: RecordedRequest) -> Reply:
         work_filter = request.param("filter") or ""
         if not work_filter.startswith("doi:"):
-            return Reply.of(crossref_works(self.searched))
+            search = self._searches.get(ScholarlyWeb.CROSSREF_PATH)
+            return search(request) if search else Reply.of(crossref_works(self.searched))
         wanted = [self._by_doi(part.removeprefix("doi:")) for part in work_filter.split(",")]
         return Reply.of(crossref_works([self.papers[i] for i in wanted if i is not None]))
