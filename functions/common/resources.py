@@ -236,10 +236,16 @@ STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
     _step("extract", 2048, _SEARCHING, read_write=("traces_table", "data_bucket")),
     # Reads the extracted papers, writes the synthesis.
     _step("synthesize", 1024, read_write=("traces_table", "data_bucket"), read=("teams_table",)),
-    # Reads the screening and the synthesis, writes the artifacts (a living review reads the last run's),
+    # Reads the screening and the synthesis, writes the artifacts (a living review reads the last run's
+    # and asks the citation graphs, through the providers' turns, for works citing its sources),
     # announces the job.
     _step(
-        "finalize", 1024, _ANNOUNCING, read_write=("traces_table", "artifacts_bucket"), read=("data_bucket",)
+        "finalize",
+        1024,
+        _ANNOUNCING,
+        _SEARCHING,
+        read_write=("traces_table", "artifacts_bucket"),
+        read=("data_bucket",),
     ),
     # Records the failure (and the record of a scheduled job that failed before Plan made it); announces it.
     _step("fail", 256, _ANNOUNCING, read_write=("traces_table",), read=("rate_limit_table",)),
