@@ -11,7 +11,8 @@ research-agent checkpoint abort JOB_ID --reason "wrong question"
 
 Edits by phase (the API validates them, and names what it does not know): plan `--drop-connector`,
 `--add-connector`, `--query CONNECTOR=QUERY` (the connector's queries become those given), `--window-years`; screening
-`--exclude`, `--add` (doi:…, arxiv:…, library:…), `--max-sources`; extraction `--strike` (evidence ids),
+`--exclude`, `--add` (doi:…, arxiv:…, library:…), `--max-sources`, `--chase-seed` (the candidates whose
+citations the job chases); extraction `--strike` (evidence ids),
 `--not-relevant` (source ids); synthesis `--strike` (claim ids), `--resynthesize`. Flags add to the
 `--edits` JSON. An API error is one line on stderr and exit status 1.
 """
@@ -75,6 +76,14 @@ def _add_edit_options(parser: argparse.ArgumentParser) -> None:
     _repeated(screening, "--exclude", "CANDIDATE_ID", "a candidate not extracted")
     _repeated(screening, "--add", "doi:…|arxiv:…|library:…", "a paper extracted besides")
     screening.add_argument("--max-sources", type=int, help="how many sources are extracted")
+    screening.add_argument(
+        "--chase-seed",
+        dest="chase_seeds",
+        metavar="CANDIDATE_ID",
+        action="append",
+        default=[],
+        help="a candidate whose citations the job chases (repeatable)",
+    )
     later = parser.add_argument_group("extraction and synthesis")
     _repeated(later, "--strike", "ID", "an evidence id (extraction) or a claim id (synthesis)")
     _repeated(later, "--not-relevant", "SOURCE_ID", "a source flagged as not relevant")
@@ -212,7 +221,7 @@ def _decide(http: httpx.Client, out: TextIO, err: TextIO, path: str, body: dict[
 def _edits(args: argparse.Namespace, http: httpx.Client, err: TextIO) -> dict[str, Any] | None:
     """The edits of the --edits JSON, with the flags' added; None when the plan could not be read."""
     edits = _edits_file(args.edits) if args.edits else {}
-    for key in ("exclude", "add", "strike", "not_relevant"):
+    for key in ("exclude", "add", "strike", "not_relevant", "chase_seeds"):
         if getattr(args, key):
             edits[key] = [*(edits.get(key) or []), *getattr(args, key)]
     for value, key in (

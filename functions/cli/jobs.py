@@ -35,6 +35,11 @@ def add_commands(
     )
     research.add_argument("--no-diversity", action="store_true", help="do not enforce source diversity")
     research.add_argument(
+        "--chase",
+        choices=["off", "backward", "forward", "both"],
+        help="follow the best sources' references and citing works (default: by depth)",
+    )
+    research.add_argument(
         "--checkpoint",
         action="append",
         choices=["plan", "screening", "extraction", "synthesis"],
@@ -166,6 +171,8 @@ def run_research(args: argparse.Namespace, http: httpx.Client, out: TextIO, err:
         body["scope_parameters"]["human_checkpoints"] = args.checkpoint
     if args.on_timeout:
         body["scope_parameters"]["on_timeout"] = args.on_timeout
+    if args.chase:
+        body["scope_parameters"]["citation_chasing"] = args.chase
     try:
         response = http.post("/api/agent/execute", json=body, headers={"Idempotency-Key": str(uuid.uuid4())})
         if response.status_code not in (200, 202):

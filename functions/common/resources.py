@@ -225,6 +225,10 @@ STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
     # Screening embeds up to 250 candidates with MiniLM: 2 GB buys about 1.2 vCPU for it. Reads the hits,
     # writes the screening.
     _step("screen", 2048, read_write=("traces_table", "data_bucket"), read=("teams_table",)),
+    # Citation chasing: the providers' citation graphs through their turns (and the response cache), then
+    # the chased works screened with MiniLM beside the searches' hits; reads the hits and the kept
+    # vectors, writes the joined screening.
+    _step("chase", 2048, _SEARCHING, read_write=("traces_table", "data_bucket")),
     # Keeps the task token and the state on the job record; sends `job.checkpoint_waiting`.
     _step("checkpoint", 256, _NOTIFYING),
     # Fetches and parses one source (cached in the data bucket; `library://` sources are uploaded
@@ -232,10 +236,16 @@ STEP_FUNCTIONS: tuple[StepFunctionSpec, ...] = (
     _step("extract", 2048, _SEARCHING, read_write=("traces_table", "data_bucket")),
     # Reads the extracted papers, writes the synthesis.
     _step("synthesize", 1024, read_write=("traces_table", "data_bucket"), read=("teams_table",)),
-    # Reads the screening and the synthesis, writes the artifacts (a living review reads the last run's),
+    # Reads the screening and the synthesis, writes the artifacts (a living review reads the last run's
+    # and asks the citation graphs, through the providers' turns, for works citing its sources),
     # announces the job.
     _step(
-        "finalize", 1024, _ANNOUNCING, read_write=("traces_table", "artifacts_bucket"), read=("data_bucket",)
+        "finalize",
+        1024,
+        _ANNOUNCING,
+        _SEARCHING,
+        read_write=("traces_table", "artifacts_bucket"),
+        read=("data_bucket",),
     ),
     # Records the failure (and the record of a scheduled job that failed before Plan made it); announces it.
     _step("fail", 256, _ANNOUNCING, read_write=("traces_table",), read=("rate_limit_table",)),

@@ -29,7 +29,6 @@ from typing import Any, Literal
 
 from functions.metering.prices import PriceTable
 from functions.metering.usage import (
-    DEFERRALS_COST,
     STEP_TRANSITIONS,
     Quantities,
     billed_gb_seconds,
@@ -323,11 +322,9 @@ class CostModel:
         )
         if estimated <= 0:
             return 1.0
-        measured = (
-            counters.get("cost_usd", 0.0)
-            - counters.get("cost_llm_usd", 0.0)
-            - counters.get(DEFERRALS_COST, 0.0)
-        )
+        # what the same steps cost: neither a step without a profile (Chase) nor a deferred attempt
+        measured = sum(counters.get(step_cost_counter(step), 0.0) for step in self.profiles)
+        measured -= counters.get("cost_llm_usd", 0.0)
         return max(1.0, measured / estimated)
 
     def closing_cost(self, unit: Unit) -> float:

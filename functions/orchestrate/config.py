@@ -42,6 +42,10 @@ class WorkflowSettings(BaseSettings):
     # iterations, after which the rest are scored lexically.
     screen_embedding_seconds: float = Field(default=20.0, gt=0)
     screen_embedding_rounds: int = Field(default=8, ge=1)
+    # The Chase step (citation chasing, after screening) inside its 45 s task: this long for the graph
+    # requests' turns, then this long to embed the chased works (beyond it they are scored lexically).
+    chase_seconds: float = Field(default=18.0, gt=0, le=25.0)
+    chase_embedding_seconds: float = Field(default=12.0, gt=0, le=15.0)
     # How long a human checkpoint may wait for approve/abort before the job fails.
     checkpoint_window_seconds: int = 24 * 3600
     # Sources backing a verified claim before a synthesis is written (else REFUSED); a caller may

@@ -133,6 +133,22 @@ class ScreenOutput(BaseModel):
     selected: list[SelectedSource] = Field(default_factory=list)
 
 
+# --- Chase ---------------------------------------------------------------------------------------
+
+
+class ChaseInput(_JobPayload):
+    """The selection after screening (and its checkpoint) and the searches' results, screened again with
+    the chased works."""
+
+    selected: list[SelectedSource] = Field(default_factory=list)
+    search_results: list[QueryResult] = Field(default_factory=list)
+
+
+class ChaseOutput(BaseModel):
+    action: Literal["EXTRACT"] = "EXTRACT"
+    selected: list[SelectedSource] = Field(default_factory=list)
+
+
 # --- Checkpoint<Phase> ------------------------------------------------------------------------------
 
 # Keys of the state that belong to one pass through a checkpoint, not to the job's work.

@@ -21,7 +21,7 @@ from pydantic import (
 from functions.research.job.prisma import PrismaFlow
 from functions.research.job.report import ExecutionSummary, ResultSource
 from functions.research.planning.plan import JobSettings, ResearchPlan
-from functions.research.planning.request import CheckpointPhase
+from functions.research.planning.request import CHASING_BY_DEPTH, CheckpointPhase, CitationChasing
 
 ARTIFACT_NAMES: dict[str, str] = {
     "report.md": "text/markdown; charset=utf-8",
@@ -110,11 +110,14 @@ class CandidateView(BaseModel):
 
 
 class ScreeningCheckpoint(BaseModel):
-    """The screening checkpoint's payload: every candidate, ranked, and the ones selected."""
+    """The screening checkpoint's payload: every candidate, ranked, and the ones selected; the job's
+    citation chasing and the seeds it would chase (the approval's `chase_seeds` chooses others)."""
 
     candidates: list[CandidateView]
     selected: list[str]
     max_sources: int
+    citation_chasing: CitationChasing = "off"
+    chase_seeds: list[str] = Field(default_factory=list)
 
 
 class QuoteView(BaseModel):
@@ -132,6 +135,8 @@ class ExtractedSourceView(BaseModel):
     success: bool
     failure_reason: str | None
     quotes: list[QuoteView]
+    # how the job found it (a search, or a seed's references or citations: the seed's id)
+    discovered_via: dict[str, Any] = Field(default_factory=dict)
 
 
 class ExtractionCheckpoint(BaseModel):
@@ -373,6 +378,14 @@ class JobRecord(BaseModel):
     @property
     def depth(self) -> str:
         return str(self.scope_parameters.get("discovery_depth") or "rapid")
+
+    @property
+    def citation_chasing(self) -> CitationChasing:
+        """The scope's `citation_chasing` (validated at submission), else the depth's default."""
+        asked = self.scope_parameters.get("citation_chasing")
+        if asked in ("off", "backward", "forward", "both"):
+            return asked  # type: ignore[no-any-return]
+        return CHASING_BY_DEPTH.get(self.depth, "off")
 
     @property
     def cost_estimate(self) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from functions.research.job.report import ResearchResults
     from functions.research.job.result import SynthesisResult
     from functions.research.planning.plan import JobSettings, PlannedQuery, ResearchPlan
+    from functions.research.retrieval.chasing import ChasingRecord
     from functions.research.retrieval.screening import ScreeningResult
 
 logger = get_logger("orchestrate")
@@ -367,6 +368,35 @@ class JobProgress:
             set_fields={"failure_reason": reason, "finished_at": utc_now(), "updated_at": utc_now()},
             append={"audit": [audit_event("FAILED", "JOB_FAILED", reason)]},
         )
+
+
+def record_chasing(progress: JobProgress, record: ChasingRecord, extract_total: int) -> None:
+    """The Chase step's outcome: the sources to extract, chased ones included, an audit entry for the phase
+    and one for each seed that could not be chased (with the providers' reasons)."""
+    new = len(record.selected)
+    detail = (
+        f"{record.mode}: {len(record.seeds)} seeds, {record.chased_works} works from the citation graphs "
+        f"({record.new_candidates} new), {new} selected; graph requests {json.dumps(record.requests)}"
+    )
+    audit = [audit_event("VALIDATING", "CITATIONS_CHASED", detail)]
+    audit += [
+        audit_event("VALIDATING", "SEED_NOT_CHASED", f"{seed}: {why}")
+        for seed, why in record.not_chased().items()
+    ]
+    job = progress.job()
+    progress._update(
+        set_fields={
+            "extract_total": extract_total,
+            "sources_accepted": job.sources_accepted + new,
+            "sources_discovered": job.sources_discovered + record.new_candidates,
+            "updated_at": utc_now(),
+        },
+        append={
+            "actions": [f"Chased the citations of {len(record.seeds)} sources: {new} more selected"],
+            "audit": audit,
+        },
+        once="chase",
+    )
 
 
 def _screening_decisions(

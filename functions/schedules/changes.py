@@ -11,7 +11,10 @@ Finalize writes) and names, in bounded lists:
   flagged in the previous run (a new source that is already retracted counts too);
 - `claims_with_changed_verdict`: claims (matched on their normalised text) whose verifier verdict, or
   whether they were kept, changed;
-- `new_themes` and `vanished_themes`: the synthesis' primary themes, compared by normalised name.
+- `new_themes` and `vanished_themes`: the synthesis' primary themes, compared by normalised name;
+- `new_citing_works`: works that cite one of this run's included sources (the providers' citation graphs)
+  and that the previous run's look-up did not return (`citing_works_seen` keeps each run's, by DOI or
+  normalised title); the cheapest way to notice new work on the topic.
 
 Sources are matched on any shared identifier (DOI, URL or normalised title), so a paper that one run
 knew by its arXiv URL and the next by its DOI as well is the same source. Status that is not a change
@@ -43,6 +46,7 @@ CHANGE_LISTS = (
     "claims_with_changed_verdict",
     "new_themes",
     "vanished_themes",
+    "new_citing_works",
 )
 STATUS_LISTS = ("retracted_sources", "claims_citing_retracted_sources")
 
@@ -154,6 +158,7 @@ def changes_since_last_run(
     previous_finished_at: str | None = None,
     discovered: Sequence[Mapping[str, Any]] = (),
     retraction_check: Mapping[str, Any] | None = None,
+    citing_works: Sequence[Mapping[str, Any]] = (),
     limit: int = MAX_LISTED,
 ) -> dict[str, Any]:
     """The digest of a scheduled run (see the module docstring).
@@ -162,7 +167,8 @@ def changes_since_last_run(
     `synthesis.primary_themes`, `execution_summary.failed_connectors`); `previous` None on a first run.
     `discovered`: every source this run discovered (selected or not; title/doi/url), to tell a source
     that is gone from one that was screened out. `retraction_check`: how the retraction flags were
-    obtained (counts and errors), reported as is.
+    obtained (counts and errors), reported as is. `citing_works`: the works citing this run's included
+    sources (`title`, `doi`, `url`, `year`, `cites`: the source's id).
     """
     sources = _sources(current)
     retracted_now = [s for s in sources if _retracted(s)]
@@ -175,8 +181,10 @@ def changes_since_last_run(
     change_lists: dict[str, list[Any]] = {name: [] for name in CHANGE_LISTS}
     caveats: list[str] = []
     first_run = previous is None
+    seen_now = list(dict.fromkeys(_work_key(work) for work in citing_works))
     if previous is not None:
         change_lists = _change_lists(current, previous, discovered)
+        change_lists["new_citing_works"] = _new_citing_works(previous, citing_works, caveats)
         for label, results in (("this run", current), ("the previous run", previous)):
             failed = _failed_connectors(results)
             if failed:
@@ -199,7 +207,28 @@ def changes_since_last_run(
         "truncated": truncated,
         "retraction_check": check,
         "caveats": caveats,
+        "citing_works_seen": seen_now,
     }
+
+
+def _new_citing_works(
+    previous: Mapping[str, Any], citing_works: Sequence[Mapping[str, Any]], caveats: list[str]
+) -> list[Any]:
+    """The citing works the previous run had not seen, once each in this run's order; a caveat when the
+    previous run looked none up (this run's are then the baseline)."""
+    seen_before = (previous.get("changes_since_last_run") or {}).get("citing_works_seen")
+    if not isinstance(seen_before, list):
+        if citing_works:
+            caveats.append("the previous run looked up no citing works: this run's are the baseline")
+        return []
+    known = set(seen_before)
+    unseen = {_work_key(w): w for w in reversed(citing_works) if _work_key(w) not in known}
+    return list(reversed(unseen.values()))  # once each, first kept
+
+
+def _work_key(work: Mapping[str, Any]) -> str:
+    doi = str(work.get("doi") or "").lower()
+    return f"doi:{doi}" if doi else f"title:{normalise_text(str(work.get('title') or ''))}"
 
 
 def _change_lists(
@@ -263,6 +292,7 @@ def _summary(first_run: bool, counts: Mapping[str, int], sources: int) -> str:
         f"{counts['claims_with_changed_verdict']} claims with a changed verdict",
         f"{counts['new_themes']} new themes",
         f"{counts['vanished_themes']} vanished themes",
+        f"{counts['new_citing_works']} new citing works",
     ]
     return ", ".join(parts)
 

@@ -11,6 +11,11 @@ The workflow's Finalize step, for a job a schedule started, calls
    does not, so one bad week is not reported as every source vanishing), and the detail of the
    `ResearchDigestReady` event is returned (counts and short lists: within EventBridge's 256 KB).
 
+New citing works: the works citing this run's included sources (those read, at most MAX_CITED_SOURCES,
+each up to CITING_PER_SOURCE citing works) from the providers' citation graphs (functions/search/citations.py,
+within CITING_SECONDS); the digest's `new_citing_works` are those the previous run's look-up did not
+return. A failed look-up is a caveat, never a failed job.
+
 Retraction flags: OpenAlex's `is_retracted`, asked for every selected source with a DOI in one batched
 request (at most `RETRACTION_BATCH` DOIs) through the guarded HTTP client. The search step's own flag
 (parsed from OpenAlex search results) is the fallback for sources without a DOI, beyond the batch, or
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +41,7 @@ from functions.common.storage import BlobStore, get_json
 from functions.research.retrieval.screening import Candidate
 from functions.schedules.changes import changes_since_last_run, compact, has_changes
 from functions.schedules.runs import ScheduleRun, ScheduleRunStore
+from functions.search.citations import Seed
 from functions.search.connectors.base import UnusableAnswer
 from functions.search.connectors.openalex import (
     RETRACTION_BATCH,
@@ -48,6 +55,49 @@ BASELINE_STATUSES = frozenset({"COMPLETED", "PARTIAL"})
 DIGEST_EVENT = "ResearchDigestReady"
 MAX_EVENT_BYTES = 200_000  # EventBridge takes 256 KB per entry; room for the envelope
 EVENT_LIST_LIMIT = 10
+MAX_CITED_SOURCES, CITING_PER_SOURCE, CITING_SECONDS = 5, 20, 10.0
+
+
+@dataclass(frozen=True)
+class CitingAnswer:
+    works: list[dict[str, Any]]  # `title`, `doi`, `url`, `year`, `cites` (the cited source's id)
+    error: str | None = None
+
+
+class CitingWorksLookup(Protocol):
+    async def citing(self, seeds: Sequence[Seed], team_id: str, job_id: str) -> CitingAnswer: ...
+
+
+@dataclass
+class GraphCitingWorks:
+    """The works citing each seed, newest and most cited first, from the providers' citation graphs; the
+    seeds no provider answered are named in the error."""
+
+    seconds: float = CITING_SECONDS
+
+    async def citing(self, seeds: Sequence[Seed], team_id: str, job_id: str) -> CitingAnswer:
+        from functions.search.citations import CitationGraph
+        from functions.search.service import SearchService
+
+        service = SearchService.from_settings()
+        graph = CitationGraph.of(service.connectors, service.cache, service.search_settings.cache_ttl_seconds)
+        outcome = await graph.chase(
+            list(seeds),
+            ("citations",),
+            limits={"references": 0, "citations": CITING_PER_SOURCE},
+            team_id=team_id,
+            job_id=job_id,
+            deadline=time.time() + self.seconds,
+        )
+        works = [
+            {"title": p.title, "doi": p.doi, "url": p.url, "year": p.year, "cites": chase.seed.seed_id}
+            for chase in outcome.chases
+            for p in chase.papers
+        ]
+        failed = [
+            f"{chase.seed.seed_id} ({chase.reason})" for chase in outcome.chases if chase.connector is None
+        ]
+        return CitingAnswer(works, f"citing works not looked up for {'; '.join(failed)}" if failed else None)
 
 
 @dataclass(frozen=True)
@@ -113,6 +163,7 @@ class LivingReview:
     runs: ScheduleRunStore
     artifacts: BlobStore  # where results.json of every job lives
     retractions: RetractionLookup | None = None
+    citing: CitingWorksLookup | None = None
     run: Callable[[Coroutine[Any, Any, Any]], Any] = asyncio.run
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
@@ -128,6 +179,7 @@ class LivingReview:
         discovered = [
             {"title": c.paper.title, "doi": c.paper.doi, "url": c.paper.url} for c in candidates.values()
         ]
+        citing = self._citing(team_id, job_id, results, candidates)
         digest = changes_since_last_run(
             results,
             previous if isinstance(previous, Mapping) else None,
@@ -135,12 +187,37 @@ class LivingReview:
             previous_finished_at=previous_finished,
             discovered=discovered,
             retraction_check=check,
+            citing_works=citing.works,
         )
+        if citing.error:
+            digest["caveats"].append(citing.error)
         if previous_job_id and previous is None:
             digest["caveats"].append(
                 f"the previous run {previous_job_id}'s results are no longer stored: compared with nothing"
             )
         return {"schedule_id": schedule_id, "job_id": job_id, **digest}
+
+    def _citing(
+        self, team_id: str, job_id: str, results: Mapping[str, Any], candidates: Mapping[str, Candidate]
+    ) -> CitingAnswer:
+        """The works citing the run's included sources (those read), by the lookup; none without one."""
+        included = [
+            candidates[str(s["source_id"])]
+            for s in results.get("sources") or []
+            if s.get("extraction_success") and str(s.get("source_id")) in candidates
+        ]
+        seeds = [
+            Seed(c.source_id, c.paper.doi, c.paper.arxiv_id)
+            for c in included
+            if c.paper.doi or c.paper.arxiv_id
+        ][:MAX_CITED_SOURCES]
+        if not seeds or self.citing is None:
+            return CitingAnswer([])
+        try:
+            answer: CitingAnswer = self.run(self.citing.citing(seeds, team_id, job_id))
+        except Exception as exc:  # a lookup never fails the job
+            return CitingAnswer([], f"citing works look-up failed: {exc.__class__.__name__}")
+        return answer
 
     def _previous(
         self, team_id: str, schedule_id: str, job_id: str

@@ -1,7 +1,7 @@
 """Default adapters of scheduled research: the schedules API and the local runtime's scheduler get their
 store here (on AWS and locally alike, EventBridge Scheduler targeting the research state machine); the
 workflow's Finalize step gets the living review (runs in the jobs table, results in the artifacts bucket,
-retraction flags from OpenAlex)."""
+retraction flags from OpenAlex, citing works from the citation graphs)."""
 
 from __future__ import annotations
 
@@ -47,11 +47,12 @@ def schedule_service() -> ScheduleService:
 
 def living_review() -> LivingReview:
     # Imported here: the schedules API (in the orchestrate API function) never runs the living review.
-    from functions.schedules.living import LivingReview, OpenAlexRetractions
+    from functions.schedules.living import GraphCitingWorks, LivingReview, OpenAlexRetractions
 
     settings = get_settings()
     return LivingReview(
         runs=DynamoDbScheduleRunStore(),
         artifacts=S3BlobStore(settings.artifacts_bucket),
         retractions=OpenAlexRetractions(settings),
+        citing=GraphCitingWorks(),
     )

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tests.support.citation_graph import CitationGraphWeb
 from tests.support.pdfgen import paper_pdf
 from tests.support.scholarly_fixtures import SamplePaper, install
 from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
@@ -142,6 +143,20 @@ def serve(web: ScholarlyWeb, papers: list[TopicPaper]) -> None:
 
     web.set_handler(ARXIV_PDF_PREFIX + "/", pdf, prefix=True)
     web.set_handler(DOI_PREFIX + "/", pdf, prefix=True)
+
+
+def serve_cited_only(web: ScholarlyWeb, papers: list[TopicPaper], cited_only: TopicPaper) -> CitationGraphWeb:
+    """Serve `papers` as `serve` does, and `cited_only` too (its PDF, its metadata by DOI), but no search
+    returns it: every on-topic paper of `papers` references it, in the providers' citation graphs."""
+    everything = [*papers, cited_only]
+    serve(web, everything)
+    hidden = len(papers)
+    on_topic = [i for i, paper in enumerate(papers) if "Transformer" in paper.sample.title]
+    graph = CitationGraphWeb(
+        [p.sample for p in everything], {i: [hidden] for i in on_topic}, searchable=hidden
+    )
+    graph.install(web)
+    return graph
 
 
 # What a bench measured under `environment()` must say: in its header, and beside each figure.

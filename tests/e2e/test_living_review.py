@@ -25,7 +25,7 @@ from functions.schedules.wiring import schedule_store
 from functions.webhooks.signing import EVENT_HEADER
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, serve, topic_papers
 from tests.support.embedded_aws import events_queue
-from tests.support.scholarly_fixtures import openalex_works
+from tests.support.scholarly_fixtures import SamplePaper, openalex_works, semantic_scholar_search
 from tests.support.scholarly_web import RecordedRequest, Reply, ScholarlyWeb
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -62,6 +62,31 @@ class OpenAlex:
         for work in body["results"]:
             work["is_retracted"] = work["doi"].removeprefix("https://doi.org/") in self.retracted
         return Reply.of(body)
+
+
+class CitingWorks:
+    """Semantic Scholar's citation graph on the scholarly web: its batch lookup knows every seed, and every
+    paper is cited by the works in `citing` (OpenAlex, asked first, knows no seed by DOI here)."""
+
+    def __init__(self) -> None:
+        self.citing: list[SamplePaper] = []
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        if request.path.endswith("/paper/batch"):
+            return Reply.of([{"paperId": identifier} for identifier in request.json()["ids"]])
+        if request.path.endswith("/citations"):
+            records = semantic_scholar_search(self.citing)["data"]
+            return Reply.of({"offset": 0, "data": [{"citingPaper": record} for record in records]})
+        return Reply.of({"error": "Paper not found"}, 404)
+
+
+def _citing_paper(n: int) -> SamplePaper:
+    return SamplePaper(
+        title=f"A later study {n} that builds on transformer architectures",
+        abstract="We build on earlier transformer work.",
+        year=2030,
+        doi=f"10.5555/citing.{n}",
+    )
 
 
 @pytest.fixture
@@ -103,11 +128,13 @@ def test_two_runs_of_one_schedule_report_exactly_what_changed(client: TestClient
     removed, added, retracted = papers[0], papers[9], papers[3]
     first_web = [paper for paper in papers if paper is not added]
     second_web = [paper for paper in papers if paper is not removed]
-    openalex = OpenAlex()
+    openalex, citing = OpenAlex(), CitingWorks()
+    citing.citing = [_citing_paper(1)]
     with ScholarlyWeb() as web, WebhookReceiver(answers=[500]) as receiver:
         serve(web, first_web)
         openalex.searchable, openalex.known = list(first_web), list(papers)
         web.set_handler(web.OPENALEX_PATH, openalex)
+        web.set_handler(web.SEMANTIC_SCHOLAR_BASE + "/paper/", citing, prefix=True)
         env = environment(
             web,
             WEBHOOK_ALLOW_PRIVATE_HOSTS=receiver.host_port,
@@ -149,6 +176,7 @@ def test_two_runs_of_one_schedule_report_exactly_what_changed(client: TestClient
             openalex.searchable = [paper for paper in second_web if paper is not added]
             openalex.retracted = {str(retracted.sample.doi)}
             web.set_handler(web.OPENALEX_PATH, openalex)
+            citing.citing.append(_citing_paper(2))  # a new work cites the review's papers
             now[0] += timedelta(days=1)
             (second_job,) = scheduler.tick()
             assert _terminal(client, second_job, team)["status"] == "COMPLETED"
@@ -172,6 +200,7 @@ def test_two_runs_of_one_schedule_report_exactly_what_changed(client: TestClient
     assert all(baseline["counts"][name] == 0 for name in ("new_sources", "sources_no_longer_found"))
     assert {s["doi"] for s in first["sources"]} == {p.sample.doi for p in first_web[:9]}
     assert all(s["is_retracted"] is False for s in first["sources"])
+    assert baseline["new_citing_works"] == [] and baseline["citing_works_seen"] == ["doi:10.5555/citing.1"]
 
     # the second names exactly the three changes
     digest = second["changes_since_last_run"]
@@ -196,6 +225,9 @@ def test_two_runs_of_one_schedule_report_exactly_what_changed(client: TestClient
         for retracted_id in claim["retracted_source_ids"]
     )
     assert digest["caveats"] == [] and digest["retraction_check"]["error"] is None
+    # the works citing the review's included sources: the one that appeared since the first run
+    assert _dois(digest["new_citing_works"]) == ["10.5555/citing.2"]
+    assert digest["counts"]["new_citing_works"] == 1
     by_doi = {s["doi"]: s for s in second["sources"]}
     assert by_doi[retracted.sample.doi]["is_retracted"] is True
     assert by_doi[added.sample.doi]["is_retracted"] is False  # from the DOI lookup: not in OpenAlex search

@@ -75,10 +75,14 @@ class RecordedRequest:
     headers: dict[str, str]
     at: float  # time.monotonic() as the request was read
     provider: str = "other"
+    body: bytes = b""  # what a POST sent (Semantic Scholar's `/paper/batch`)
 
     def param(self, name: str) -> str | None:
         values = self.query.get(name)
         return values[0] if values else None
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
 
 
 Handler = Callable[[RecordedRequest], Reply]
@@ -381,8 +385,7 @@ class ScholarlyWeb:
 
     def _reply(self, handler: BaseHTTPRequestHandler, path: str, query: str, span: _Span) -> Reply | None:
         length = int(handler.headers.get("content-length") or 0)
-        if length:
-            handler.rfile.read(length)
+        body = handler.rfile.read(length) if length else b""
         request = RecordedRequest(
             method=handler.command,
             path=path,
@@ -390,6 +393,7 @@ class ScholarlyWeb:
             headers={k.lower(): v for k, v in handler.headers.items()},
             at=span.started,
             provider=span.provider,
+            body=body,
         )
         with self._lock:
             self.requests.append(request)

@@ -49,6 +49,8 @@ class ScreeningEdits(_Edits):
     exclude: list[str] = Field(default_factory=list, max_length=MAX_IDS)
     add: list[str] = Field(default_factory=list, max_length=20)
     max_sources: int | None = Field(default=None, ge=1, le=50)
+    # the candidates whose citations the job chases (citation_chasing), in place of the best selected
+    chase_seeds: list[str] | None = Field(default=None, max_length=20)
 
     @field_validator("add")
     @classmethod

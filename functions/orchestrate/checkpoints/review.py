@@ -141,6 +141,7 @@ def review_screening(context: CheckpointContext, edits: ScreeningEdits) -> Revie
     screening = context.screening()
     candidates = screening.by_id()
     unknown_ids("candidates", edits.exclude, set(candidates))
+    unknown_ids("candidates", edits.chase_seeds or [], set(candidates))
     state = dict(context.state)
     screen = dict(state.get("screen") or {})
     chosen = [str(item["source_id"]) for item in screen.get("selected") or []]
@@ -164,6 +165,9 @@ def review_screening(context: CheckpointContext, edits: ScreeningEdits) -> Revie
     ]
     state["screen"] = screen
     review = Review(state, record={"extract_total": len(selection)})
+    if edits.chase_seeds is not None:
+        screening = screening.model_copy(update={"chase_seeds": list(dict.fromkeys(edits.chase_seeds))})
+        review.changes.append(f"chasing the citations of {', '.join(edits.chase_seeds) or 'no source'}")
     _store_selection(context, screening, selection, added)
     if added:
         review.changes.append(f"added {', '.join(edits.add)}")

@@ -22,6 +22,7 @@ from functions.orchestrate.models import (
 from functions.orchestrate.payloads import load, screened
 from functions.research.job.inputs import Extraction, ScreeningPayload
 from functions.research.planning.request import DEFAULT_WINDOW_YEARS, CheckpointPhase
+from functions.research.retrieval.chasing import discovered_via, seed_count
 from functions.research.retrieval.screening import Candidate
 
 if TYPE_CHECKING:
@@ -111,10 +112,14 @@ def screening_view(context: CheckpointContext) -> ScreeningCheckpoint:
     chosen = [str(item["source_id"]) for item in (context.state.get("screen") or {}).get("selected") or []]
     candidates = context.candidates()
     ranked = sorted(candidates.values(), key=lambda c: (c.rejection is not None, -c.weighted_score))
+    mode = context.job.citation_chasing
+    seeds = context.screening().chase_seeds or chosen[: seed_count(context.job.depth)]
     return ScreeningCheckpoint(
         candidates=[_candidate_view(candidate, set(chosen)) for candidate in ranked],
         selected=chosen,
         max_sources=len(chosen),
+        citation_chasing=mode,
+        chase_seeds=seeds if mode != "off" else [],
     )
 
 
@@ -136,6 +141,7 @@ def extraction_view(context: CheckpointContext) -> ExtractionCheckpoint:
                 success=item.success,
                 failure_reason=item.failure_reason,
                 quotes=quotes.get(str(item.source_id), []),
+                discovered_via=discovered_via(candidate) if candidate else {},
             )
         )
     return ExtractionCheckpoint(sources=sources)

@@ -59,7 +59,7 @@ class Screen(JobStep):
         scorer.resume(kept.vectors, finish=kept.rounds + 1 < self.embedding_rounds)
         try:
             result = screen(
-                self._hits(searches),
+                search_hits(self.data, searches),
                 plan,
                 current_year=datetime.now(UTC).year,
                 allow_refinement=not job.refined and not job.budget_skipped_queries and any(turns.values()),
@@ -73,6 +73,8 @@ class Screen(JobStep):
             if scorer.computed:  # the refined round screens these candidates again
                 save_vectors(self.data, vectors_key, ScreenVectors(kept.rounds, scorer.known))
             return self._refine(progress, plan, result, turns)
+        if scorer.computed and job.citation_chasing != "off":  # the Chase step screens these again
+            save_vectors(self.data, vectors_key, ScreenVectors(kept.rounds, scorer.known))
         to_extract = self._affordable(progress, result.selected)
         key = self._store(progress, result, to_extract)
         progress.screened(result, plan, job.refined, key, len(to_extract), scorer.method)
@@ -83,14 +85,6 @@ class Screen(JobStep):
                 for c in to_extract
             ],
         )
-
-    def _hits(self, results: list[QueryResult]) -> list[tuple[str, Paper]]:
-        return [
-            (result.query_id, Paper.model_validate(item))
-            for result in results
-            if result.key
-            for item in get_json(self.data, result.key) or []
-        ]
 
     def _refine(
         self,
@@ -140,6 +134,16 @@ class Screen(JobStep):
             ),
         )
         return key
+
+
+def search_hits(data: BlobStore, results: list[QueryResult]) -> list[tuple[str, Paper]]:
+    """Every hit of the searches' results, with its query's id."""
+    return [
+        (result.query_id, Paper.model_validate(item))
+        for result in results
+        if result.key
+        for item in get_json(data, result.key) or []
+    ]
 
 
 def _connectors(plan: ResearchPlan[JobSettings]) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from pydantic import (
     model_serializer,
 )
 
+from functions.research.retrieval.chasing import ChasingRecord
 from functions.research.retrieval.screening import Candidate
 
 
@@ -95,6 +96,10 @@ class ScreeningPayload(BaseModel):
     validated: int = 0  # unique candidates
     passed: int = 0  # passed every policy
     rejection_counts: dict[str, int] = Field(default_factory=dict)
+    # Citation chasing: the seeds a reviewer chose at the screening checkpoint (None: the best selected),
+    # and what the Chase step did (None: it has not run, or the job does not chase).
+    chase_seeds: list[str] | None = None
+    chasing: ChasingRecord | None = None
 
     def by_id(self) -> dict[str, Candidate]:
         return {candidate.source_id: candidate for candidate in self.candidates}

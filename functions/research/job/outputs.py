@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from functions.common.text import first_sentence
 from functions.research.job.inputs import Extraction, QueryResult, ScreeningPayload
 from functions.research.job.prisma import PrismaFlow, flow_markdown
+from functions.research.retrieval.chasing import ChasingRecord, discovered_via
 from functions.research.retrieval.screening import Candidate
 from functions.research.retrieval.untrusted_text import own_links, without_hostile
 from functions.research.writing.attribution import last_name
@@ -147,9 +148,27 @@ def report_markdown(
         lines.append("")
     if flow is not None:
         lines += flow_markdown(flow)
+    lines += _chased_sources(sources, keys)
     lines += ["## References", ""]
     lines += [f"- [@{keys[c.source_id]}] {_reference(c)}" for c in sources]
     return "\n".join(lines) + "\n"
+
+
+def _chased_sources(sources: list[Candidate], keys: dict[str, str]) -> list[str]:
+    """The report's section on the sources citation chasing found, each with the seed it came through."""
+    titles = {c.source_id: c.paper.title for c in sources}
+    lines: list[str] = []
+    for candidate in sources:
+        via = discovered_via(candidate)
+        if via["method"] == "search":
+            continue
+        relation = "in the references of" if via["method"] == "references" else "citing"
+        seed = titles.get(via["seed"], via["seed"])
+        lines.append(
+            f"- [@{keys[candidate.source_id]}] *{candidate.paper.title}*: {relation} *{seed}* "
+            f"({via['connector']})"
+        )
+    return ["## Found by citation chasing", "", *lines, ""] if lines else []
 
 
 def annotated_bibliography(
@@ -296,6 +315,7 @@ def search_report(
     ]
     for reason, count in screening.rejection_counts.items():
         lines.append(f"- Rejected ({reason}): {count}")
+    lines += _chasing_lines(screening.chasing)
     ok = sum(1 for e in extractions if e.success)
     lines += ["", "## Extraction", "", f"- Successful: {ok} of {len(extractions)}"]
     for item in extractions:
@@ -309,6 +329,27 @@ def search_report(
                 f"{decision.action_taken}"
             )
     return "\n".join(lines) + "\n"
+
+
+def _chasing_lines(record: ChasingRecord | None) -> list[str]:
+    if record is None or record.mode == "off":
+        return []
+    lines = [
+        "",
+        "## Citation chasing",
+        "",
+        f"- Mode: {record.mode}; seeds: {', '.join(record.seeds) or 'none'}",
+    ]
+    if record.skipped_reason:
+        return [*lines, f"- Not chased: {record.skipped_reason}"]
+    requests = ", ".join(f"{name} {count}" for name, count in record.requests.items()) or "none"
+    lines += [
+        f"- Graph requests: {requests}",
+        f"- Works from the citation graphs: {record.chased_works}; not found by any search: "
+        f"{record.new_candidates}; selected: {len(record.selected)}",
+    ]
+    lines += [f"- Seed {seed} not chased: {why}" for seed, why in record.not_chased().items()]
+    return lines
 
 
 def to_json(value: Any) -> str:

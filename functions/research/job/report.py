@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from functions.research.job.inputs import Extraction, ScreeningPayload
 from functions.research.job.prisma import PrismaFlow
 from functions.research.job.result import stored_claim, stored_evidence
+from functions.research.retrieval.chasing import discovered_via
 from functions.research.retrieval.screening import Candidate
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ class ResultSource(BaseModel):
     extraction_success: bool
     failure_reason: str | None
     cited: bool
+    # how the job found it: {"method": "search" | "references" | "citations", "seed", "connector"}
+    discovered_via: dict[str, Any] = Field(
+        default_factory=lambda: {"method": "search", "seed": None, "connector": None}
+    )
 
 
 class ExecutionSummary(BaseModel):
@@ -72,6 +77,8 @@ class ExecutionSummary(BaseModel):
     partial_reasons: list[str]
     search_stats: dict[str, int]
     prisma_flow: PrismaFlow | None  # None only in documents stored before the flow was recorded
+    # what citation chasing did (ChasingRecord.summary); None: the job did not chase
+    citation_chasing: dict[str, Any] | None = None
 
 
 class ResearchResults(BaseModel):
@@ -135,6 +142,7 @@ def build_results(
                 "coalesced": search.coalesced,
             },
             prisma_flow=prisma_flow,
+            citation_chasing=screening.chasing.summary() if screening.chasing else None,
         ),
         sources=result_sources(sources, citation_keys, synthesis, extractions, set(screening.budget_skipped)),
         evidence=[stored_evidence(item) for item in synthesis.evidence],
@@ -181,6 +189,7 @@ def result_sources(
                 extraction_success=outcome.success,
                 failure_reason=outcome.failure_reason or (BUDGET_NOT_EXTRACTED if skipped else None),
                 cited=candidate.source_id in cited_sources,
+                discovered_via=discovered_via(candidate),
             )
         )
     return entries

@@ -16,6 +16,14 @@ ImpactLevel = Literal["cutting_edge", "high_impact", "established", "baseline"]
 CheckpointPhase = Literal["plan", "screening", "extraction", "synthesis"]
 CHECKPOINT_PHASES: tuple[CheckpointPhase, ...] = ("plan", "screening", "extraction", "synthesis")
 CheckpointTimeout = Literal["abort", "continue"]
+CitationChasing = Literal["off", "backward", "forward", "both"]
+# chasing when the caller does not say: the thorough depths follow the citations, the quick ones do not
+CHASING_BY_DEPTH: dict[str, CitationChasing] = {
+    "rapid": "off",
+    "focused": "off",
+    "comprehensive": "both",
+    "exhaustive": "both",
+}
 
 SOURCES_BY_DEPTH: dict[str, int] = {"rapid": 10, "focused": 15, "comprehensive": 30, "exhaustive": 50}
 DEFAULT_WINDOW_YEARS = 3
@@ -54,10 +62,17 @@ class ScopeParameters(_Strict):
     # finishes PARTIAL with a BUDGET_REACHED decision naming what it skipped.
     # bounded so that DynamoDB can store it (beyond 1e125 or below 1e-130 its numbers overflow: a 500)
     max_cost_usd: float | None = Field(default=None, ge=MIN_COST_USD, le=MAX_COST_USD, allow_inf_nan=False)
+    # Extension: follow the best selected sources' references (backward), the works citing them
+    # (forward), both or neither (docs/workflow.md, "Citation chasing"); unset, by depth (CHASING_BY_DEPTH).
+    citation_chasing: CitationChasing | None = None
 
     @property
     def target_sources(self) -> int:
         return SOURCES_BY_DEPTH[self.discovery_depth]
+
+    @property
+    def chasing(self) -> CitationChasing:
+        return self.citation_chasing or CHASING_BY_DEPTH[self.discovery_depth]
 
 
 class ExecuteRequest(_Strict):

@@ -19,7 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from functions.common.errors import FetchError, FetchTimeout
 from functions.common.models import LookupKind, WorkMetadata
@@ -147,6 +147,40 @@ class UpstreamRequest:
     url: str
     params: Mapping[str, Any]
     headers: Mapping[str, str] = field(default_factory=dict)
+    json_body: Any = None  # a body to POST (Semantic Scholar's `/paper/batch`); None: a GET
+
+
+CitationDirection = Literal["references", "citations"]
+
+
+@dataclass(frozen=True)
+class GraphQuery:
+    """One seed's references (backward) or citing works (forward) wanted from a provider's citation graph,
+    for the job `job_id` of `team_id`, whose turns must come by `deadline` (epoch seconds)."""
+
+    doi: str | None
+    arxiv_id: str | None
+    direction: CitationDirection
+    limit: int
+    team_id: str
+    job_id: str
+    deadline: float
+    provider_id: str | None = None  # the provider's own id of the seed, where a batch lookup found it
+
+
+@dataclass
+class GraphResult:
+    """A provider's answer to a GraphQuery: the works, the requests it took, or why there are none."""
+
+    connector: str
+    papers: list[FoundPaper] = field(default_factory=list)
+    error: str | None = None
+    requests: int = 0
+    from_cache: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
@@ -206,6 +240,62 @@ class LookupResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+@dataclass
+class GraphPage:
+    """One answer of a citation-graph endpoint: the works it holds (or only their ids, as OpenAlex's
+    `referenced_works`), the offset of the next page when the provider has one, or why there is none."""
+
+    papers: list[FoundPaper] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    next_offset: int | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+GraphParse = Callable[[int, str | bytes], GraphPage]
+
+
+def works_page(connector: str, parse: ParseFunction) -> GraphParse:
+    """A graph parser for answers in the provider's search format (lists of works looked up by id)."""
+
+    @graph_guard(connector)
+    def parse_works(status_code: int, body: str | bytes) -> GraphPage:
+        result = parse(status_code, body)
+        if not result.ok:
+            raise UnusableAnswer(result.error or f"{connector} answer holds no works")
+        return GraphPage(papers=result.papers)
+
+    return parse_works
+
+
+def newest_most_cited(papers: list[FoundPaper]) -> list[FoundPaper]:
+    """Citing works newest first, the most cited first within a year (unknowns last)."""
+    return sorted(papers, key=lambda p: (-(p.year or 0), -(p.citations or 0)))
+
+
+def graph_guard(connector: str) -> Callable[[GraphParse], GraphParse]:
+    """Graph parsers never raise: an error status or an unforeseen shape is the page's error."""
+
+    def decorate(parse: GraphParse) -> GraphParse:
+        @functools.wraps(parse)
+        def guarded(status_code: int, body: str | bytes) -> GraphPage:
+            if status_code >= 400:
+                return GraphPage(error=f"HTTP {status_code} from {connector}: {error_message(body)}")
+            try:
+                return parse(status_code, body)
+            except UnusableAnswer as exc:
+                return GraphPage(error=str(exc))
+            except Exception as exc:
+                return GraphPage(error=f"unparseable {connector} answer: {exc.__class__.__name__}: {exc}")
+
+        return guarded
+
+    return decorate
 
 
 class _Answer(Protocol):
@@ -371,6 +461,36 @@ class HttpConnector(ABC):
             lambda message, _not_run: LookupResult(connector=self.name, error=message),
             retries=min(1, self.context.search_settings.upstream_retries),
             asker=Asker(team="lookups", job="lookups", priority=5),
+        )
+
+    # The directions of the provider's citation graph (`citation_graph`); none: it has no graph.
+    graph_directions: ClassVar[tuple[CitationDirection, ...]] = ()
+
+    async def graph_ids(self, queries: list[GraphQuery]) -> tuple[list[str | None] | None, int]:
+        """The provider's own ids of the seeds, in order (None for a seed it does not know), from a batch
+        lookup, and the requests it took; no ids when the provider is asked by DOI or arXiv id directly
+        (or the lookup failed)."""
+        return None, 0
+
+    async def citation_graph(self, query: GraphQuery) -> GraphResult:
+        """The seed's references or citing works, in the provider's order; failures become the error."""
+        return GraphResult(self.name, error=f"{self.name} has no citation graph")
+
+    async def graph_exchange(
+        self, query: GraphQuery, request: UpstreamRequest, parse: GraphParse
+    ) -> GraphPage:
+        """One citation-graph request with the manners of a search (the job's fair share of the provider's
+        turns, its breaker, retries), its turn due by the query's deadline. Graph requests are lookups by
+        id: they spend no daily search allowance."""
+        cfg = self.context.search_settings
+        budget = max(0.5, query.deadline - time.time()) + cfg.connector_timeout_seconds
+        return await self._exchange(
+            lambda: request,
+            budget,
+            parse,
+            lambda message, _not_run: GraphPage(error=message),
+            retries=cfg.upstream_retries,
+            asker=Asker(team=query.team_id, job=query.job_id, turn_deadline=query.deadline),
         )
 
     async def _search(
@@ -548,10 +668,12 @@ class HttpConnector(ABC):
             timeout = self.context.search_settings.connector_timeout_seconds
             remaining = max(0.1, min(deadline - time.time(), timeout))
             async with asyncio.timeout(remaining):
-                response = await client.get(
+                response = await client.request(
+                    "GET" if request.json_body is None else "POST",
                     request.url,
                     params=request.params,
                     headers=request.headers,
+                    json=request.json_body,
                     timeout=remaining,
                     total_timeout=remaining,
                     retries=0,
@@ -569,6 +691,26 @@ class HttpConnector(ABC):
             if turn.sent_at is None:
                 turn.sent()  # a request that failed on the way may still have reached the provider
             turns.release(turn)
+
+
+async def graph_batches(
+    connector: HttpConnector,
+    query: GraphQuery,
+    requests: Iterable[UpstreamRequest],
+    parse: GraphParse,
+    result: GraphResult,
+) -> None:
+    """Each request in turn while the query's deadline lasts (`connector.graph_exchange`), its works added
+    to `result`; the first that fails ends them (its error kept only when no works were found before it)."""
+    for request in requests:
+        if time.time() >= query.deadline:
+            break
+        page = await connector.graph_exchange(query, request, parse)
+        result.requests += 1
+        if not page.ok:
+            result.error = None if result.papers else page.error
+            break
+        result.papers.extend(page.papers)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,6 @@
-"""Crossref: `/works?query.bibliographic=`, JATS stripped from abstracts, `mailto` for the polite pool."""
+"""Crossref: `/works?query.bibliographic=`, JATS stripped from abstracts, `mailto` for the polite pool; the
+citation graph's backward half: a work's deposited `reference` list, whose entries with a `DOI` are looked
+up in one `filter=doi:…` request (Crossref has no list of citing works for the public)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,16 @@ from urllib.parse import quote
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors import base
-from functions.search.connectors.base import FormatConnector, LookupResult, UpstreamFormat, UpstreamRequest
+from functions.search.connectors.base import (
+    FormatConnector,
+    GraphPage,
+    GraphQuery,
+    GraphResult,
+    LookupResult,
+    UpstreamFormat,
+    UpstreamRequest,
+    graph_batches,
+)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import clean_text, format_author, strip_jats_abstract
@@ -122,15 +133,57 @@ def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
     return LookupResult(connector=NAME, works=[w for w in map(_work, items) if w is not None])
 
 
+def _polite(settings: Settings) -> dict[str, Any]:
+    return {"mailto": settings.contact_email} if settings.contact_email else {}
+
+
 def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
     api_url = settings.crossref_api_url.rstrip("/")
-    params: dict[str, Any] = {"mailto": settings.contact_email} if settings.contact_email else {}
+    params = _polite(settings)
     if kind == "doi":
         return UpstreamRequest(f"{api_url}/works/{quote(value, safe='/:;()._-')}", params)
     if kind == "title":
         params.update({"query.bibliographic": value, "rows": TITLE_LOOKUP_ROWS, "select": SELECT})
         return UpstreamRequest(f"{api_url}/works", params)
     return None
+
+
+DOI_BATCH = 50  # DOIs per `filter=doi:a,doi:b,…` lookup
+
+
+def build_reference_list_request(settings: Settings, query: GraphQuery) -> UpstreamRequest | None:
+    if not query.doi:
+        return None
+    url = f"{settings.crossref_api_url.rstrip('/')}/works/{quote(query.doi, safe='/:;()._-')}"
+    return UpstreamRequest(url, _polite(settings))  # a single work takes no `select`
+
+
+@base.graph_guard(NAME)
+def parse_reference_list(status_code: int, body: str | bytes) -> GraphPage:
+    """`message.reference`: the DOIs of the entries that carry one, in the list's order."""
+    data = base.load_json(body, "Crossref")
+    message = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("message-type") != "work" or not isinstance(message, dict):
+        raise base.UnusableAnswer("Crossref answer is not a work")
+    dois = [
+        str(entry["DOI"]).lower()
+        for entry in message.get("reference") or []
+        if isinstance(entry, dict) and entry.get("DOI")
+    ]
+    return GraphPage(ids=list(dict.fromkeys(dois)))
+
+
+def build_doi_batch_request(settings: Settings, dois: list[str]) -> UpstreamRequest:
+    params: dict[str, Any] = {
+        **_polite(settings),
+        "filter": ",".join(f"doi:{doi}" for doi in dois),
+        "rows": max(1, len(dois)),
+        "select": SELECT,
+    }
+    return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
+
+
+parse_works_page = base.works_page(NAME, parse_response)
 
 
 class CrossrefConnector(FormatConnector):
@@ -151,3 +204,20 @@ class CrossrefConnector(FormatConnector):
         if settings.contact_email:
             params["mailto"] = settings.contact_email
         return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
+
+    graph_directions = ("references",)
+
+    async def citation_graph(self, query: GraphQuery) -> GraphResult:
+        settings = self.context.settings
+        request = build_reference_list_request(settings, query)
+        if request is None or query.direction != "references":
+            return GraphResult(NAME, error="Crossref gives only the references of a work with a DOI")
+        listed = await self.graph_exchange(query, request, parse_reference_list)
+        result = GraphResult(NAME, requests=1, error=listed.error)
+        dois = listed.ids[: query.limit] if listed.ok else []
+        batches = (
+            build_doi_batch_request(settings, dois[at : at + DOI_BATCH])
+            for at in range(0, len(dois), DOI_BATCH)
+        )
+        await graph_batches(self, query, batches, parse_works_page, result)
+        return result

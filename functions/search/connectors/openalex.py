@@ -1,4 +1,6 @@
-"""OpenAlex: `/works?search=`, abstract rebuilt from `abstract_inverted_index`, `best_oa_location`."""
+"""OpenAlex: `/works?search=`, abstract rebuilt from `abstract_inverted_index`, `best_oa_location`; the
+citation graph: a work's `referenced_works` (looked up in batches, `filter=openalex:W1|W2|…`) and the
+works citing it (`filter=cites:W…`). Lookups by id and filters are free: no daily search allowance."""
 
 from __future__ import annotations
 
@@ -8,7 +10,16 @@ from typing import Any
 from functions.common.models import ARXIV_DOI_PREFIX, LookupKind, WorkMetadata, normalise_doi
 from functions.common.settings import Settings
 from functions.search.connectors import base
-from functions.search.connectors.base import FormatConnector, LookupResult, UpstreamFormat, UpstreamRequest
+from functions.search.connectors.base import (
+    FormatConnector,
+    GraphPage,
+    GraphQuery,
+    GraphResult,
+    LookupResult,
+    UpstreamFormat,
+    UpstreamRequest,
+    graph_batches,
+)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import arxiv_id_from, clean_text, format_author
@@ -136,10 +147,16 @@ def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
     return LookupResult(connector=NAME, works=[w for w in map(_work, works or []) if w is not None])
 
 
-def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
+def _identity(settings: Settings) -> dict[str, Any]:
+    """The polite pool's `mailto` and the service's key, where configured."""
     params: dict[str, Any] = {"mailto": settings.contact_email} if settings.contact_email else {}
     if settings.openalex_api_key is not None:
         params["api_key"] = settings.openalex_api_key.get_secret_value()
+    return params
+
+
+def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
+    params = _identity(settings)
     api_url = settings.openalex_api_url.rstrip("/")
     if kind == "doi":
         return UpstreamRequest(f"{api_url}/works/doi:{value}", params)
@@ -158,11 +175,8 @@ def build_retraction_request(settings: Settings, dois: Sequence[str]) -> Upstrea
         "filter": "doi:" + "|".join(batch),
         "select": "id,doi,is_retracted",
         "per_page": max(1, len(batch)),
+        **_identity(settings),
     }
-    if settings.contact_email:
-        params["mailto"] = settings.contact_email
-    if settings.openalex_api_key is not None:
-        params["api_key"] = settings.openalex_api_key.get_secret_value()
     return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
 
 
@@ -180,6 +194,52 @@ def parse_retractions(body: str | bytes) -> dict[str, bool]:
         if doi:
             flags[doi] = flags.get(doi, False) or work["is_retracted"]
     return flags
+
+
+ID_BATCH = 50  # works per `filter=openalex:W1|W2|…` lookup (the OR filter takes up to 100 values)
+FORWARD_POOL = 200  # citing works read (newest first) before the most cited of each year lead
+
+
+def build_seed_request(settings: Settings, query: GraphQuery) -> UpstreamRequest | None:
+    """The seed work itself, by DOI (an arXiv id by its DataCite DOI): its id and `referenced_works`."""
+    doi = query.doi or (f"{ARXIV_DOI_PREFIX}{query.arxiv_id}" if query.arxiv_id else None)
+    if doi is None:
+        return None
+    params = {**_identity(settings), "select": "id,referenced_works"}
+    return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works/doi:{doi}", params)
+
+
+def short_id(value: Any) -> str | None:
+    """`https://openalex.org/W123` -> `W123`."""
+    text = str(value or "").rstrip("/").rsplit("/", 1)[-1]
+    return text if text[:1] == "W" and text[1:].isdigit() else None
+
+
+@base.graph_guard(NAME)
+def parse_seed(status_code: int, body: str | bytes) -> GraphPage:
+    """The seed work: its own id first in `ids`, then the ids of the works it references."""
+    data = base.load_json(body, "OpenAlex")
+    own = short_id(data.get("id")) if isinstance(data, dict) else None
+    if own is None:
+        raise base.UnusableAnswer("OpenAlex answer is not a work")
+    referenced = [found for value in data.get("referenced_works") or [] if (found := short_id(value))]
+    return GraphPage(ids=[own, *referenced])
+
+
+def build_works_request(
+    settings: Settings, work_filter: str, per_page: int, sort: str | None
+) -> UpstreamRequest:
+    params: dict[str, Any] = {
+        **_identity(settings),
+        "filter": work_filter,
+        "per_page": max(1, min(per_page, 200)),
+    }
+    if sort:
+        params["sort"] = sort
+    return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
+
+
+parse_works = base.works_page(NAME, parse_response)
 
 
 class OpenAlexConnector(FormatConnector):
@@ -203,9 +263,43 @@ class OpenAlexConnector(FormatConnector):
         years = base.year_range_params(
             query.year_start, query.year_end, since="from_publication_date", until="to_publication_date"
         )
-        params: dict[str, Any] = {"search": query.query, "per_page": min(limit, 200), "page": 1, **years}
-        if settings.contact_email:
-            params["mailto"] = settings.contact_email
-        if settings.openalex_api_key is not None:
-            params["api_key"] = settings.openalex_api_key.get_secret_value()
+        params: dict[str, Any] = {
+            "search": query.query,
+            "per_page": min(limit, 200),
+            "page": 1,
+            **years,
+            **_identity(settings),
+        }
         return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
+
+    graph_directions = ("references", "citations")
+
+    async def citation_graph(self, query: GraphQuery) -> GraphResult:
+        """The seed by DOI, then its referenced works looked up ID_BATCH at a time, or the works that cite
+        it, newest first (the most cited first within a year)."""
+        settings = self.context.settings
+        seed_request = build_seed_request(settings, query)
+        if seed_request is None:
+            return GraphResult(NAME, error="OpenAlex cannot find a seed without a DOI or arXiv id")
+        seed = await self.graph_exchange(query, seed_request, parse_seed)
+        result = GraphResult(NAME, requests=1, error=seed.error)
+        if not seed.ok:
+            return result
+        if query.direction == "citations":
+            request = build_works_request(
+                settings, f"cites:{seed.ids[0]}", FORWARD_POOL, "publication_year:desc"
+            )
+            batches = [request]
+        else:
+            referenced = seed.ids[1 : 1 + query.limit]
+            batches = [
+                build_works_request(
+                    settings, "openalex:" + "|".join(referenced[at : at + ID_BATCH]), ID_BATCH, None
+                )
+                for at in range(0, len(referenced), ID_BATCH)
+            ]
+        await graph_batches(self, query, batches, parse_works, result)
+        if query.direction == "citations":
+            result.papers = base.newest_most_cited(result.papers)
+        result.papers = result.papers[: query.limit]
+        return result

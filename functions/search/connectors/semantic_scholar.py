@@ -1,13 +1,24 @@
-"""Semantic Scholar Graph API: `/paper/search` with explicit `fields`, optional `x-api-key`."""
+"""Semantic Scholar Graph API: `/paper/search` with explicit `fields`, optional `x-api-key`; the citation
+graph's `/paper/{id}/references` and `/paper/{id}/citations` (paged by `offset`/`next`), its seeds resolved
+by one `POST /paper/batch`."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors import base
-from functions.search.connectors.base import FormatConnector, LookupResult, UpstreamFormat, UpstreamRequest
+from functions.search.connectors.base import (
+    FormatConnector,
+    GraphPage,
+    GraphQuery,
+    GraphResult,
+    LookupResult,
+    UpstreamFormat,
+    UpstreamRequest,
+)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import clean_text, format_author
@@ -145,6 +156,64 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     return UpstreamRequest(f"{api_url}/paper/{prefix}:{value}", {"fields": LOOKUP_FIELDS}, headers)
 
 
+GRAPH_PAGE = 100  # works per references/citations page (the API allows up to 1000)
+FORWARD_POOL = 200  # citing works read before the newest and most cited are kept
+BATCH_FIELDS = "paperId,referenceCount,citationCount"
+BATCH_LIMIT = 500  # ids per `POST /paper/batch`
+
+
+def _headers(settings: Settings) -> dict[str, str]:
+    key = settings.semantic_scholar_api_key
+    return {"x-api-key": key.get_secret_value()} if key is not None else {}
+
+
+def seed_id(query: GraphQuery) -> str | None:
+    """The seed as the Graph API names it: its paperId once resolved, else `DOI:` or `ARXIV:`."""
+    if query.provider_id:
+        return query.provider_id
+    if query.doi:
+        return f"DOI:{query.doi}"
+    return f"ARXIV:{query.arxiv_id}" if query.arxiv_id else None
+
+
+def build_graph_request(settings: Settings, query: GraphQuery, offset: int) -> UpstreamRequest | None:
+    seed = seed_id(query)
+    if seed is None:
+        return None
+    api_url = settings.semantic_scholar_api_url.rstrip("/")
+    params = {"fields": FIELDS, "offset": offset, "limit": GRAPH_PAGE}
+    return UpstreamRequest(f"{api_url}/paper/{seed}/{query.direction}", params, _headers(settings))
+
+
+@base.graph_guard(NAME)
+def parse_graph_page(status_code: int, body: str | bytes) -> GraphPage:
+    """`{"offset", "next", "data": [{"citedPaper" | "citingPaper": {...}}]}`; `next` absent on the last page."""
+    data = base.load_json(body, LABEL)
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise base.UnusableAnswer(f"{LABEL} answer holds no citation list")
+    following = data.get("next")
+    papers = base.ranked_result(NAME, _records(data), _paper).papers
+    return GraphPage(papers=papers, next_offset=following if isinstance(following, int) else None)
+
+
+def build_batch_request(settings: Settings, queries: list[GraphQuery]) -> UpstreamRequest:
+    ids = [seed_id(query) or "" for query in queries[:BATCH_LIMIT]]
+    api_url = settings.semantic_scholar_api_url.rstrip("/")
+    return UpstreamRequest(
+        f"{api_url}/paper/batch", {"fields": BATCH_FIELDS}, _headers(settings), json_body={"ids": ids}
+    )
+
+
+@base.graph_guard(NAME)
+def parse_batch(status_code: int, body: str | bytes) -> GraphPage:
+    """A list in the order of the ids asked, `null` for an id the API does not know: their paperIds
+    ("" for the unknown)."""
+    data = base.load_json(body, LABEL)
+    if not isinstance(data, list):
+        raise base.UnusableAnswer(f"{LABEL} batch answer is not a list")
+    return GraphPage(ids=[str(row.get("paperId") or "") if isinstance(row, dict) else "" for row in data])
+
+
 class SemanticScholarConnector(FormatConnector):
     name = NAME
     upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
@@ -170,3 +239,39 @@ class SemanticScholarConnector(FormatConnector):
 
     def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
         return UpstreamRequest(request.url, request.params, {**request.headers, "x-api-key": api_key})
+
+    graph_directions = ("references", "citations")
+
+    async def graph_ids(self, queries: list[GraphQuery]) -> tuple[list[str | None] | None, int]:
+        """One `POST /paper/batch` for up to BATCH_LIMIT seeds: a seed it does not know is not asked for."""
+        if not queries or len(queries) > BATCH_LIMIT:
+            return None, 0
+        page = await self.graph_exchange(
+            queries[0], build_batch_request(self.context.settings, queries), parse_batch
+        )
+        if not page.ok or len(page.ids) != len(queries):
+            return None, 1  # the seeds are then asked by DOI or arXiv id
+        return [found or None for found in page.ids], 1
+
+    async def citation_graph(self, query: GraphQuery) -> GraphResult:
+        """Pages of the seed's references (up to its limit) or citing works (up to FORWARD_POOL, then
+        the newest and most cited), while the query's deadline lasts."""
+        wanted = query.limit if query.direction == "references" else max(query.limit, FORWARD_POOL)
+        result = GraphResult(NAME)
+        offset: int | None = 0
+        while offset is not None and len(result.papers) < wanted and time.time() < query.deadline:
+            request = build_graph_request(self.context.settings, query, offset)
+            if request is None:
+                return GraphResult(NAME, error=f"{LABEL} cannot name a seed without a DOI or arXiv id")
+            page = await self.graph_exchange(query, request, parse_graph_page)
+            result.requests += 1
+            if not page.ok:
+                if not result.papers:  # a later page's failure keeps what the first pages gave
+                    result.error = page.error
+                break
+            result.papers.extend(page.papers)
+            offset = page.next_offset
+        if query.direction == "citations":
+            result.papers = base.newest_most_cited(result.papers)
+        result.papers = result.papers[: query.limit]
+        return result

@@ -120,6 +120,8 @@ def test_show_and_approve_with_edits_at_plan_and_screening(base_url: str, tmp_pa
     assert code == 0 and f"[{candidates[0]['id']}] {candidates[0]['title']}" in out, out
     code, out, err = _run(base_url, "checkpoint", "approve", job_id, "--exclude", "no-such-candidate")
     assert code == 1 and err.startswith("error: 400 ") and "no-such-candidate" in err, err
+    code, out, err = _run(base_url, "checkpoint", "approve", job_id, "--chase-seed", "no-such-seed")
+    assert code == 1 and err.startswith("error: 400 ") and "no-such-seed" in err, err
 
     excluded = candidates[0]["id"]
     code, out, err = _run(

@@ -23,7 +23,7 @@ def table() -> Iterator[JobProgressTable]:
 
 
 CHECKPOINTS = {"CheckpointPlan", "CheckpointScreening", "CheckpointExtraction", "CheckpointSynthesis"}
-WORK = {"Plan", "Search", "Screen", "Extract", "Synthesize", "Finalize", "MarkFailed"}
+WORK = {"Plan", "Search", "Screen", "Chase", "Extract", "Synthesize", "Finalize", "MarkFailed"}
 
 
 def test_the_resumable_states_are_the_resume_choices_and_the_checkpoints_are_apart() -> None:

@@ -63,6 +63,15 @@ def test_invalid_requests_name_the_field(client: TestClient, body: dict[str, obj
     assert response.json()["error"] == "INVALID_INPUT" and response.json()["field"] == field
 
 
+def test_an_unknown_citation_chasing_value_is_a_400_naming_the_allowed_values(client: TestClient) -> None:
+    body = {"research_goal": GOAL, "scope_parameters": {"citation_chasing": "sideways"}}
+    response = client.post("/api/agent/execute", json=body)
+    assert response.status_code == 400
+    error = response.json()
+    assert error["error"] == "INVALID_INPUT" and error["field"] == "scope_parameters.citation_chasing"
+    assert all(value in error["message"] for value in ("'off'", "'backward'", "'forward'", "'both'"))
+
+
 def test_execute_status_results_contract(client: TestClient) -> None:
     response = client.post(
         "/api/agent/execute", json={"research_goal": GOAL}, headers={"Idempotency-Key": "k"}

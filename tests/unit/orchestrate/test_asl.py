@@ -23,7 +23,7 @@ def _states(states: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def test_every_task_times_out_at_45_s_and_retries_transient_errors_with_full_jitter() -> None:
     tasks = [(name, state) for name, state in _states(DEFINITION["States"]) if state["Type"] == "Task"]
-    assert len(tasks) == 11
+    assert len(tasks) == 12
     for name, task in tasks:
         assert task["TimeoutSeconds"] == 45, name
         retry = task["Retry"][0]
@@ -48,7 +48,7 @@ def test_searches_loop_in_iterations_and_refinement_reenters_the_loop() -> None:
     assert (
         refine["Parameters"]["phase"] == "refine" and refine["Parameters"]["results.$"] == "$.search.results"
     )
-    for name in ("Screen", "Finalize"):
+    for name in ("Screen", "Chase", "Finalize"):
         assert states[name]["Parameters"]["Payload"]["search_results.$"] == "$.search.results"
 
 
@@ -62,7 +62,7 @@ def test_failures_inside_maps_are_recorded_and_others_mark_the_job_failed() -> N
         assert catch_target["Parameters"]["caught"] is True
         assert states[map_name]["Catch"][0]["Next"] == "MarkFailed"
     assert states["Extract"]["MaxConcurrencyPath"] == "$.max_concurrency"
-    for name in ("Plan", "Search", "Screen", "Synthesize", "Finalize", *CHECKPOINTS.values()):
+    for name in ("Plan", "Search", "Screen", "Chase", "Synthesize", "Finalize", *CHECKPOINTS.values()):
         assert any(c["Next"] == "MarkFailed" for c in states[name]["Catch"]), name
     assert states["JobFailed"]["Type"] == "Fail"
 
@@ -79,7 +79,7 @@ CHECKPOINTS = {
     ("phase", "after", "then", "continues_to"),
     [
         ("plan", "AfterPlan", "Search", "Search"),
-        ("screening", "AfterScreen", "Extract", "Extract"),
+        ("screening", "AfterScreen", "Chase", "Chase"),
         ("extraction", "AfterExtract", "Synthesize", "Synthesize"),
         ("synthesis", "AfterSynthesize", "AfterSynthesisReview", "Finalize"),
     ],
@@ -121,7 +121,7 @@ def test_an_execution_starts_with_plan_or_resumes_at_the_state_its_input_names()
     assert {c["Variable"] for c in resume["Choices"]} == {"$.resume_at"}
     targets = {c["StringEquals"]: c["Next"] for c in resume["Choices"]}
     assert all(name == target for name, target in targets.items())  # each value names its state
-    work = {"Search", "Screen", "Extract", "Synthesize", "Finalize", "MarkFailed"}
+    work = {"Search", "Screen", "Chase", "Extract", "Synthesize", "Finalize", "MarkFailed"}
     assert set(targets) == work | set(CHECKPOINTS.values())
     assert all(states[name]["Type"] in ("Task", "Map") for name in targets)
     assert not any("IsPresent" in choice for state in states.values() for choice in state.get("Choices", []))
@@ -140,6 +140,15 @@ def test_every_substitution_is_a_registered_step_function() -> None:
         if spec.handler.startswith("functions.orchestrate."):
             assert f"arn:{spec.logical_id}" in rendered
             assert spec.timeout_seconds > 45
+
+
+def test_chasing_follows_screening_and_its_checkpoint_and_hands_the_selection_to_extract() -> None:
+    states = DEFINITION["States"]
+    chase = states["Chase"]
+    assert states["AfterScreen"]["Default"] == "Chase" and states["CheckpointScreening"]["Next"] == "Chase"
+    assert chase["Parameters"]["Payload"]["selected.$"] == "$.screen.selected"
+    assert chase["ResultPath"] == "$.screen" and chase["ResultSelector"]["selected.$"] == "$.Payload.selected"
+    assert chase["Next"] == "Extract" and states["Extract"]["ItemsPath"] == "$.screen.selected"
 
 
 def test_screening_that_ran_out_of_embedding_time_continues_in_a_further_iteration() -> None:

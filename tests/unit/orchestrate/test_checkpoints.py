@@ -25,6 +25,7 @@ from functions.orchestrate.payloads import extracted_key, screening_key, store, 
 from functions.orchestrate.steps.checkpoint import Checkpoint, CheckpointExpired, CheckpointWindowPassed
 from functions.research.checking.verifier import ClaimVerification
 from functions.research.planning.request import ExecuteRequest
+from functions.research.retrieval.chasing import chase_query_id
 from functions.research.retrieval.screening import Candidate
 from tests.support.fakes.jobs import InMemoryJobStore, RecordingStarter
 from tests.unit.orchestrate.fixtures import synthesis_result
@@ -156,6 +157,23 @@ def test_the_screening_checkpoint_shows_ranked_candidates_and_applies_exclusions
         h.service.approve(TEAM, h.job_id, None, CALLER)
 
 
+def test_the_screening_checkpoint_shows_the_seeds_to_chase_and_takes_the_reviewers_own() -> None:
+    h = Harness()
+    h.store.update(TEAM, h.job_id, set_fields={"scope_parameters": {"discovery_depth": "comprehensive"}})
+    candidates = [_candidate(i, 1 - i / 10) for i in range(1, 8)]
+    selected = [c.source_id for c in candidates[:6]]
+    h.wait("screening", _screened(h, candidates, selected))
+    shown = h.service.show(TEAM, h.job_id).payload
+    assert isinstance(shown, ScreeningCheckpoint)
+    assert shown.citation_chasing == "both" and shown.chase_seeds == selected[:5]  # comprehensive: five
+    with pytest.raises(InvalidInput, match="src-99"):
+        h.service.approve(TEAM, h.job_id, {"chase_seeds": ["src-99"]}, CALLER)
+    h.service.approve(TEAM, h.job_id, {"chase_seeds": ["src-7", "src-2"]}, CALLER)
+    stored = get_json(h.data, screening_key(TEAM, h.job_id)) or {}
+    assert stored["chase_seeds"] == ["src-7", "src-2"]  # a candidate not selected may be a seed
+    assert "chasing the citations of src-7, src-2" in h.job()["audit"][-1]["detail"]
+
+
 def test_the_plan_checkpoint_drops_connectors_rewrites_queries_and_the_window() -> None:
     h = Harness()
     job = h.job()
@@ -191,6 +209,7 @@ def test_the_plan_checkpoint_drops_connectors_rewrites_queries_and_the_window() 
 
 def _extracted(h: Harness) -> dict[str, Any]:
     candidates = [_candidate(1, 0.9), _candidate(2, 0.8)]
+    candidates[1].query_ids = [chase_query_id("citations", "src-1", "openalex")]  # found citing src-1
     state = _screened(h, candidates, ["src-1", "src-2"])
     extractions = []
     for c in candidates:
@@ -215,6 +234,10 @@ def test_the_extraction_checkpoint_strikes_quotes_and_drops_sources_not_relevant
     shown = h.service.show(TEAM, h.job_id).payload
     assert isinstance(shown, ExtractionCheckpoint)
     assert [s.id for s in shown.sources] == ["src-1", "src-2"]
+    assert [s.discovered_via for s in shown.sources] == [
+        {"method": "search", "seed": None, "connector": "openalex"},
+        {"method": "citations", "seed": "src-1", "connector": "openalex"},
+    ]
     struck = shown.sources[0].quotes[0].evidence_id
     with pytest.raises(InvalidInput, match="ev-nope"):
         h.service.approve(TEAM, h.job_id, {"strike": ["ev-nope"]}, CALLER)

@@ -13,7 +13,13 @@ from functions.common.models import Paper
 from functions.common.settings import Settings
 from functions.common.storage import InMemoryBlobStore, put_json
 from functions.research.retrieval.screening import Candidate
-from functions.schedules.living import MAX_EVENT_BYTES, LivingReview, PendingResults, RetractionAnswer
+from functions.schedules.living import (
+    MAX_EVENT_BYTES,
+    CitingAnswer,
+    LivingReview,
+    PendingResults,
+    RetractionAnswer,
+)
 from functions.schedules.runs import InMemoryScheduleRunStore
 from functions.search.connectors.base import UnusableAnswer
 from functions.search.connectors.openalex import build_retraction_request, parse_retractions
@@ -131,6 +137,65 @@ def test_two_runs_name_what_changed_and_the_second_compares_with_the_first() -> 
     assert len(json.dumps(detail)) < MAX_EVENT_BYTES
     last = runs.last_run(TEAM, SCHEDULE)
     assert last is not None and (last.job_id, last.previous_job_id) == ("job-2", "job-1")
+
+
+@dataclass
+class Citing:
+    """A CitingWorksLookup answering `works` for the seeds it is asked about (or failing with `error`)."""
+
+    works: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    asked: list[list[str]] = field(default_factory=list)
+
+    async def citing(self, seeds: Sequence[Any], team_id: str, job_id: str) -> CitingAnswer:
+        self.asked.append([seed.seed_id for seed in seeds])
+        wanted = {seed.seed_id for seed in seeds}
+        return CitingAnswer([w for w in self.works if w["cites"] in wanted], self.error)
+
+
+def _citing_work(n: int, cites: str) -> dict[str, Any]:
+    return {
+        "title": f"A work citing it, {n}",
+        "doi": f"10.7/cite.{n}",
+        "url": "u",
+        "year": 2030,
+        "cites": cites,
+    }
+
+
+def test_works_newly_citing_the_included_sources_are_named_from_the_second_run_on() -> None:
+    citing = Citing([_citing_work(1, "src-0001"), _citing_work(2, "src-0002")])
+    artifacts, runs = InMemoryBlobStore(), InMemoryScheduleRunStore()
+    review = LivingReview(runs=runs, artifacts=artifacts, citing=citing, run=asyncio.run, clock=Clock())
+    read = [_candidate(1), _candidate(2), _candidate(3, doi=False)]
+
+    def finish(job_id: str) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+        job = {"job_id": job_id, "schedule_id": SCHEDULE, "research_goal": "goal"}
+        results = _results(read)
+        for source in results["sources"]:
+            source["extraction_success"] = source["source_id"] != "src-0002"  # 2 was not read
+        results["changes_since_last_run"] = review.changes(
+            PendingResults(TEAM, job, results, {c.source_id: c for c in read})
+        )
+        key = f"teams/{TEAM}/jobs/{job_id}/results.json"
+        put_json(artifacts, key, results)
+        events: list[tuple[str, dict[str, Any]]] = []
+        review.finished(TEAM, job, results, key, lambda name, detail: events.append((name, detail)))
+        return results, events
+
+    first, _ = finish("job-1")
+    assert citing.asked == [["src-0001"]]  # read, with an identifier: 2 was not read, 3 has no DOI
+    digest = first["changes_since_last_run"]
+    assert digest["new_citing_works"] == [] and digest["citing_works_seen"] == ["doi:10.7/cite.1"]
+    citing.works.append(_citing_work(3, "src-0001"))
+    second, events = finish("job-2")
+    digest = second["changes_since_last_run"]
+    assert [w["doi"] for w in digest["new_citing_works"]] == ["10.7/cite.3"]
+    assert digest["counts"]["new_citing_works"] == 1 and "1 new citing works" in digest["summary"]
+    assert events[0][1]["has_changes"] is True
+    citing.error = "citing works not looked up for src-0001 (openalex: HTTP 503)"
+    third, _ = finish("job-3")
+    assert citing.error in third["changes_since_last_run"]["caveats"]
 
 
 def test_a_refused_run_is_reported_but_does_not_become_the_baseline() -> None:
