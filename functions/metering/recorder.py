@@ -19,7 +19,6 @@ from functions.metering.store import (
     route_dimension,
 )
 from functions.metering.usage import (
-    DEFERRALS_COST,
     STEP_TRANSITIONS,
     Cost,
     Quantities,
@@ -113,7 +112,8 @@ class UsageRecorder:
             {
                 **counters,
                 "committed_usd": cost.total_usd - reserved,
-                (DEFERRALS_COST if run.deferred else step_cost_counter(run.step)): cost.total_usd,
+                # a step's cost for its unit estimates; a deferred attempt's is in `cost_usd` only
+                **({} if run.deferred else {step_cost_counter(run.step): cost.total_usd}),
             },
         )
         if cost.total_usd > ledger.max_step_usd:

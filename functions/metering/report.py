@@ -21,7 +21,7 @@ from functions.metering.store import (
     UsageItem,
     UsageStore,
 )
-from functions.metering.usage import DEFERRAL_PREFIX, DEFERRALS_COST, TERMINAL_STEPS, Cost, Quantities
+from functions.metering.usage import DEFERRAL_PREFIX, TERMINAL_STEPS, Cost, Quantities
 
 MONTH_PATTERN = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 CSV_COLUMNS = ("month", "team_id", "metric", "dimension", "quantity", "unit", "cost_usd")
@@ -128,7 +128,7 @@ class UsageReports:
         deferred = {
             name.removeprefix(DEFERRAL_PREFIX): _int(value)
             for name, value in sorted(item.counters.items())
-            if name.startswith(DEFERRAL_PREFIX) and name != DEFERRALS_COST
+            if name.startswith(DEFERRAL_PREFIX)
         }
         return {
             "job_id": item.dimension.removeprefix(JOB_PREFIX),

@@ -56,8 +56,6 @@ STEP_TRANSITIONS: Mapping[str, int] = {
 }
 
 
-# What a job's deferred attempts (StepDeferred) cost together, on its ledger: outside every step's profile.
-DEFERRALS_COST = "deferred_cost_usd"
 DEFERRAL_PREFIX = "deferred_"
 
 
