@@ -87,6 +87,8 @@ def _realistic(case: Any, runtime: ContractRuntime) -> None:
             body["metadata"] = '{"title": "An uploaded paper", "year": 2024}'
     elif label == "POST /api/tools/extract":
         body["source_url"] = runtime.arxiv_id
+    elif label == "POST /v1/claims/verify" and body.get("sources"):
+        body["sources"] = [runtime.arxiv_id]  # a random string names no source (400)
     elif label in ("POST /api/schedules", "POST /api/agent/execute"):
         body.pop("callback_url", None)
         if label == "POST /api/schedules":
