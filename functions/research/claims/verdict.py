@@ -51,6 +51,12 @@ VERDICTS = (SUPPORTED, PARTIAL, UNSUPPORTED, CONTRADICTED, INSUFFICIENT)
 SUPPORTS, CONTRADICTS, PARTLY, RELATED = "supports", "contradicts", "partially_supports", "related"
 STANCE_ORDER = (SUPPORTS, CONTRADICTS, PARTLY, RELATED)
 VERDICT_OF = {SUPPORTS: SUPPORTED, CONTRADICTS: CONTRADICTED, PARTLY: PARTIAL, RELATED: UNSUPPORTED}
+SAYING = {
+    SUPPORTS: "state the claim",
+    CONTRADICTS: "state the same finding otherwise",
+    PARTLY: "state part of the claim",
+    RELATED: "address the claim without stating it",
+}
 # A passage that states less than this share of the claim's terms is not about the claim.
 ON_TOPIC = 0.5
 MAX_EVIDENCE = 6
@@ -176,7 +182,7 @@ def judge(claim: str, chunks: Sequence[EvidenceChunk], source_of: Mapping[str, s
     sources = {w.chunk.source_id for w in taking}
     best = max(w.match for w in taking)
     confidence = agreement(len(sources)) * best * (0.5 if stance == RELATED else 1.0)
-    notes = [f"{len(taking)} passage(s) of {len(sources)} source(s) {stance.replace('_', ' ')} the claim"]
+    notes = [f"{len(taking)} passage(s) of {len(sources)} source(s) {SAYING[stance]}"]
     if stance == SUPPORTS and by_stance[CONTRADICTS]:
         against = {w.chunk.source_id for w in by_stance[CONTRADICTS]}
         names = ", ".join(sorted(source_of.get(s, s) for s in against))
