@@ -31,10 +31,18 @@ Deterministic and lexical: no model.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from functions.research.checking.faithfulness import as_reported, finding_of, finding_terms, read, restated
+from functions.research.checking.faithfulness import (
+    as_reported,
+    directions,
+    finding_of,
+    finding_terms,
+    read,
+    restated,
+)
 from functions.research.checking.verifier import (
     COVERAGE_PARTIAL,
     MAX_CLAIM_CONFIDENCE,
@@ -103,13 +111,26 @@ def conflict(claim: str, passage: str) -> str | None:
     same_values = {(value, unit) for value, unit in shown.quantities if unit} - quoted.quantities
     if any(value in quoted.values for value, _ in same_values):
         return "states the same figure in another unit"
-    if (shown.up and not shown.down and quoted.down and not quoted.up) or (
-        shown.down and not shown.up and quoted.up and not quoted.down
+    aligned = len(directions(finding)) == len(directions(restated(finding, [passage])))
+    if opposite_direction(finding, restated(finding, [passage])) or (
+        not aligned
+        and (
+            (shown.up and not shown.down and quoted.down and not quoted.up)
+            or (shown.down and not shown.up and quoted.up and not quoted.down)
+        )
     ):
         return "states the opposite direction of the effect"
     if shown.negated != quoted.negated:
         return "states the opposite (a negation the claim lacks)" if quoted.negated else "does not negate it"
     return None
+
+
+def opposite_direction(finding: str, stated: str) -> bool:
+    """The same direction words, aligned in order, an odd number of them turned round: "decreasing the
+    sample size lowers accuracy" agrees with "increasing it raises accuracy", "decreasing it raises
+    accuracy" does not (the faithfulness rule only compares texts with one direction each)."""
+    shown, quoted = directions(finding), directions(stated)
+    return bool(shown) and len(shown) == len(quoted) and math.prod(shown) != math.prod(quoted)
 
 
 def narrowing(claim: str, passage: str) -> str | None:
@@ -136,10 +157,9 @@ def weigh(claim: str, chunk: EvidenceChunk) -> Weighed | None:
     if coverage < ON_TOPIC:
         return None
     verdict, match, why = verify_claim(claim, [text])
-    if verdict == SUPPORTED:
-        return Weighed(chunk, SUPPORTS, match, why)
-    if verdict == PARTIAL:
-        return Weighed(chunk, PARTLY, match, why)
+    finding = finding_of(claim)
+    if verdict in (SUPPORTED, PARTIAL) and not opposite_direction(finding, restated(finding, [text])):
+        return Weighed(chunk, SUPPORTS if verdict == SUPPORTED else PARTLY, match, why)
     if coverage >= COVERAGE_PARTIAL:
         conflicting = conflict(claim, text)
         if conflicting:
