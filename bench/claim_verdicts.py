@@ -88,7 +88,9 @@ _TEI = {"tei": "http://www.tei-c.org/ns/1.0"}
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9%)\]][.!?])\s+(?=[A-Z])")
 _DEBRIS = re.compile(r"https?://|www\.|\[\d|\bet al\b|\bFig(?:ure)?\.?\s*\d|\bTable\s*\d|[=<>±∑∫]|\([^)]*$")
 # A quantity: a number followed by a unit, a percent sign or a noun, not a label ("Table 2", "P 5").
-_NUMBER = re.compile(r"(?<![\w.])(?<![A-Z] )(?<!Equation )(?<!Section )(\d+(?:\.\d+)?)(?=\s*(?:%|percent\b|[a-z]{3,}))")
+_NUMBER = re.compile(
+    r"(?<![\w.])(?<![A-Z] )(?<!Equation )(?<!Section )(\d+(?:\.\d+)?)(?=\s*(?:%|percent\b|[a-z]{3,}))"
+)
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 # Direction words and their opposites (this bench's own list, not the project's).
 _OPPOSITES = {

@@ -68,13 +68,14 @@ def _factory(settings: Settings, service: AnswerService) -> ClaimCheckers:
 
     @asynccontextmanager
     async def checker() -> AsyncIterator[ClaimChecker]:
-        async with reading(settings, service.search_port, documents) as retriever:
-            assert retriever.full_text is not None
+        async with reading(settings, service.search_port, documents) as read:
+            assert read.retriever.full_text is not None
             yield ClaimChecker(
-                retriever,
-                retriever.full_text,
+                read.retriever,
+                read.retriever.full_text,
                 locate,
-                documents,
+                pages=read.extraction,
+                documents=documents,
                 library_prefix=service.search_port.connector_prefix("library"),
             )
 

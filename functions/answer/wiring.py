@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from functions.common.settings import Settings, get_settings
 if TYPE_CHECKING:
     from functions.answer.service import AnswerService
     from functions.common.documents import DocumentRepository
+    from functions.extract.service import ExtractionService
     from functions.research.pipeline import AnswerPipeline
     from functions.research.retrieval.fusion import SearchPort
     from functions.research.retrieval.relevance import RelevanceScorer
@@ -56,10 +58,16 @@ def relevance_scorer() -> RelevanceScorer:
     return RelevanceScorer(default_embedder())
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One request's reading: its retriever, and the extraction service behind its full-text port."""
+
+    retriever: Retriever
+    extraction: ExtractionService
+
+
 @asynccontextmanager
-async def reading(
-    settings: Settings, search: SearchPort, documents: DocumentPort
-) -> AsyncIterator[Retriever]:
+async def reading(settings: Settings, search: SearchPort, documents: DocumentPort) -> AsyncIterator[Reading]:
     """One request's retriever: the search port, the team's documents, and an extraction service of its
     own (its HTTP client is closed when the request is done), its sources counted (functions/metering)."""
     from functions.extract.service import ExtractionService
@@ -71,9 +79,10 @@ async def reading(
     scorer = await asyncio.to_thread(relevance_scorer)
     extraction = ExtractionService.from_settings(settings)
     try:
-        yield Retriever(
+        retriever = Retriever(
             search=search, full_text=MeteredFullText(extraction), documents=documents, scorer=scorer
         )
+        yield Reading(retriever, extraction)
     finally:
         await extraction.aclose()
 
@@ -104,7 +113,8 @@ def build_service(settings: Settings) -> AnswerService:
 
     @asynccontextmanager
     async def pipeline() -> AsyncIterator[AnswerPipeline]:
-        async with reading(settings, service.search_port, documents) as retriever:
+        async with reading(settings, service.search_port, documents) as read:
+            retriever = read.retriever
             # Metered: the request's tokens and sources count for its team (functions/metering).
             yield AnswerPipeline(retriever, llm=metered_llm(provider_from_settings(settings)))
 

@@ -18,13 +18,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from functions.common.errors import DomainError, NotFound
 from functions.common.models import ExtractedPaper, FullTextPort
-from functions.research.claims.verdict import INSUFFICIENT, ClaimVerdict, judge
+from functions.research.claims.verdict import INSUFFICIENT, ON_TOPIC, ClaimVerdict, claim_coverage, judge
 from functions.research.planning.answer import plan_answer
 from functions.research.planning.plan import AnswerSettings, ResearchPlan
+from functions.research.retrieval import evidence as located
 from functions.research.retrieval.evidence import EvidenceChunk, SourceDoc, published_at, source_id_for
 from functions.research.retrieval.retriever import Retriever, abstract_chunks, page_chunks, screen_chunks
 from functions.research.retrieval.uploads import FULL_TEXT_BUDGET_SECONDS, DocumentPort
@@ -45,6 +47,13 @@ class NamedSource:
 
 
 SourceLocator = Callable[[str, int], NamedSource]  # (as given, its index): raises InvalidInput
+
+
+class PagesPort(Protocol):
+    async def page_texts(self, source_url: str, team_id: str | None = None) -> list[tuple[int, str]]:
+        """The normalised text of each page of a source already extracted (its evidence offsets index
+        into these); empty when none is kept."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -79,11 +88,13 @@ class Evidence:
 
 @dataclass
 class ClaimChecker:
-    """`locate` says what a named source is; `library_prefix` is the library connector's id prefix."""
+    """`locate` says what a named source is; `pages` gives a read source's whole text (without it, the
+    extraction's own evidence quotes stand for it); `library_prefix` is the library connector's id prefix."""
 
     retriever: Retriever
     full_text: FullTextPort
     locate: SourceLocator
+    pages: PagesPort | None = None
     documents: DocumentPort | None = None
     library_prefix: str = "lib"
 
@@ -130,7 +141,9 @@ class ClaimChecker:
                 evidence.notes.append(f"{source.given} could not be read: {failure}")
                 continue
             docs.append(doc)
-            candidates += abstract_chunks(doc, paper.abstract) + page_chunks(doc.source_id, paper)
+            candidates += abstract_chunks(doc, paper.abstract) + await self._page_chunks(
+                source, doc, paper, plan
+            )
             evidence.sources.append(
                 SourceRead(source.given, doc.source_id, doc.title, doc.url, True, page_count=paper.page_count)
             )
@@ -138,6 +151,25 @@ class ClaimChecker:
         evidence.chunks = clean
         evidence.notes += screening_notes(len(quarantined), hostile)
         return evidence
+
+    async def _page_chunks(
+        self, source: NamedSource, doc: SourceDoc, paper: ExtractedPaper, plan: ResearchPlan[AnswerSettings]
+    ) -> list[EvidenceChunk]:
+        """The extraction's evidence quotes and every sentence of the source's pages, at their page
+        offsets: a claim may restate any sentence, not only the ones the extraction picked."""
+        texts = (
+            [] if self.pages is None else await self.pages.page_texts(source.address, plan.settings.team_id)
+        )
+        # The extraction's quotes first: its sentences are cut by layout, without a page's running heads.
+        # Of the rest, only what is about the claim is screened and weighed (most of a paper is not).
+        claim = plan.goal
+        whole = [
+            chunk
+            for number, text in texts
+            for chunk in text_chunks(doc, number, text)
+            if claim_coverage(claim, chunk.text) >= ON_TOPIC
+        ]
+        return page_chunks(doc.source_id, paper) + whole
 
     async def _read(
         self, source: NamedSource, focus: list[str], team_id: str | None
@@ -199,6 +231,21 @@ def as_source(source: NamedSource, paper: ExtractedPaper | None, source_id: str)
         relevance=1.0,
         document_id=source.document_id,
     )
+
+
+def text_chunks(doc: SourceDoc, page: int, text: str) -> list[EvidenceChunk]:
+    """A page's sentences as evidence chunks, cut as abstracts are, each located by its page offsets (the
+    page text keeps the PDF's line breaks; a chunk has them as spaces, the same length)."""
+    return [
+        replace(
+            chunk,
+            chunk_id=located.chunk_id_for(doc.source_id, located.PAGE, page, chunk.char_start),
+            text=chunk.text.replace("\n", " "),
+            origin=located.PAGE,
+            page=page,
+        )
+        for chunk in abstract_chunks(doc, text)
+    ]
 
 
 def screening_notes(quarantined: int, hostile: Sequence[str] | set[str]) -> list[str]:

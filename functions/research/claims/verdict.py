@@ -178,8 +178,8 @@ def agreement(sources: int) -> float:
 def _chosen_evidence(weighed: Sequence[Weighed]) -> list[Weighed]:
     ordered = sorted(weighed, key=lambda w: (STANCE_ORDER.index(w.stance), -w.match, w.chunk.chunk_id))
     chosen = [w for w in ordered if w.stance != RELATED][:MAX_EVIDENCE]
-    related = [w for w in ordered if w.stance == RELATED][:MAX_RELATED_EVIDENCE]
-    return (chosen + related)[:MAX_EVIDENCE]
+    # Passages that state none of it are what an `unsupported` verdict rests on, and only that one.
+    return chosen or [w for w in ordered if w.stance == RELATED][:MAX_RELATED_EVIDENCE]
 
 
 def judge(claim: str, chunks: Sequence[EvidenceChunk], source_of: Mapping[str, str]) -> ClaimVerdict:
