@@ -16,6 +16,7 @@ in by a composition root (functions/answer/wiring.py for the API).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -157,9 +158,10 @@ class ClaimChecker:
     ) -> list[EvidenceChunk]:
         """The extraction's evidence quotes and every sentence of the source's pages, at their page
         offsets: a claim may restate any sentence, not only the ones the extraction picked."""
-        texts = (
-            [] if self.pages is None else await self.pages.page_texts(source.address, plan.settings.team_id)
-        )
+        texts: list[tuple[int, str]] = []
+        if self.pages is not None:
+            with contextlib.suppress(DomainError):  # gone since it was read: its quotes still stand
+                texts = await self.pages.page_texts(source.address, plan.settings.team_id)
         # The extraction's quotes first: its sentences are cut by layout, without a page's running heads.
         # Of the rest, only what is about the claim is screened and weighed (most of a paper is not).
         claim = plan.goal
