@@ -5,8 +5,9 @@ term coverage, and the faithfulness rules of `checking/faithfulness.py`), then p
 
 - **supports**: the passage states the claim (the Verifier's `supported`);
 - **contradicts**: the passage states the same finding (at least COVERAGE_PARTIAL of the claim's terms)
-  with another number or unit, the opposite direction ("increased" / "decreased") or the opposite
-  polarity (a negation added or dropped): the source says something the claim cannot also be;
+  with another number or unit, the opposite direction ("increased" / "decreased"; with several direction
+  words, an odd number of them turned round) or the opposite polarity (a negation added or dropped):
+  the source says something the claim cannot also be, even where the Verifier's match alone passed it;
 - **partially supports**: the passage states part of the claim (the Verifier's `partially_supported`), or
   states it only for the population it studied (the claim drops it: "in mice" left out) or only as a
   possibility (the claim makes certain what the source only suggests);
@@ -17,7 +18,7 @@ The verdict is the strongest stance any passage takes, in that order: `supported
 `partially_supported`, `unsupported` (the sources address the claim, nothing in them states it), and
 `insufficient_evidence` (no passage is even about it). A passage that supports wins over one that
 contradicts (a paper may round a figure in its abstract); the contradiction is kept as evidence and in
-the notes, and lowers the confidence.
+the notes, and lowers the confidence. Passages that state none of it are shown only for `unsupported`.
 
 Confidence: a stance's sources each halve the remaining doubt, starting from 0.75 for one source (two
 0.875, three 0.9375; never above MAX_CLAIM_CONFIDENCE), times how closely its best passage matches (the
