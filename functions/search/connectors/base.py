@@ -448,9 +448,13 @@ class HttpConnector(ABC):
         result.elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
         return result
 
-    async def lookup(self, kind: LookupKind, value: str, budget: float) -> LookupResult:
+    async def lookup(
+        self, kind: LookupKind, value: str, budget: float, *, team: str | None = None
+    ) -> LookupResult:
         """One work by identifier or title, with the same manners as a search (turns at the provider,
-        breaker, retries) inside `budget` seconds. Failures become `LookupResult.error`."""
+        breaker, retries) inside `budget` seconds, queued as `team`'s when given. A lookup by title is a
+        search: it spends the provider's daily search allowance where it has one. Failures become
+        `LookupResult.error`."""
         request = self.build_lookup_request(kind, value)
         if request is None:
             return LookupResult(connector=self.name, error=f"{self.name} cannot look up by {kind}")
@@ -460,7 +464,7 @@ class HttpConnector(ABC):
             self.parse_lookup,
             lambda message, _not_run: LookupResult(connector=self.name, error=message),
             retries=min(1, self.context.search_settings.upstream_retries),
-            asker=Asker(team="lookups", job="lookups", priority=5),
+            asker=Asker(team=team or "lookups", job="lookups", priority=5, search=kind == "title"),
         )
 
     # The directions of the provider's citation graph (`citation_graph`); none: it has no graph.

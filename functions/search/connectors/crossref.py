@@ -104,6 +104,18 @@ def _full_name(author: Any) -> str | None:
     return clean_text(str(name)) if name else None
 
 
+RETRACTING_UPDATES = frozenset({"retraction", "withdrawal", "removal"})
+
+
+def _retracted(item: dict[str, Any]) -> bool | None:
+    """Whether a retraction notice names the work (`updated-by`, where Crossref also carries the
+    Retraction Watch records); None when the record does not list its updates."""
+    updates = item.get("updated-by")
+    if not isinstance(updates, list):
+        return None
+    return any(isinstance(u, dict) and str(u.get("type", "")).lower() in RETRACTING_UPDATES for u in updates)
+
+
 def _work(item: Any) -> WorkMetadata | None:
     if not isinstance(item, dict) or not _first(item.get("title")):
         return None
@@ -115,6 +127,8 @@ def _work(item: Any) -> WorkMetadata | None:
         venue=clean_text(_first(item.get("container-title"))) or None,
         abstract=strip_jats_abstract(item.get("abstract")) or None,
         doi=str(item["DOI"]).lower() if item.get("DOI") else None,
+        url=str(item["URL"]) if item.get("URL") else None,
+        is_retracted=_retracted(item),
     )
 
 
