@@ -16,9 +16,11 @@ UPLOAD_ID = "references-upload"
 
 
 def _is_bibtex(filename: str, content_type: str, data: bytes) -> bool:
+    """Named or typed as BibTeX, or text that starts as BibTeX does (clients often send
+    `application/octet-stream`)."""
     if filename.lower().endswith(".bib") or content_type in BIBTEX_TYPES:
         return True
-    return content_type.startswith("text/") and data.lstrip()[:1] == b"@"
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"@"
 
 
 def _bibtex_references(data: bytes) -> list[CitedReference]:

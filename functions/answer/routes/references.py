@@ -67,7 +67,7 @@ async def _uploaded_references(request: Request) -> list[CitedReference]:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit + 64 * 1024:
         raise ReferencesTooLarge(f"upload of {declared} bytes exceeds the {limit} byte limit", field="file")
-    async with request.form(max_files=1, max_fields=4) as form:
+    async with request.form() as form:  # other fields are ignored, as unknown JSON fields are
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
             raise InvalidInput("Missing file field: the multipart body must carry one `file`", field="file")
