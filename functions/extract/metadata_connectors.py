@@ -6,7 +6,7 @@ breakers per provider, and the response cache table (keys `lookup:v1:<source>:<k
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
 from functools import lru_cache
 from typing import Any
@@ -25,7 +25,12 @@ from functions.common.storage import (
 )
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY
-from functions.search.connectors.base import ConnectorContext, HttpConnector, LookupResult
+from functions.search.connectors.base import (
+    ConnectorContext,
+    HttpConnector,
+    LookupResult,
+    send_lookup,
+)
 from functions.search.sources import metadata_preference
 
 logger = get_logger("extract")
@@ -102,19 +107,34 @@ class ConnectorMetadata:
     ) -> LookupResult:
         """`lookup`'s answer with its error (an upstream that failed is not one that knows no such work),
         the request queued as `team`'s at the provider when given."""
-        connector = self._connectors.get(source)
-        if connector is None:
-            return LookupResult(connector=source, error=f"{source} has no lookups")
+        connector = self.connector(source)
+        request = connector.build_lookup_request(kind, value) if connector else None
+        if connector is None or request is None:
+            return LookupResult(connector=source, error=f"{source} cannot look up by {kind}")
         key = lookup_cache_key(source, kind, value)
+        search = kind == "title"
+        return await self.cached(
+            key,
+            source,
+            lambda: send_lookup(
+                connector, request, connector.parse_lookup, timeout, team=team, search=search
+            ),
+        )
+
+    def connector(self, source: str) -> HttpConnector | None:
+        return self._connectors.get(source)
+
+    async def cached(self, key: str, source: str, ask: Callable[[], Awaitable[LookupResult]]) -> LookupResult:
+        """The answer cached under `key`, else `ask`'s (then cached when it is not an error)."""
         cached = await self._cache_get(key)
         if isinstance(cached, dict) and isinstance(cached.get("works"), list):
             try:
                 return LookupResult(source, [WorkMetadata(**_tupled(w)) for w in cached["works"]])
             except TypeError:
                 logger.warning("ignoring unreadable lookup cache entry", key=key)
-        result = await connector.lookup(kind, value, timeout, team=team)
+        result = await ask()
         if not result.ok:
-            logger.info("metadata lookup failed", source=source, kind=kind, error=result.error)
+            logger.info("metadata lookup failed", source=source, key=key, error=result.error)
             return result
         await self._cache_put(key, {"works": [asdict(w) for w in result.works]})
         return result

@@ -20,6 +20,7 @@ from functions.references.lookup import Found
 from functions.references.matching import TIE, Match, ranked
 from functions.references.parsing import CitedReference
 
+UNCHECKED = "no registry could be asked: the reference is unchecked"
 Status = Literal["verified", "doi_title_mismatch", "not_found", "retracted", "ambiguous"]
 
 
@@ -71,7 +72,7 @@ def _searched_verdict(reference: CitedReference, searched: Found | None, notes: 
     notes += failures
     if not accepted:
         if searched is not None and not searched.answered:
-            notes.append("no registry could be searched: the reference is unchecked")
+            notes.append(UNCHECKED)
             return Verdict("not_found", None, 0.0, notes)
         notes.append("no registry holds a work with this title")
         return Verdict("not_found", None, 0.8 if not failures else 0.5, notes)
@@ -92,6 +93,9 @@ def judge(reference: CitedReference, by_doi: Found | None, searched: Found | Non
         return _searched_verdict(reference, searched, notes)
     notes += [f"DOI lookup failed at {e}" for e in by_doi.errors]
     if not by_doi.records:
+        if not by_doi.answered and searched is None:
+            notes.append(UNCHECKED)
+            return Verdict("not_found", None, 0.0, notes)
         if not by_doi.answered:
             return _searched_verdict(reference, searched, notes)
         accepted, failures = _by_search(reference, searched)
@@ -113,3 +117,18 @@ def judge(reference: CitedReference, by_doi: Found | None, searched: Found | Non
     if _retracted(best.record, by_doi.records):
         notes.append("a registry marks the DOI's work retracted")
     return Verdict("doi_title_mismatch", best.record, round(1.0 - best.title / 2, 2), notes)
+
+
+def with_notice(verdict: Verdict, retracted: bool, notice: str | None, failure: str | None) -> None:
+    """Crossref's retraction notices of the matched DOI, read into the verdict (in place): a verified
+    work with a notice is retracted; a notice that could not be read is said in the notes."""
+    if failure is not None:
+        verdict.notes.append(f"Crossref's retraction notices could not be read: {failure}")
+    if not retracted:
+        return
+    where = f" ({notice})" if notice else ""
+    if verdict.status == "verified":
+        verdict.status = "retracted"
+        verdict.notes.append(f"Crossref lists a retraction notice{where}")
+    elif "retracted" not in " ".join(verdict.notes):
+        verdict.notes.append(f"Crossref lists a retraction notice{where} for the matched work")

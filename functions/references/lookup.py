@@ -1,7 +1,9 @@
-"""The registries a reference is looked up in: by DOI at Crossref (`/works/{doi}`, with its retraction
-notices) and OpenAlex (`/works/doi:{doi}`, with `is_retracted`), then by a bibliographic search at
-Crossref (`query.bibliographic`) and, when that finds no acceptable record, OpenAlex (`search=`, which
-spends its daily search allowance).
+"""The registries a reference is looked up in: by DOI at OpenAlex (`/works/doi:{doi}`, with
+`is_retracted`; singleton lookups are free and OpenAlex allows ten times Crossref's rate) and at Crossref
+(`/works/{doi}`) when OpenAlex does not hold the DOI or its record is not the cited work; by a
+bibliographic search at Crossref (`query.bibliographic`) and, when that finds no acceptable record,
+OpenAlex (`search=`, which spends its daily search allowance); and, for every matched DOI, Crossref's
+retraction notices (`filter=updates:…`, fifty DOIs a request).
 
 `Registries` is the port; the deployed adapter (functions/references/registries.py) asks through the
 search connectors, with their turns, fair shares, breakers, retries and cache.
@@ -17,8 +19,9 @@ from typing import Literal, Protocol
 from functions.common.models import WorkMetadata
 
 Kind = Literal["doi", "title"]
-DOI_REGISTRIES = ("crossref", "openalex")
+DOI_REGISTRIES = ("openalex", "crossref")  # asked in this order, the second only when needed
 SEARCH_REGISTRIES = ("crossref", "openalex")  # asked in this order, the second only when needed
+NOTICE_BATCH = 50  # matched DOIs per retraction-notice request
 
 
 @dataclass
@@ -47,6 +50,11 @@ class Answer:
 class Registries(Protocol):
     async def lookup(self, registry: str, kind: Kind, value: str, *, team: str, budget: float) -> Answer:
         """One registry's records for a DOI or a bibliographic query; failures in `Answer.error`."""
+        ...
+
+    async def retraction_notices(self, dois: Sequence[str], *, team: str, budget: float) -> Answer:
+        """Records of those of `dois` that a retraction notice names (`is_retracted`, the notice's link
+        as `url`); failures in `Answer.error`."""
         ...
 
 

@@ -1,8 +1,9 @@
 """Crossref and OpenAlex as bibliographic registries on a ScholarlyWeb: works looked up by DOI
 (`/works/{doi}`, `/works/doi:{doi}`, 404 for a DOI neither knows) and found by a bibliographic search
 (`query.bibliographic`, `search=`), each answer in the registry's own shape (tests/support/
-scholarly_fixtures.py), with its retraction marks: Crossref's `updated-by` retraction notice (where
-Crossref carries the Retraction Watch records) and OpenAlex's `is_retracted`.
+scholarly_fixtures.py), with its retraction marks: Crossref's `updated-by` on the work (where Crossref
+carries the Retraction Watch records), its retraction notices (`filter=updates:{doi}`, each notice's
+`update-to` naming the work) and OpenAlex's `is_retracted`.
 
 The searches rank the works by the words they share with the query and answer the best few whatever
 their score, as the real registries do: a search for an invented reference still answers something.
@@ -28,10 +29,12 @@ def _words(text: str) -> set[str]:
 
 @dataclass
 class RegistryWeb:
-    """`works` served by both registries; DOIs in `retracted` marked retracted by both."""
+    """`works` served by both registries; DOIs in `retracted` marked retracted by both, those in
+    `noticed` only by a Crossref retraction notice."""
 
     works: Sequence[SamplePaper]
     retracted: set[str] = field(default_factory=set)
+    noticed: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._by_doi = {w.doi.lower(): w for w in self.works if w.doi}
@@ -71,7 +74,24 @@ class RegistryWeb:
             return Reply.of("Resource not found.", 404)
         return Reply.of({"status": "ok", "message-type": "work", "message": self.crossref_item(work)})
 
+    def _notices(self, updated: list[str]) -> Reply:
+        items = [
+            {
+                "DOI": f"{doi}.retraction",
+                "title": ["Retraction notice"],
+                "type": "journal-article",
+                "update-to": [{"DOI": doi, "type": "retraction", "label": "Retraction"}],
+            }
+            for doi in updated
+            if doi in self.retracted | self.noticed
+        ]
+        message = {"total-results": len(items), "items": items, "items-per-page": len(items)}
+        return Reply.of({"status": "ok", "message-type": "work-list", "message": message})
+
     def _crossref_search(self, request: RecordedRequest) -> Reply:
+        filters = (request.param("filter") or "").split(",")
+        if filters[0].startswith("updates:"):
+            return self._notices([f.removeprefix("updates:").lower() for f in filters])
         query = request.param("query.bibliographic") or ""
         rows = int(request.param("rows") or SEARCH_ROWS)
         items = [self.crossref_item(w) for w in self._found(query, rows) if w.doi]
