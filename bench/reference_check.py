@@ -156,11 +156,12 @@ def confusion(items: list[Labelled], entries: list[dict[str, Any]]) -> dict[str,
 
 
 def print_verdicts(
-    half: str, items: list[Labelled], entries: list[dict[str, Any]], figure: Any, misses: bool
+    half: str, items: list[Labelled], checked: tuple[list[dict[str, Any]], float], figure: Any, misses: bool
 ) -> None:
+    entries, seconds = checked
     table = confusion(items, entries)
     right = sum(table[label][EXPECTED[label]] for label in table)
-    figure(f"verdicts, {half} half: {right}/{len(items)} as labelled")
+    figure(f"verdicts, {half} half: {right}/{len(items)} as labelled (one check, {seconds:.1f} s)")
     for label, counts in table.items():
         total = sum(counts.values())
         shown = ", ".join(f"{status} {n}" for status, n in counts.most_common())
@@ -235,8 +236,8 @@ def main() -> None:
                     client, web, [STYLES[i % len(STYLES)](p) for i, p in enumerate(chosen)], figure
                 )
             for half, items in sets.items():  # the dev half first: its misses are printed before
-                entries, _ = check(client, [item.text for item in items])
-                print_verdicts(half, items, entries, figure, args.dev_misses and half == "dev")
+                checked = check(client, [item.text for item in items])
+                print_verdicts(half, items, checked, figure, args.dev_misses and half == "dev")
     finally:
         corpus_web.stop()
 

@@ -1,5 +1,5 @@
 """Check references in order: each by its DOI first (OpenAlex, then Crossref only when OpenAlex does not
-hold the DOI or its record is not the cited work), then, when it has no DOI or the DOI's record is
+hold the DOI or could not be asked), then, when it has no DOI or the DOI's record is
 another work, by a bibliographic search (Crossref, then OpenAlex only when Crossref found no acceptable
 record); last, Crossref's retraction notices of every matched DOI, fifty DOIs a request.
 
@@ -27,6 +27,8 @@ from functions.references.matching import ranked
 from functions.references.parsing import CitedReference
 
 DEFAULT_CONCURRENCY = 16
+# The end of the check's time kept for Crossref's retraction notices of the matched DOIs.
+NOTICE_RESERVE_SECONDS = 4.0
 MAX_QUERY_CHARS = 300  # a bibliographic query is the reference's searchable text, cut here
 
 
@@ -45,7 +47,7 @@ class ReferenceChecker:
 
         async def one(reference: CitedReference) -> Verdict:
             async with gate:
-                return await self._check(reference, team, deadline)
+                return await self._check(reference, team, deadline - NOTICE_RESERVE_SECONDS)
 
         verdicts = list(await asyncio.gather(*(one(reference) for reference in references)))
         await self._read_notices(verdicts, team, deadline)
@@ -85,10 +87,14 @@ class ReferenceChecker:
             self._registries, names, "doi" if kind == "doi" else "title", value, team=team, budget=left
         )
 
-    async def _search(self, reference: CitedReference, team: str, deadline: float) -> Found:
+    async def _search(
+        self, reference: CitedReference, team: str, deadline: float, *, doi_found: bool
+    ) -> Found:
+        """Crossref's bibliographic search; OpenAlex's (a scarce daily allowance) only when Crossref found
+        no acceptable record and the reference has no registered DOI to show instead."""
         query = reference.text[:MAX_QUERY_CHARS]
         found = await self._ask(SEARCH_REGISTRIES[:1], "title", query, team, deadline)
-        if any(m.accepted for m in ranked(reference, found.records)):
+        if doi_found or any(m.accepted for m in ranked(reference, found.records)):
             return found
         more = await self._ask(SEARCH_REGISTRIES[1:], "title", reference.title or query, team, deadline)
         return found.add(more)
@@ -102,9 +108,14 @@ class ReferenceChecker:
         by_doi = None
         if reference.doi:
             by_doi = await self._ask(DOI_REGISTRIES[:1], "doi", reference.doi, team, deadline)
-            if not self._settled(reference, by_doi):
+            if not by_doi.records:  # unknown to OpenAlex, or OpenAlex failed: Crossref may hold it
                 by_doi = by_doi.add(await self._ask(DOI_REGISTRIES[1:], "doi", reference.doi, team, deadline))
             if self._settled(reference, by_doi):
                 return judge(reference, by_doi, None)
-        searched = await self._search(reference, team, deadline) if cites_title(reference) else None
+        doi_found = by_doi is not None and bool(by_doi.records)
+        searched = (
+            await self._search(reference, team, deadline, doi_found=doi_found)
+            if cites_title(reference)
+            else None
+        )
         return judge(reference, by_doi, searched)
