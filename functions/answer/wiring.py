@@ -113,8 +113,9 @@ def build_service(settings: Settings) -> AnswerService:
 REFERENCE_CHECK_BUDGET_SECONDS = 50.0
 
 
-async def reference_checker() -> AsyncIterator[ReferenceChecker]:
-    """A checker over the registries for one request (its HTTP client is closed when the check is done)."""
+@asynccontextmanager
+async def reference_checking() -> AsyncIterator[ReferenceChecker]:
+    """A checker over the registries for one check (its HTTP client is closed when the check is done)."""
     from functions.references.checker import ReferenceChecker
     from functions.references.registries import connector_registries
 

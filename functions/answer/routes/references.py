@@ -7,9 +7,10 @@ section is read, or a `.bib` file.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
@@ -20,7 +21,7 @@ from functions.answer.schemas import (
     ReferenceCheckRequest,
     ReferenceCheckResponse,
 )
-from functions.answer.wiring import reference_checker
+from functions.answer.wiring import reference_checking
 from functions.common.errors import InvalidInput
 from functions.common.settings import get_settings
 from functions.common.web.api import TeamId, client_identity
@@ -28,12 +29,10 @@ from functions.references.errors import ReferencesTooLarge, UnsupportedUpload
 
 if TYPE_CHECKING:
     from functions.common.models import WorkMetadata
-    from functions.references.checker import ReferenceChecker
     from functions.references.judging import Verdict
     from functions.references.parsing import CitedReference
 
 router = APIRouter(prefix="/v1", tags=["references"])
-CheckerDep = Annotated["ReferenceChecker", Depends(reference_checker)]
 UPLOAD_SCHEMA = {
     "type": "object",
     "required": ["file"],
@@ -113,20 +112,25 @@ def checked(reference: CitedReference, verdict: Verdict) -> CheckedReference:
     )
 
 
-@router.post(
-    "/references/check",
-    response_model=ReferenceCheckResponse,
-    openapi_extra={"requestBody": REQUEST_BODY},
-)
-async def check_references(request: Request, service: ServiceDep, checker: CheckerDep, team: TeamId) -> Any:
-    """Each reference (formatted, a bare DOI or BibTeX; or those of an uploaded PDF or `.bib`) looked up by
-    DOI at Crossref and OpenAlex, then by a bibliographic search: `verified`, `doi_title_mismatch`,
-    `not_found`, `retracted` or `ambiguous`, with the matched record, a confidence and notes."""
-    await service.admit(client_identity(request))
-    references = await read_references(request)
-    verdicts = await checker.check(references, team=team)
+async def check(references: Sequence[CitedReference], team: str) -> ReferenceCheckResponse:
+    """The route's body for parsed references (the MCP tool `check_references` answers the same)."""
+    async with reference_checking() as checker:
+        verdicts = await checker.check(references, team=team)
     return ReferenceCheckResponse(
         references=[
             checked(reference, verdict) for reference, verdict in zip(references, verdicts, strict=True)
         ]
     )
+
+
+@router.post(
+    "/references/check",
+    response_model=ReferenceCheckResponse,
+    openapi_extra={"requestBody": REQUEST_BODY},
+)
+async def check_references(request: Request, service: ServiceDep, team: TeamId) -> Any:
+    """Each reference (formatted, a bare DOI or BibTeX; or those of an uploaded PDF or `.bib`) looked up by
+    DOI at OpenAlex and Crossref, then by a bibliographic search: `verified`, `doi_title_mismatch`,
+    `not_found`, `retracted` or `ambiguous`, with the matched record, a confidence and notes."""
+    await service.admit(client_identity(request))
+    return await check(await read_references(request), team)
