@@ -56,6 +56,7 @@ TWIN_A = _work(
 TWIN_B = _work(
     "A Survey of Federated Learning Systems", 2022, ("Lena Ortiz", "Raj Patel"), "10.2222/fl.2022.b"
 )
+UPLOAD_LIMIT = 64 * 1024
 WORKS = (GRAPHS, SOIL, RETRACTED, TWIN_A, TWIN_B, NOTICED)
 
 
@@ -70,7 +71,7 @@ def served() -> Iterator[Served]:
     with ScholarlyWeb() as web:
         RegistryWeb(WORKS, retracted={str(RETRACTED.doi)}, noticed={str(NOTICED.doi)}).install(web)
         with (
-            EmbeddedAws(extra_environment=environment(web)),
+            EmbeddedAws(extra_environment=environment(web, UPLOAD_MAX_BYTES=str(UPLOAD_LIMIT))),
             TestClient(Gateway(load_function_apps())) as client,
         ):
             yield Served(web, client)
@@ -218,3 +219,17 @@ def test_bad_input_is_refused_naming_the_problem(served: Served) -> None:
     assert "no reference section" in error["message"]
     error = _error(post("/v1/references/check", content=b"refs", headers={"content-type": "text/plain"}), 415)
     assert "application/json or multipart/form-data" in error["message"]
+
+
+def test_an_oversized_upload_and_too_many_entries_are_413(served: Served) -> None:
+    post = served.client.post
+    big = b"@comment{" + b"x" * UPLOAD_LIMIT + b"}"
+    error = _error(
+        post("/v1/references/check", files={"file": ("big.bib", big, "application/x-bibtex")}), 413
+    )
+    assert error["code"] == "payload_too_large" and str(UPLOAD_LIMIT) in error["message"]
+    entries = "".join(f"@misc{{k{i}, title={{Entry number {i}}}}}\n" for i in range(MAX_REFERENCES + 1))
+    error = _error(
+        post("/v1/references/check", files={"file": ("many.bib", entries.encode(), "text/plain")}), 413
+    )
+    assert f"{MAX_REFERENCES + 1} references" in error["message"]
