@@ -7,7 +7,7 @@ documented with its family's error body, valid requests are accepted and invalid
 
 Positive examples of the few fields whose validity JSON Schema cannot state (an address that must be
 fetched from the loopback web, a schedule expression, a time zone, a year range's order, a callback that
-would be resolved in DNS) are replaced by realistic values before the call; negative examples are sent
+would be resolved in DNS, an uploaded file's or a reference's BibTeX) are replaced by realistic values before the call; negative examples are sent
 as generated.
 """
 
@@ -85,6 +85,8 @@ def _realistic(case: Any, runtime: ContractRuntime) -> None:
         body["file"] = runtime.pdf
         if "metadata" in body:
             body["metadata"] = '{"title": "An uploaded paper", "year": 2024}'
+    elif label == "POST /v1/references/check":
+        _realistic_references(body)
     elif label == "POST /api/tools/extract":
         body["source_url"] = runtime.arxiv_id
     elif label in ("POST /api/schedules", "POST /api/agent/execute"):
@@ -101,6 +103,21 @@ def _realistic(case: Any, runtime: ContractRuntime) -> None:
             and isinstance(years.get("end"), int)
         ):
             years["start"], years["end"] = sorted((years["start"], years["end"]))
+
+
+BIBTEX = b"@article{k, title={A Title of Some Length}, author={Doe, Jane}, year={2020}}"
+
+
+def _realistic_references(body: dict[str, Any]) -> None:
+    """An upload is a .bib file (a PDF or BibTeX is what the route reads), and a reference string that
+    starts like a BibTeX entry is a whole one."""
+    if "file" in body:
+        body["file"] = BIBTEX
+    references = body.get("references")
+    if isinstance(references, list):
+        body["references"] = [
+            BIBTEX.decode() if isinstance(r, str) and r.lstrip().startswith("@") else r for r in references
+        ]
 
 
 @schema.parametrize()

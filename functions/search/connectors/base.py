@@ -448,20 +448,15 @@ class HttpConnector(ABC):
         result.elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
         return result
 
-    async def lookup(self, kind: LookupKind, value: str, budget: float) -> LookupResult:
-        """One work by identifier or title, with the same manners as a search (turns at the provider,
-        breaker, retries) inside `budget` seconds. Failures become `LookupResult.error`."""
+    async def lookup(
+        self, kind: LookupKind, value: str, budget: float, *, team: str | None = None
+    ) -> LookupResult:
+        """One work by identifier or title (a title is a search: it spends any daily search allowance)
+        with a search's manners inside `budget` seconds, queued as `team`'s; failures become the error."""
         request = self.build_lookup_request(kind, value)
         if request is None:
             return LookupResult(connector=self.name, error=f"{self.name} cannot look up by {kind}")
-        return await self._exchange(
-            lambda: request,
-            budget,
-            self.parse_lookup,
-            lambda message, _not_run: LookupResult(connector=self.name, error=message),
-            retries=min(1, self.context.search_settings.upstream_retries),
-            asker=Asker(team="lookups", job="lookups", priority=5),
-        )
+        return await send_lookup(self, request, self.parse_lookup, budget, team=team, search=kind == "title")
 
     # The directions of the provider's citation graph (`citation_graph`); none: it has no graph.
     graph_directions: ClassVar[tuple[CitationDirection, ...]] = ()
@@ -691,6 +686,26 @@ class HttpConnector(ABC):
             if turn.sent_at is None:
                 turn.sent()  # a request that failed on the way may still have reached the provider
             turns.release(turn)
+
+
+async def send_lookup(
+    connector: HttpConnector,
+    request: UpstreamRequest,
+    parse: LookupParse,
+    budget: float,
+    *,
+    team: str | None = None,
+    search: bool = False,
+) -> LookupResult:
+    """A lookup whose request the caller built (a batch of ids, say), with `HttpConnector.lookup`'s
+    manners."""
+
+    def error(message: str, _not_run: bool) -> LookupResult:
+        return LookupResult(connector=connector.name, error=message)
+
+    asker = Asker(team=team or "lookups", job="lookups", priority=5, search=search)
+    retries = min(1, connector.context.search_settings.upstream_retries)
+    return await connector._exchange(lambda: request, budget, parse, error, retries=retries, asker=asker)
 
 
 async def graph_batches(
