@@ -131,3 +131,59 @@ def test_a_refused_edit_is_named_and_a_reviewer_aborts_the_job(page: Page, serve
     expect(page.locator("#job-checkpoint")).to_be_hidden()
     status = httpx.get(f"{served.base_url}/api/agent/status/{job_id}", timeout=10).json()
     assert status["status"] == "FAILED" and "awaiting_checkpoint" not in status
+
+
+def test_a_chased_source_shows_its_seed_at_the_extraction_checkpoint_and_in_the_source_list(
+    page: Page, served: Served
+) -> None:
+    started = httpx.post(
+        f"{served.base_url}/api/agent/execute",
+        json={
+            "research_goal": GOAL,
+            "scope_parameters": {
+                "discovery_depth": "rapid",
+                "citation_chasing": "backward",
+                "human_checkpoints": ["extraction"],
+            },
+        },
+        timeout=30,
+    )
+    assert started.status_code == 202, started.text
+    job_id = started.json()["job_id"]
+    page.goto(f"{served.console_url}#job/{job_id}")
+
+    _waiting_at(page, "extraction")
+    payload = httpx.get(f"{served.base_url}/api/agent/checkpoint/{job_id}", timeout=10).json()["payload"]
+    titles = {source["id"]: source["title"] for source in payload["sources"]}
+    chased = [s for s in payload["sources"] if s["discovered_via"]["method"] == "references"]
+    assert chased, payload["sources"]
+    checkpoint = page.locator("#job-checkpoint")
+    for source in payload["sources"]:
+        via = checkpoint.locator(f'fieldset[data-source-id="{source["id"]}"] .source-via')
+        if source in chased:
+            seed = source["discovered_via"]["seed"]
+            expect(via).to_have_text(
+                f"Found in the references of “{titles.get(seed, seed)}” (Semantic Scholar)"
+            )
+        else:
+            expect(via).to_have_count(0)
+    assert serious_violations(page) == []
+    _approve(page, "extraction")
+
+    expect(page.locator("#job-status")).to_have_text(
+        re.compile(r"^Job .+: (COMPLETED|PARTIAL)$"), timeout=90_000
+    )
+    results = httpx.get(f"{served.base_url}/api/agent/results/{job_id}", timeout=10).json()
+    listed = [s for s in results["sources"] if s["cited"]] or results["sources"]
+    found = [s for s in listed if s["discovered_via"]["method"] == "references"]
+    assert found, "no source citation chasing found is in the job's source list"
+    by_id = {s["source_id"]: s["title"] for s in results["sources"]}
+    for source in listed:
+        via = page.locator(f'#job-sources li[data-source-id="{source["source_id"]}"] .source-via')
+        if source in found:
+            seed = source["discovered_via"]["seed"]
+            expect(via).to_have_text(
+                f"Found in the references of “{by_id.get(seed, seed)}” (Semantic Scholar)"
+            )
+        else:
+            expect(via).to_have_count(0)
