@@ -5,11 +5,12 @@ made in the form are the body of the approval, and the job goes on to the next c
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.conftest import Served, screenshot, serious_violations
 from tests.e2e.scholarly_topic import GOAL
@@ -133,6 +134,25 @@ def test_a_refused_edit_is_named_and_a_reviewer_aborts_the_job(page: Page, serve
     assert status["status"] == "FAILED" and "awaiting_checkpoint" not in status
 
 
+def _expect_seeds_shown(
+    shown: Callable[[str], Locator], sources: list[dict[str, Any]], id_key: str, titles: dict[str, str]
+) -> int:
+    """Each source's `.source-via` line as `shown(its id)` locates it: the seed's title (`titles`, else its
+    id) for one found in a seed's references, none for a search's hit; how many were chased."""
+    chased = 0
+    for source in sources:
+        via = shown(source[id_key])
+        if source["discovered_via"]["method"] == "references":
+            chased += 1
+            seed = source["discovered_via"]["seed"]
+            expect(via).to_have_text(
+                f"Found in the references of “{titles.get(seed, seed)}” (Semantic Scholar)"
+            )
+        else:
+            expect(via).to_have_count(0)
+    return chased
+
+
 def test_a_chased_source_shows_its_seed_at_the_extraction_checkpoint_and_in_the_source_list(
     page: Page, served: Served
 ) -> None:
@@ -154,19 +174,14 @@ def test_a_chased_source_shows_its_seed_at_the_extraction_checkpoint_and_in_the_
 
     _waiting_at(page, "extraction")
     payload = httpx.get(f"{served.base_url}/api/agent/checkpoint/{job_id}", timeout=10).json()["payload"]
-    titles = {source["id"]: source["title"] for source in payload["sources"]}
-    chased = [s for s in payload["sources"] if s["discovered_via"]["method"] == "references"]
-    assert chased, payload["sources"]
     checkpoint = page.locator("#job-checkpoint")
-    for source in payload["sources"]:
-        via = checkpoint.locator(f'fieldset[data-source-id="{source["id"]}"] .source-via')
-        if source in chased:
-            seed = source["discovered_via"]["seed"]
-            expect(via).to_have_text(
-                f"Found in the references of “{titles.get(seed, seed)}” (Semantic Scholar)"
-            )
-        else:
-            expect(via).to_have_count(0)
+    at_checkpoint = _expect_seeds_shown(
+        lambda id: checkpoint.locator(f'fieldset[data-source-id="{id}"] .source-via'),
+        payload["sources"],
+        "id",
+        {source["id"]: source["title"] for source in payload["sources"]},
+    )
+    assert at_checkpoint, payload["sources"]
     assert serious_violations(page) == []
     _approve(page, "extraction")
 
@@ -175,15 +190,10 @@ def test_a_chased_source_shows_its_seed_at_the_extraction_checkpoint_and_in_the_
     )
     results = httpx.get(f"{served.base_url}/api/agent/results/{job_id}", timeout=10).json()
     listed = [s for s in results["sources"] if s["cited"]] or results["sources"]
-    found = [s for s in listed if s["discovered_via"]["method"] == "references"]
-    assert found, "no source citation chasing found is in the job's source list"
-    by_id = {s["source_id"]: s["title"] for s in results["sources"]}
-    for source in listed:
-        via = page.locator(f'#job-sources li[data-source-id="{source["source_id"]}"] .source-via')
-        if source in found:
-            seed = source["discovered_via"]["seed"]
-            expect(via).to_have_text(
-                f"Found in the references of “{by_id.get(seed, seed)}” (Semantic Scholar)"
-            )
-        else:
-            expect(via).to_have_count(0)
+    in_list = _expect_seeds_shown(
+        lambda id: page.locator(f'#job-sources li[data-source-id="{id}"] .source-via'),
+        listed,
+        "source_id",
+        {source["source_id"]: source["title"] for source in results["sources"]},
+    )
+    assert in_list, "no source citation chasing found is in the job's source list"
