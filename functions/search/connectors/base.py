@@ -746,6 +746,11 @@ class FormatConnector(HttpConnector):
 
     upstream: ClassVar[UpstreamFormat]
 
+    @functools.cached_property
+    def parse_works(self) -> GraphParse:
+        """The graph parser of answers in the provider's search format (works looked up by id)."""
+        return works_page(self.name, self.upstream.parse)
+
     def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
         return self.upstream.parse(status_code, body)
 
