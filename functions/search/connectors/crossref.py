@@ -236,9 +236,6 @@ def build_doi_batch_request(settings: Settings, dois: list[str]) -> UpstreamRequ
     return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
 
 
-parse_works_page = base.works_page(NAME, parse_response)
-
-
 class CrossrefConnector(FormatConnector):
     name = NAME
     upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
@@ -272,5 +269,5 @@ class CrossrefConnector(FormatConnector):
             build_doi_batch_request(settings, dois[at : at + DOI_BATCH])
             for at in range(0, len(dois), DOI_BATCH)
         )
-        await graph_batches(self, query, batches, parse_works_page, result)
+        await graph_batches(self, query, batches, self.parse_works, result)
         return result

@@ -247,9 +247,6 @@ def build_works_request(
     return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
 
 
-parse_works = base.works_page(NAME, parse_response)
-
-
 class OpenAlexConnector(FormatConnector):
     name = NAME
     upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
@@ -306,7 +303,7 @@ class OpenAlexConnector(FormatConnector):
                 )
                 for at in range(0, len(referenced), ID_BATCH)
             ]
-        await graph_batches(self, query, batches, parse_works, result)
+        await graph_batches(self, query, batches, self.parse_works, result)
         if query.direction == "citations":
             result.papers = base.newest_most_cited(result.papers)
         result.papers = result.papers[: query.limit]
