@@ -19,7 +19,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlencode
+from urllib.parse import unquote, urlencode
 
 from functions.common.outbound.http import HttpClient
 
@@ -148,7 +148,7 @@ def _http_scope(call: RestCall, headers: Mapping[str, str]) -> tuple[MutableMapp
         "http_version": "1.1",
         "method": call.method,
         "scheme": "http",
-        "path": path,
+        "path": unquote(path),  # ASGI's `path` is decoded, `raw_path` as sent
         "raw_path": path.encode(),
         "root_path": "",
         "query_string": query.encode(),

@@ -20,6 +20,7 @@ import base64
 import json
 import re
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 from urllib.parse import quote
 
@@ -111,9 +112,7 @@ class ToolCaller:
         if self.token is None:
             return
         self.steps += 1
-        await self.ctx.session.send_progress_notification(
-            self.token, float(self.steps), message=message, related_request_id=_request_id(self.ctx)
-        )
+        await self.ctx.session.report_progress(float(self.steps), message=message)
 
     async def __call__(self, call: RestCall) -> types.CallToolResult:
         await self.progress(f"{self.tool.route}: started")
@@ -159,10 +158,6 @@ class ToolCaller:
         return error_result(f"{self.tool.route} ended its stream without an answer")
 
 
-def _request_id(ctx: Context) -> str | None:
-    return str(ctx.request_id) if ctx.request_id is not None else None
-
-
 def _event_message(name: str, data: Any) -> str:
     if name == "trace_event" and isinstance(data, dict):
         what = data.get("stage") or data.get("event") or data.get("type") or "trace"
@@ -174,7 +169,9 @@ def _event_message(name: str, data: Any) -> str:
     return name
 
 
+@cache
 def tool_listing() -> types.ListToolsResult:
+    """Every tool with its schemas, built once: generating the schemas takes longer than most calls."""
     return types.ListToolsResult(
         tools=[
             types.Tool(
@@ -187,6 +184,11 @@ def tool_listing() -> types.ListToolsResult:
             for tool in TOOLS
         ]
     )
+
+
+@cache
+def tool_input_schemas() -> dict[str, dict[str, Any]]:
+    return {tool.name: tool.input_schema for tool in tool_listing().tools}
 
 
 def artifact_call(uri: str) -> RestCall:
@@ -260,6 +262,8 @@ def build_server(rest_for: RestFor) -> Server[Any]:
         version="1",
         instructions="Evidence-grounded research: every answer cites page-located, verified quotes. "
         "Search papers, read one, ask a question, or run a research job and read its artifacts.",
+        # the current revision checks a call's Mcp-Param headers against the tool's input schema
+        get_tool_input_schema=lambda name: tool_input_schemas().get(name),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resource_templates=list_templates,
