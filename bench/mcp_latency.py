@@ -107,6 +107,9 @@ async def measure(
             result = await client.call_tool(twin.tool, twin.arguments)
             assert not result.is_error, (twin.tool, result.content)
 
+        await (
+            client.list_tools()
+        )  # as a client does first: the output schemas its results are checked against
         for twin in items:
             if twin.tool != "start_research":
                 await rest(twin)

@@ -24,5 +24,5 @@ The call is built from the validated arguments: `{name}` parameters of the route
 other arguments that are set are a POST's JSON body (`body=` shapes it when the names differ, as
 `search_papers` does). `streamed=` names the body of the same route answering as Server-Sent Events,
 used when the client asks for progress (`ask`). The route must answer a JSON object (a list goes in an
-object: `{"references": [...]}`). Tests: tests/unit/mcp/ and tests/e2e/test_mcp_*.py list every tool.
+object: `{"references": [...]}`). tests/unit/mcp/test_tools.py pins the names; tests/e2e/test_mcp_server.py has a happy path per tool.
 """

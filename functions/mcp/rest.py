@@ -23,8 +23,9 @@ from urllib.parse import unquote, urlencode
 
 from functions.common.outbound.http import HttpClient
 
-# The request headers a tool call passes on to its REST route: the credentials and the request id.
-FORWARDED_HEADERS = ("authorization", "x-api-key", "x-request-id")
+# The request headers a tool call passes on to its REST route: the credentials, the request id, and who
+# the caller is for the routes' per-client limits (functions/common/web/api.py `client_identity`).
+FORWARDED_HEADERS = ("authorization", "x-api-key", "x-request-id", "x-forwarded-for")
 
 AsgiMessage = MutableMapping[str, Any]
 AsgiApp = Callable[
@@ -92,10 +93,15 @@ class RestClient(Protocol):
     ) -> contextlib.AbstractAsyncContextManager[StreamedReply]: ...
 
 
-def forwarded(headers: Mapping[str, str]) -> dict[str, str]:
-    """The headers of the MCP request that its REST calls carry (lower-cased names)."""
+def forwarded(headers: Mapping[str, str], client_host: str | None = None) -> dict[str, str]:
+    """The headers of the MCP request that its REST calls carry (lower-cased names). Without an
+    `X-Forwarded-For`, the MCP caller's address (`client_host`) becomes one, so that a route limits
+    each MCP caller as its own client, not every one of them as this server."""
     lowered = {name.lower(): value for name, value in headers.items()}
-    return {name: lowered[name] for name in FORWARDED_HEADERS if name in lowered}
+    passed = {name: lowered[name] for name in FORWARDED_HEADERS if name in lowered}
+    if "x-forwarded-for" not in passed and client_host:
+        passed["x-forwarded-for"] = client_host
+    return passed
 
 
 async def parse_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[ServerEvent]:

@@ -47,10 +47,11 @@ RestFor = Callable[[], RestClient]  # the REST client of the serving process, lo
 Context = ServerRequestContext[Any, Any]
 
 
-def request_headers(ctx: Context) -> Mapping[str, str]:
-    """The HTTP headers of the MCP request being served (the transport's starlette Request)."""
+def caller_headers(ctx: Context) -> dict[str, str]:
+    """What of the MCP request being served (the transport's starlette Request) its REST calls carry."""
     headers = getattr(ctx.request, "headers", None)
-    return headers if headers is not None else {}
+    client = getattr(ctx.request, "client", None)
+    return forwarded(headers if headers is not None else {}, getattr(client, "host", None))
 
 
 def progress_token(ctx: Context) -> str | int | None:
@@ -59,19 +60,24 @@ def progress_token(ctx: Context) -> str | int | None:
     return token if isinstance(token, (str, int)) else None
 
 
+def body_message(body: Any) -> str | None:
+    """The message of an error body, whatever its face's format (functions/common/faces/)."""
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error")
+    message = error.get("message") if isinstance(error, dict) else None
+    message = message or body.get("message") or body.get("detail") or error
+    return message if isinstance(message, str) and message else None
+
+
 def rest_message(reply: RestReply) -> str:
-    """The message of a route's error body, whatever its face's format (functions/common/faces/)."""
+    """`HTTP <status>: <the route's message>`."""
     try:
         body = reply.json()
     except ValueError:
         body = None
-    message: Any = None
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            message = error.get("message")
-        message = message or body.get("message") or body.get("detail") or error
-    if not isinstance(message, str) or not message:
+    message = body_message(body)
+    if message is None:
         message = json.dumps(body) if body is not None else reply.body.decode("utf-8", "replace")[:500]
     return f"HTTP {reply.status}: {message}"
 
@@ -104,7 +110,7 @@ class ToolCaller:
         self.ctx = ctx
         self.tool = tool
         self.rest = rest
-        self.headers = forwarded(request_headers(ctx))
+        self.headers = caller_headers(ctx)
         self.token = progress_token(ctx)
         self.steps = 0
 
@@ -149,11 +155,7 @@ class ToolCaller:
                 if event.event == "final":
                     return tool_result(self.tool, reply.status, event.data)
                 if event.event == "error":
-                    return error_result(
-                        rest_message(
-                            RestReply(400, "application/json", json.dumps(event.data).encode())
-                        ).replace("HTTP 400: ", "", 1)
-                    )
+                    return error_result(body_message(event.data) or json.dumps(event.data))
                 await self.progress(_event_message(event.event, event.data))
         return error_result(f"{self.tool.route} ended its stream without an answer")
 
@@ -250,7 +252,7 @@ def build_server(rest_for: RestFor) -> Server[Any]:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
-            reply = await rest_for().send(artifact_call(uri), forwarded(request_headers(ctx)))
+            reply = await rest_for().send(artifact_call(uri), caller_headers(ctx))
         except FetchError as exc:
             raise MCPError(
                 types.INTERNAL_ERROR, f"the artifact route could not be reached: {exc}", {"uri": uri}

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from functions.common.storage import InMemoryBlobStore
 from functions.local_runtime.aws import EmbeddedAws
+from functions.mcp.tools import TOOLS
 from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.rag.app import memo
 from functions.rag.index import build_index, load_knowledge_base, write_index
@@ -38,16 +39,7 @@ from tests.unit.rag.tiny_book import tiny_book
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
 ADMIN_TOKEN = "mcp-admin-secret"
-TOOL_NAMES = {
-    "search_papers",
-    "read_paper",
-    "ask",
-    "start_research",
-    "research_status",
-    "research_results",
-    "kb_search",
-    "kb_entity",
-}
+TOOL_NAMES = {tool.name for tool in TOOLS}  # the eight: tests/unit/mcp/test_tools.py
 TERMINAL = {"COMPLETED", "PARTIAL", "FAILED", "REFUSED"}
 
 

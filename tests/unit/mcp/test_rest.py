@@ -74,7 +74,7 @@ def test_events_split_across_chunks_and_comments() -> None:
     assert asyncio.run(read()) == [("answer_delta", {"text": "ab"})]
 
 
-def test_only_the_credentials_and_request_id_are_passed_on() -> None:
+def test_only_the_credentials_request_id_and_caller_are_passed_on() -> None:
     headers = {
         "Authorization": "Bearer t",
         "X-Api-Key": "k",
@@ -82,4 +82,11 @@ def test_only_the_credentials_and_request_id_are_passed_on() -> None:
         "Cookie": "c",
         "X-Request-Id": "r",
     }
-    assert forwarded(headers) == {"authorization": "Bearer t", "x-api-key": "k", "x-request-id": "r"}
+    assert forwarded(headers, "10.0.0.7") == {
+        "authorization": "Bearer t",
+        "x-api-key": "k",
+        "x-request-id": "r",
+        "x-forwarded-for": "10.0.0.7",
+    }
+    behind_a_proxy = forwarded({"X-Forwarded-For": "203.0.113.9, 10.0.0.1"}, "10.0.0.1")
+    assert behind_a_proxy == {"x-forwarded-for": "203.0.113.9, 10.0.0.1"}
