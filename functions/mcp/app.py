@@ -17,7 +17,7 @@ import asyncio
 from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from functions.common.observability import get_logger
@@ -76,6 +76,17 @@ class RunningManager:
             await asyncio.Event().wait()  # until the loop ends
 
 
+NO_STANDALONE_STREAM = JSONResponse(
+    {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Method Not Allowed: no server stream"},
+    },
+    status_code=405,
+    headers={"Allow": "POST, DELETE"},
+)
+
+
 class _Delegated(Response):
     """A response that hands the request to the MCP transport (which writes the answer itself)."""
 
@@ -84,6 +95,11 @@ class _Delegated(Response):
         self._running = running
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "GET":
+            # A stateless server has nothing to send on a stream of its own: the transport's GET would
+            # hold the connection open with nothing on it (and a Lambda with it). The spec's answer is 405.
+            await NO_STANDALONE_STREAM(scope, receive, send)
+            return
         manager = await self._running.manager()
         await manager.handle_request(scope, receive, send)
 
@@ -107,6 +123,7 @@ def create_mcp_app() -> FastAPI:
             name=f"mcp_{method.lower()}",
             summary="The MCP server (streamable HTTP transport, JSON-RPC): docs/mcp.md",
             response_class=Response,
+            include_in_schema=False,  # JSON-RPC, not a REST operation: docs/mcp.md describes it
         )
     app.add_middleware(RequestContext, owner=app, logger=logger)
     return app
