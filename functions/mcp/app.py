@@ -50,16 +50,16 @@ class RunningManager:
         loop = asyncio.get_running_loop()
         if self._manager is not None and self._loop is loop:
             return self._manager
-        if self._loop is not loop:
+        if self._loop is not loop:  # a new loop (a test client's): what ran on the old one is gone
             self._lock = asyncio.Lock()  # a lock belongs to the loop it was made on
-            self._loop = loop
+            self._loop, self._manager, self._task = loop, None, None
         async with self._lock:
             if self._manager is None or self._task is None or self._task.done():
                 manager = StreamableHTTPSessionManager(
                     self._server,
                     stateless=True,
-                    # DNS-rebinding protection is for servers a browser on the same machine can reach
-                    # without credentials; every /mcp request carries the team's token.
+                    # DNS-rebinding protection guards servers that trust whoever reaches them; /mcp
+                    # opens nothing the REST routes beside it do not (the same tokens, the same gateway).
                     security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
                 )
                 started = asyncio.Event()
