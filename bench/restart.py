@@ -3,12 +3,13 @@ steps, against the same job run without a stop.
 
     .venv/bin/python -m bench.restart [--runs 2]
 
-Each run starts one rapid job and kills its runtime six times, once in each step (before Plan, after
-Search, before Screen, before one source of the Extract Map, after Synthesize, before Finalize; the
-kill points are exact: tests/support/restart_scenario.py), then lets a seventh life finish it. Printed:
+Each run starts one rapid job that chases citations and kills its runtime seven times, once in each
+step (before Plan, after Search, before Screen, after Chase, before one source of the Extract Map, after
+Synthesize, before Finalize; the kill points are exact: tests/support/restart_scenario.py), then lets an
+eighth life finish it. Printed:
 each job's final status, the states its JOB_RESUMED events name, the steps it was billed for next to the
 uninterrupted job's, its cost (the Lambda part, billed by duration, apart: a step that runs first in a
-fresh process runs cold, so a job restarted six times spends longer in the same steps) and committed
+fresh process runs cold, so a job restarted seven times spends longer in the same steps) and committed
 amount, and the fault lines (ERROR, Exception=, Traceback) the runtimes printed.
 """
 
@@ -20,12 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.e2e.scholarly_topic import NO_POLITENESS, figure, serve, topic_papers
+from tests.e2e.scholarly_topic import NO_POLITENESS, figure
 from tests.support.restart_scenario import (
+    HOLDS,
     FinishedJob,
     extractions,
     job_killed_in_each_step,
     resumed_states,
+    serve_scenario,
     uninterrupted_job,
 )
 from tests.support.scholarly_web import ScholarlyWeb
@@ -54,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     print(NO_POLITENESS)
     with ScholarlyWeb() as web, tempfile.TemporaryDirectory() as scratch:
-        serve(web, topic_papers(9, off_topic=3))
+        serve_scenario(web)
         root = Path(scratch)
         started = time.monotonic()
         reference = uninterrupted_job(web, root / "uninterrupted")
@@ -72,7 +75,7 @@ def main() -> None:
             completed += job.status["status"] == "COMPLETED"
             billed_alike += job.usage["steps"] == reference.usage["steps"]
         figure(
-            f"{completed} of {args.runs} jobs killed in each of 6 steps COMPLETED; {billed_alike} of {args.runs} "
+            f"{completed} of {args.runs} jobs killed in each of {len(HOLDS)} steps COMPLETED; {billed_alike} of {args.runs} "
             "billed for the same steps as the uninterrupted job"
         )
 

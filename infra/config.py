@@ -53,7 +53,8 @@ class ApiFunctionSpec:
         return f"functions.{self.family}.web_adapter:app"
 
 
-# Every API function meters its requests (usage table) and reads its team's record (teams table).
+# Every API function but the MCP server meters its requests (usage table) and reads its team's record
+# (teams table).
 API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
     # Searching: response cache, token buckets, the library connector's uploaded documents, the teams'
     # own upstream keys.
@@ -128,6 +129,11 @@ API_FUNCTIONS: tuple[ApiFunctionSpec, ...] = (
             decrypts=("upstream-key",),
         ),
     ),
+    # The MCP server at `/mcp` (functions/mcp/): each tool call is a call of the REST route it mirrors, made
+    # over HTTPS to this API with the caller's token (MCP_API_BASE_URL, set by the stack), so it reaches
+    # no table or bucket itself and meters nothing (the route does). Streamed (SSE answers and progress);
+    # 60 s as the answer function, whose `/v1/query` its `ask` tool waits for.
+    ApiFunctionSpec("McpFunction", "mcp", memory_mb=512, timeout_seconds=60, streams=True),
     # Team and token management (`/admin/...`): IAM-authorised, no team, no API key (docs/teams.md). Seals
     # the teams' webhook secrets and own upstream keys.
     ApiFunctionSpec(

@@ -141,6 +141,14 @@ class ResearchStack(Stack):
             authorization={spec.family: spec.authorization for spec in API_FUNCTIONS},
         )
         api.grant_read_api_keys(self.functions.authorizer.function)
+        mcp = self.functions.api.get("mcp")
+        if mcp is not None:
+            # the tools call the REST routes they mirror through this API's own stage; named from the API's
+            # id and the stage's fixed name, since the stage waits for every method (and so for this function)
+            mcp.function.add_environment(
+                "MCP_API_BASE_URL",
+                f"https://{api.rest_api.rest_api_id}.execute-api.{self.region}.{self.url_suffix}/{STAGE}",
+            )
         for spec in API_FUNCTIONS:
             if spec.authorization == "iam":
                 api.grant_create_team_keys(self.functions.api[spec.family].function)

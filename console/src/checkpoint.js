@@ -1,7 +1,7 @@
 // A job waiting at a human checkpoint (GET /api/agent/checkpoint/{job_id}): its payload as a form whose
 // edits become the body of POST …/approve. Every retrieved text (titles, quotes, claims) is shown as text.
 
-import { el, renderStructure, whereLabel } from "./render.js";
+import { discoveredLabel, el, renderStructure, whereLabel } from "./render.js";
 
 const SCORES = ["relevance", "citation_impact", "recency", "methodology", "accessibility"];
 const PHASE_TITLE = {
@@ -147,15 +147,18 @@ function screeningEditor(payload) {
   return { node, collect };
 }
 
-// ---- extraction: each source's quotes; strike a quote, flag a source as not relevant ------------------
+// ---- extraction: each source's quotes (and the seed of one citation chasing found); strike a quote, flag
+// a source as not relevant
 
 function extractionSources(payload) {
   const sources = first(payload, "sources") || [];
   const evidence = first(payload, "evidence") || [];
+  const titles = new Map(sources.map((source) => [String(first(source, "id", "source_id")), first(source, "title")]));
   return sources.map((source) => {
     const id = String(first(source, "id", "source_id"));
     const own = first(source, "evidence", "quotes") || evidence.filter((item) => String(item.source_id) === id);
-    return { id, title: first(source, "title") || id, quotes: own };
+    const via = discoveredLabel(first(source, "discovered_via"), (seed) => titles.get(String(seed)));
+    return { id, title: first(source, "title") || id, quotes: own, via };
   });
 }
 
@@ -177,7 +180,8 @@ function extractionEditor(payload) {
         box.node,
       );
     });
-    return el("fieldset", { className: "source-quotes-edit", "data-source-id": source.id }, el("legend", { text: source.title }), flag.node, el("ul", { className: "plain" }, ...quotes));
+    const via = source.via ? el("p", { className: "meta source-via", text: source.via }) : null;
+    return el("fieldset", { className: "source-quotes-edit", "data-source-id": source.id }, el("legend", { text: source.title }), via, flag.node, el("ul", { className: "plain" }, ...quotes));
   });
   const picked = (pairs) => pairs.filter(([, input]) => input.checked).map(([id]) => id);
   return { node: el("div", { className: "stack" }, ...groups), collect: () => ({ strike: picked(struck), not_relevant: picked(irrelevant) }) };

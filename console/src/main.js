@@ -1,6 +1,6 @@
 // The research console: ask (streamed), research jobs, the team library, traces.
 
-import { getJson, getToken, loadConfig, request, setToken, stream } from "./api.js";
+import { apiUrl, getJson, getToken, loadConfig, request, setToken, stream } from "./api.js";
 import { renderCheckpoint } from "./checkpoint.js";
 import {
   causesNotice,
@@ -89,6 +89,9 @@ function initToken() {
   input.value = getToken();
   const state = () => say("token-state", getToken() ? "A token is set." : "No token set.");
   state();
+  const mcp = new URL(apiUrl("/mcp"), location.href).href; // what an assistant's MCP client connects to
+  $("mcp-url").href = mcp;
+  $("mcp-url").textContent = mcp;
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     setToken(input.value.trim());

@@ -112,6 +112,17 @@ function safeHref(url) {
   }
 }
 
+const CONNECTOR_LABEL = { semantic_scholar: "Semantic Scholar", openalex: "OpenAlex", crossref: "Crossref", arxiv: "arXiv" };
+
+// How citation chasing found a source (`discovered_via`), in words; null for a search's hit. `titleOf`
+// names the seed (a source id) by its title where the caller knows it.
+export function discoveredLabel(via, titleOf = () => null) {
+  if (!via || !via.method || via.method === "search") return null;
+  const seed = via.seed ? `“${titleOf(via.seed) || via.seed}”` : "a seed";
+  const how = via.method === "citations" ? `Found among the works citing ${seed}` : `Found in the references of ${seed}`;
+  return via.connector ? `${how} (${CONNECTOR_LABEL[via.connector] || via.connector})` : how;
+}
+
 function sourceItem(source) {
   const href = safeHref(source.url);
   const facts = [authorsLine(source.authors), source.year, source.venue].filter(Boolean).join(" · ");
@@ -124,11 +135,12 @@ function sourceItem(source) {
       href ? el("a", { href, rel: "noopener noreferrer", target: "_blank", text: source.title || href }) : el("span", { text: source.title || "Untitled source" }),
     ),
     facts ? el("p", { className: "meta source-facts", text: facts }) : null,
+    source.via ? el("p", { className: "meta source-via", text: source.via }) : null,
     source.quoted.length ? el("p", { className: "meta source-quotes", text: `Quoted: ${source.quoted.join("; ")}` }) : null,
   );
 }
 
-// sources: [{id, anchor, title, authors, year, venue, url, quoted: ["[1] p. 4", …]}], numbered in order.
+// sources: [{id, anchor, title, authors, year, venue, url, quoted: ["[1] p. 4", …], via}], numbered in order.
 export function sourceList(container, sources) {
   container.replaceChildren();
   if (!sources.length) return;

@@ -1,7 +1,7 @@
 // An answer's and a job's quotes (for the citations panel), sources (for the source list) and reference
 // markers ([3] of an answer, [ev-…] of a job) resolved to the source list's entries.
 
-import { whereLabel } from "./render.js";
+import { discoveredLabel, whereLabel } from "./render.js";
 
 const yearOf = (published) => (published ? Number(String(published).slice(0, 4)) || null : null);
 const citationNumber = (citation) => citation.number ?? Number(String(citation.citation_id || "").replace(/\D/g, ""));
@@ -72,12 +72,13 @@ export function answerSources(final) {
   return { sources: [...bySource.values()], resolve: (token) => numbers.get(token) || null };
 }
 
-// A job's cited sources (all of them when none is marked cited), each with the pages of its quotes; a
-// marker [ev-…] or [n] resolves to its source, shown as that source's number in the list.
+// A job's cited sources (all of them when none is marked cited), each with the pages of its quotes and,
+// for one citation chasing found, its seed; a marker [ev-…] or [n] resolves to its source, shown as that source's number in the list.
 export function jobSources(results) {
   const all = results.sources || [];
   const cited = all.some((s) => s.cited) ? all.filter((s) => s.cited) : all;
   const evidence = results.evidence || [];
+  const titles = new Map(all.map((s) => [s.source_id, s.title]));
   const sources = cited.map((s, index) => {
     const pages = [...new Set(evidence.filter((e) => e.source_id === s.source_id).map((e) => whereLabel(e.page, e.section ? `section ${e.section}` : "")))];
     return {
@@ -89,6 +90,7 @@ export function jobSources(results) {
       year: s.year,
       venue: s.venue,
       quoted: pages.filter(Boolean),
+      via: discoveredLabel(s.discovered_via, (id) => titles.get(id)),
     };
   });
   const markers = new Map(sources.map((s, index) => [String(index + 1), { label: String(index + 1), target: s.anchor, title: s.title }]));

@@ -5,7 +5,7 @@ focus modes) and the trust face (`/v1/query`, `/v1/query/stream`, `/v1/search`, 
 from __future__ import annotations
 
 from functions.answer.errors import SearchUnavailable
-from functions.answer.routes import claims, research, trust
+from functions.answer.routes import claims, references, research, trust
 from functions.common import snapstart
 from functions.common.errors import DomainError, UpstreamError
 from functions.common.faces import multisource
@@ -15,6 +15,7 @@ from functions.common.observability import get_logger
 from functions.common.web.api import create_app
 from functions.common.web.openapi import document_errors
 from functions.metering.middleware import UsageMiddleware
+from functions.references.errors import ReferencesTooLarge, UnsupportedUpload
 
 logger = get_logger("answer")
 
@@ -36,15 +37,31 @@ RESEARCH_FACE = multisource.FACE.with_rules(
     otherwise=_synthesis_failed,
 )
 
+# Reference checking's refusals: an oversized list or upload is 413, a file of another kind 415.
+REFERENCES_FACE = trust_face.FACE.with_rules(
+    "trust (references)",
+    [
+        (
+            ReferencesTooLarge,
+            lambda exc: trust_face.reply(413, exc.code, exc.message, trust_face.field_details(exc.field)),
+        ),
+        (
+            UnsupportedUpload,
+            lambda exc: trust_face.reply(415, exc.code, exc.message, trust_face.field_details(exc.field)),
+        ),
+    ],
+)
+
 app = create_app(
     title="answer",
     description="Evidence-grounded answers with located citations, claim verification and agent traces "
     "(multi-source `/api/v1/research` and `/api/v1/ask`; trust `/v1/query`, `/v1/query/stream`, "
-    "`/v1/search`, `/v1/claims/verify`, `/v1/traces/{trace_id}`, `/v1/health`).",
+    "`/v1/search`, `/v1/claims/verify`, `/v1/traces/{trace_id}`, `/v1/health`; `/v1/references/check`).",
     routers=[
         (RESEARCH_FACE, research.router),
         (trust_face.FACE, trust.router),
         (trust_face.FACE, claims.router),
+        (REFERENCES_FACE, references.router),
     ],
     logger=logger,
     middlewares=[UsageMiddleware],  # counts each request per team, route and month (docs/usage.md)
@@ -67,6 +84,7 @@ document_errors(
         "POST /v1/claims/verify": _TRUST,
         "GET /v1/traces/{trace_id}": (trust_face.TrustErrorResponse, [404]),
         "GET /v1/health": (trust_face.TrustErrorResponse, []),
+        "POST /v1/references/check": (trust_face.TrustErrorResponse, [400, 413, 415, 429, 503]),
     },
 )
 

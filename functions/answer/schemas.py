@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from functions.common.validation import JsonInt, integral_number
+from functions.references import MAX_REFERENCE_CHARS, MAX_REFERENCES
 from functions.search.schemas import (
     CONNECTOR_NAMES,
     CONNECTORS_SCHEMA,
@@ -392,3 +393,47 @@ class TrustHealthResponse(BaseModel):
 
 class DetailResponse(BaseModel):
     detail: str
+
+
+# ---- trust face: /v1/references/check ------------------------------------------------------------
+
+ReferenceText = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_REFERENCE_CHARS,
+        json_schema_extra={"pattern": NON_BLANK_PATTERN},
+        description="A formatted reference (any style), a bare DOI (any spelling) or one BibTeX entry",
+    ),
+    AfterValidator(_non_blank),
+]
+ReferenceStatus = Literal["verified", "doi_title_mismatch", "not_found", "retracted", "ambiguous"]
+
+
+class ReferenceCheckRequest(_Request):
+    references: list[ReferenceText] = Field(
+        min_length=1, max_length=MAX_REFERENCES, description=f"1 to {MAX_REFERENCES} references, in order"
+    )
+
+
+class MatchedWork(BaseModel):
+    """The registry's record of the work the reference was matched to."""
+
+    title: str
+    authors: list[str]
+    year: int | None
+    venue: str | None
+    doi: str | None
+    url: str | None = Field(description="The work's landing page (the DOI's resolver when it has one)")
+
+
+class CheckedReference(BaseModel):
+    input: str = Field(description="The reference as sent (or as read from the upload)")
+    status: ReferenceStatus
+    matched: MatchedWork | None = Field(description="The matched record; null when nothing matched")
+    confidence: float = Field(ge=0, le=1)
+    notes: list[str] = Field(description="How the verdict was reached: lookups, matches, failures")
+
+
+class ReferenceCheckResponse(BaseModel):
+    references: list[CheckedReference] = Field(description="One entry per reference, in their order")

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from functions.answer.service import AnswerService
     from functions.common.documents import DocumentRepository
     from functions.extract.service import ExtractionService
+    from functions.references.checker import ReferenceChecker
     from functions.research.pipeline import AnswerPipeline
     from functions.research.retrieval.fusion import SearchPort
     from functions.research.retrieval.relevance import RelevanceScorer
@@ -126,3 +127,17 @@ def build_service(settings: Settings) -> AnswerService:
         admit=search.admit_client_async,
     )
     return service
+
+
+# A reference check's lookups wait for their turns no longer than this (the answer function runs 60 s).
+REFERENCE_CHECK_BUDGET_SECONDS = 50.0
+
+
+@asynccontextmanager
+async def reference_checking() -> AsyncIterator[ReferenceChecker]:
+    """A checker over the registries for one check (its HTTP client is closed when the check is done)."""
+    from functions.references.checker import ReferenceChecker
+    from functions.references.registries import connector_registries
+
+    async with connector_registries(get_settings()) as registries:
+        yield ReferenceChecker(registries, budget_seconds=REFERENCE_CHECK_BUDGET_SECONDS)

@@ -147,6 +147,10 @@ class WorkMetadata:
     abstract: str | None = None
     doi: str | None = None
     arxiv_id: str | None = None
+    url: str | None = None  # the registry's landing page of the work
+    # Whether the registry marks the work retracted (OpenAlex `is_retracted`, a Crossref retraction
+    # notice in `updated-by`); None: the registry does not say.
+    is_retracted: bool | None = None
 
 
 class ExtractOptions(TypedDict, total=False):

@@ -380,6 +380,12 @@ def _abstract_from_sizes(
 # --- references ----------------------------------------------------------------------------------
 
 
+def reference_entries(pages: list[PageText]) -> list[str]:
+    """The entries of a paper's reference section, in order (none when it has no such section)."""
+    lines = document_lines([page for page in pages if page.text and "garbled" not in page.flags])
+    return _reference_entries(lines, find_sections(lines))
+
+
 def _reference_entries(lines: list[Line], sections: list[Section]) -> list[str]:
     reference_sections = [s for s in sections if s.kind == "references"]
     if not reference_sections:

@@ -24,7 +24,7 @@ from functions.extract.errors import DocumentTooLarge
 if TYPE_CHECKING:
     from functions.common.documents import DocumentRecord, DocumentRepository
     from functions.common.models import ExtractedPaper
-    from functions.common.storage import BlobStore, TtlCache
+    from functions.common.storage import BlobStore
     from functions.extract.service import ExtractionService
 
 # The extraction service (PDF parsing: pypdfium2; the HTTP client: httpcore; the metadata connectors) and
@@ -103,19 +103,10 @@ def _documents() -> DocumentRepository:
     return DynamoDocumentRepository()
 
 
-@built_from_settings
-@lru_cache(maxsize=1)
-def _lookup_cache() -> TtlCache:
-    from functions.common.storage import DynamoDbTtlCache, InMemoryTtlCache
-    from functions.search.config import SearchSettings
-
-    return InMemoryTtlCache() if SearchSettings().state_backend == "memory" else DynamoDbTtlCache()
-
-
 async def get_service() -> AsyncIterator[ExtractionService]:
     """One HTTP client per request (clients are bound to an event loop); storage adapters are shared."""
     from functions.common.outbound.http import HttpClient
-    from functions.extract.metadata_connectors import ConnectorMetadata
+    from functions.extract.metadata_connectors import ConnectorMetadata, lookup_cache
     from functions.extract.service import ExtractionService
 
     settings = get_settings()
@@ -127,7 +118,7 @@ async def get_service() -> AsyncIterator[ExtractionService]:
         blobs=_blobs(),
         documents=_documents(),
         settings=settings,
-        metadata=ConnectorMetadata.from_settings(settings, http, cache=_lookup_cache()),
+        metadata=ConnectorMetadata.from_settings(settings, http, cache=lookup_cache()),
     )
     try:
         yield service

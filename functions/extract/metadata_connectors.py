@@ -6,15 +6,16 @@ breakers per provider, and the response cache table (keys `lookup:v1:<source>:<k
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
+from functools import lru_cache
 from typing import Any
 
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.observability import get_logger
 from functions.common.outbound.circuit_breaker import BreakerRegistry
 from functions.common.outbound.http import HttpClient
-from functions.common.settings import Settings
+from functions.common.settings import Settings, built_from_settings
 from functions.common.storage import (
     DynamoDbTtlCache,
     InMemoryTtlCache,
@@ -24,7 +25,12 @@ from functions.common.storage import (
 )
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY
-from functions.search.connectors.base import ConnectorContext, HttpConnector
+from functions.search.connectors.base import (
+    ConnectorContext,
+    HttpConnector,
+    LookupResult,
+    send_lookup,
+)
 from functions.search.sources import metadata_preference
 
 logger = get_logger("extract")
@@ -41,6 +47,13 @@ def _process_breakers(cfg: SearchSettings) -> BreakerRegistry:
     if _breakers is None:
         _breakers = BreakerRegistry(cfg.breaker_failure_threshold, cfg.breaker_cooldown_seconds)
     return _breakers
+
+
+@built_from_settings
+@lru_cache(maxsize=1)
+def lookup_cache() -> TtlCache:
+    """The process's lookup cache: in memory with the memory state backend, else the cache table."""
+    return InMemoryTtlCache() if SearchSettings().state_backend == "memory" else DynamoDbTtlCache()
 
 
 def lookup_cache_key(source: str, kind: str, value: str) -> str:
@@ -86,22 +99,45 @@ class ConnectorMetadata:
         return cls(connectors, cache, cfg.cache_ttl_seconds)
 
     async def lookup(self, source: str, kind: LookupKind, value: str, timeout: float) -> list[WorkMetadata]:
-        connector = self._connectors.get(source)
-        if connector is None:
-            return []
+        result = await self.answer(source, kind, value, timeout)
+        return result.works
+
+    async def answer(
+        self, source: str, kind: LookupKind, value: str, timeout: float, *, team: str | None = None
+    ) -> LookupResult:
+        """`lookup`'s answer with its error (an upstream that failed is not one that knows no such work),
+        the request queued as `team`'s at the provider when given."""
+        connector = self.connector(source)
+        request = connector.build_lookup_request(kind, value) if connector else None
+        if connector is None or request is None:
+            return LookupResult(connector=source, error=f"{source} cannot look up by {kind}")
         key = lookup_cache_key(source, kind, value)
+        search = kind == "title"
+        return await self.cached(
+            key,
+            source,
+            lambda: send_lookup(
+                connector, request, connector.parse_lookup, timeout, team=team, search=search
+            ),
+        )
+
+    def connector(self, source: str) -> HttpConnector | None:
+        return self._connectors.get(source)
+
+    async def cached(self, key: str, source: str, ask: Callable[[], Awaitable[LookupResult]]) -> LookupResult:
+        """The answer cached under `key`, else `ask`'s (then cached when it is not an error)."""
         cached = await self._cache_get(key)
         if isinstance(cached, dict) and isinstance(cached.get("works"), list):
             try:
-                return [WorkMetadata(**_tupled(w)) for w in cached["works"]]
+                return LookupResult(source, [WorkMetadata(**_tupled(w)) for w in cached["works"]])
             except TypeError:
                 logger.warning("ignoring unreadable lookup cache entry", key=key)
-        result = await connector.lookup(kind, value, timeout)
+        result = await ask()
         if not result.ok:
-            logger.info("metadata lookup failed", source=source, kind=kind, error=result.error)
-            return []
+            logger.info("metadata lookup failed", source=source, key=key, error=result.error)
+            return result
         await self._cache_put(key, {"works": [asdict(w) for w in result.works]})
-        return result.works
+        return result
 
     async def remember(
         self, source: str, kind: LookupKind, value: str, status_code: int, body: bytes

@@ -49,7 +49,7 @@ from functions.common.validation import bounded_request_id
 from functions.local_runtime.console import DEFAULT_CONSOLE_DIR, ConsoleFiles, is_console_path
 from functions.teams.tokens import bearer_token
 
-FUNCTION_APPS = ("search", "extract", "orchestrate", "rag", "answer", "admin")
+FUNCTION_APPS = ("search", "extract", "orchestrate", "rag", "answer", "mcp", "admin")
 
 
 def load_function_apps(names: Sequence[str] = FUNCTION_APPS) -> dict[str, FastAPI]:
@@ -237,6 +237,8 @@ class Gateway:
         self.auth_required = auth_required_from_env() if auth_required is None else auth_required
         self._lookup = lookup
         self._tokens = TokenCache(token_cache_seconds, clock)
+        for app in apps.values():
+            app.state.gateway = self  # an app that calls the others' routes in process (the MCP server's)
         # each app's own /docs and /openapi.json are left out: the gateway serves merged ones
         self._routes = [
             (app, route)

@@ -24,28 +24,22 @@ def store(data: BlobStore, key: str, payload: BaseModel) -> None:
     put_json(data, key, payload.model_dump(mode="json"))
 
 
-def _prefix(team_id: str, job_id: str) -> str:
-    return f"payloads/{team_id}/{job_id}/"
+# The job's single payloads, by name under its prefix (`payload_key`).
+SCREENING = "screening.json"
+SCREEN_VECTORS = "screen-vectors.npz"
+SYNTHESIS = "synthesis.json"
+
+
+def payload_key(team_id: str, job_id: str, name: str) -> str:
+    return f"payloads/{team_id}/{job_id}/{name}"
 
 
 def search_key(team_id: str, job_id: str, query_id: str) -> str:
-    return f"{_prefix(team_id, job_id)}search/{query_id}.json"
-
-
-def screening_key(team_id: str, job_id: str) -> str:
-    return f"{_prefix(team_id, job_id)}screening.json"
-
-
-def screen_vectors_key(team_id: str, job_id: str) -> str:
-    return f"{_prefix(team_id, job_id)}screen-vectors.npz"
+    return payload_key(team_id, job_id, f"search/{query_id}.json")
 
 
 def extracted_key(team_id: str, job_id: str, source_id: str) -> str:
-    return f"{_prefix(team_id, job_id)}extracted/{source_id}.json"
-
-
-def synthesis_key(team_id: str, job_id: str) -> str:
-    return f"{_prefix(team_id, job_id)}synthesis.json"
+    return payload_key(team_id, job_id, f"extracted/{source_id}.json")
 
 
 def screened(data: BlobStore, job: JobRecord) -> ScreeningPayload:

@@ -17,7 +17,7 @@ from functions.common.errors import NotFound
 from functions.common.observability import get_logger
 from functions.orchestrate.models import JobRecord, JobStatus, audit_event, decision, utc_now
 from functions.orchestrate.store import JobStore
-from functions.research.trace import DECISION, PLANNER, RETRIEVER, TraceRecorder
+from functions.research.trace import DECISION, PLANNER, RETRIEVER, TraceRecorder, decision_event
 
 if TYPE_CHECKING:
     from functions.common.models import ExtractedPaper
@@ -333,15 +333,10 @@ class JobProgress:
     def finished(self, status: JobStatus, results: ResearchResults, outcome: FinalOutcome) -> bool:
         """The job's final status and where its results are; False when the job had already finished."""
         # Before the status moves: a client that sees the job finished finds its whole trace.
-        self._trace(
-            DECISION,
-            "refuse" if results.refusal else "finalize",
-            "decision",
-            status=status.value,
-            refusal=results.refusal,
-            reason=results.refusal_reason,
-            confidence=results.confidence_score,
+        event_type, payload = decision_event(
+            results.refusal, results.refusal_reason, results.confidence_score, status=status.value
         )
+        self._trace(DECISION, event_type, "decision", **payload)
         return self._update(
             status=status,
             set_fields={

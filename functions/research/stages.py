@@ -30,7 +30,7 @@ from functions.research.checking.verifier import ClaimVerification, Verifier
 from functions.research.presets import DECIDE, VERIFY, WRITE
 from functions.research.presets import RED_TEAM as RED_TEAM_STAGE
 from functions.research.retrieval.evidence import EvidenceChunk
-from functions.research.trace import DECISION, RED_TEAM, VERIFIER, WRITER, TraceRecorder
+from functions.research.trace import DECISION, RED_TEAM, VERIFIER, WRITER, TraceRecorder, decision_event
 from functions.research.verified_stream import VerifiedStream
 from functions.research.writing.drafting import Writers, write_draft
 from functions.research.writing.writer import Draft, DraftSentence
@@ -199,16 +199,14 @@ async def decide(context: PipelineContext, trace: TraceRecorder) -> None:
         decision = after_admission(decision, facts, policy)
     context.decision = decision
     if context.traces_decision:
-        await trace.emit(
-            DECISION,
-            "refuse" if decision.refusal else "finalize",
-            "decision",
-            refusal=decision.refusal,
+        event_type, payload = decision_event(
+            decision.refusal,
+            decision.reason,
+            decision.confidence,
             reason_code=decision.reason_code,
-            reason=decision.reason,
-            confidence=decision.confidence,
             elapsed_ms=context.elapsed_ms(),
         )
+        await trace.emit(DECISION, event_type, "decision", **payload)
 
 
 # The stages both drivers run, by the name the stage lists use (functions/research/presets.py).

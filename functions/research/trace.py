@@ -39,6 +39,15 @@ class TraceEvent:
 Listener = Callable[[TraceEvent], Awaitable[None]]
 
 
+def decision_event(
+    refusal: bool, reason: str | None, confidence: float | None, **more: Any
+) -> tuple[str, dict[str, Any]]:
+    """The Decision agent's `decision` event, as the answer engine and the job both record it: its type
+    ("refuse" or "finalize") and payload."""
+    payload = {"refusal": refusal, "reason": reason, "confidence": confidence, **more}
+    return ("refuse" if refusal else "finalize"), payload
+
+
 def utc_timestamp(moment: datetime | None = None) -> str:
     return (moment or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -2,7 +2,8 @@
 citing it (forward), from the first provider in GRAPH_ORDER that knows the seed and answers.
 
 Every request goes through the connector's manners (the job's fair share of the provider's turns, its
-breaker, retries) and an answer is cached like a search's. A seed a provider does not know, or whose
+breaker, retries, the team's own key and budget where it registered one), and an answer is cached and
+coalesced like a search's: two jobs asking for the same seed's graph at once share one upstream request. A seed a provider does not know, or whose
 provider answered an error, is asked of the next; one that none answered before the deadline is reported
 with each provider's reason, never raised.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from functions.common.observability import get_logger
 from functions.common.storage import TtlCache, cache_read, cache_write
 from functions.search.connectors.base import CitationDirection, GraphQuery, GraphResult, HttpConnector
+from functions.search.in_flight import InFlight, SponsorsOf
 from functions.search.models import FoundPaper
 
 logger = get_logger("search")
@@ -31,6 +33,8 @@ ORDER_BY_DIRECTION: dict[CitationDirection, tuple[str, ...]] = {
     "references": GRAPH_ORDER,
     "citations": ("openalex", "semantic_scholar"),
 }
+# Graph requests in flight in this process, by cache key: two jobs chasing the same seed share one.
+GRAPH_REQUESTS: InFlight[GraphResult] = InFlight()
 
 
 @dataclass(frozen=True)
@@ -146,8 +150,21 @@ class CitationGraph:
                 else:
                     return GraphResult(connector.name, papers=papers, from_cache=True)
         asked = replace(query, provider_id=provider_id)
+
+        async def ask(sponsors: SponsorsOf) -> GraphResult:
+            return await self._fetch(connector, replace(asked, sponsors=sponsors), key)
+
+        def not_run() -> GraphResult:
+            return GraphResult(connector.name, error=f"{connector.name}: not run")
+
+        answer, joined = await GRAPH_REQUESTS.share(key, (query.team_id, query.job_id, 0), ask, not_run)
+        if joined:  # another job's identical request answered it: this one sent none
+            return replace(answer, papers=[paper.model_copy() for paper in answer.papers], requests=0)
+        return answer
+
+    async def _fetch(self, connector: HttpConnector, query: GraphQuery, key: str) -> GraphResult:
         try:
-            answer = await connector.citation_graph(asked)
+            answer = await connector.citation_graph(query)
         except Exception as exc:  # a connector bug costs this seed's chase, not the job
             logger.exception("citation graph raised", connector=connector.name)
             return GraphResult(connector.name, error=f"{connector.name} failed: {exc.__class__.__name__}")

@@ -6,16 +6,13 @@ Used by the search API routers and directly by the orchestrator's step handlers.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import hashlib
 import json
-import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import ClassVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -29,7 +26,6 @@ from functions.common.outbound.rate_limit import (
     RateLimit,
     RateLimiter,
 )
-from functions.common.outbound.upstream_turns import Sponsor
 from functions.common.settings import Settings, get_settings
 from functions.common.storage import (
     DynamoDbTtlCache,
@@ -42,6 +38,7 @@ from functions.common.text import fold
 from functions.search.config import SearchSettings
 from functions.search.connectors import REGISTRY, Connector, ConnectorContext, ConnectorFactory
 from functions.search.connectors.base import SharedRequest
+from functions.search.in_flight import InFlight, SponsorsOf
 from functions.search.merge import merge_results, rrf_score
 from functions.search.models import SOURCE_TYPES, ConnectorResult, FoundPaper, PaperQuery, SearchOutcome
 from functions.search.scoring import quality_score, relevance_score
@@ -86,41 +83,7 @@ def cache_key(connector: str, query: PaperQuery, limit: int) -> str:
     return f"search:{CACHE_VERSION}:{connector}:{digest}"
 
 
-class _InFlight:
-    """Requests in flight in this process, by cache key: an identical request (another job's, another
-    step's thread) waits for the first one's answer instead of spending a turn at the provider, and
-    lends that request its own place in line (a sponsor) while it waits."""
-
-    _lock = threading.Lock()
-    _flights: ClassVar[dict[str, concurrent.futures.Future[ConnectorResult]]] = {}
-    _sponsors: ClassVar[dict[str, list[Sponsor]]] = {}
-
-    @classmethod
-    def join(cls, key: str, sponsor: Sponsor) -> tuple[concurrent.futures.Future[ConnectorResult], bool]:
-        """(the flight, whether the caller leads it and must finish it); a follower is its sponsor."""
-        with cls._lock:
-            flight = cls._flights.get(key)
-            if flight is not None:
-                cls._sponsors.setdefault(key, []).append(sponsor)
-                return flight, False
-            flight = concurrent.futures.Future()
-            cls._flights[key] = flight
-            return flight, True
-
-    @classmethod
-    def sponsors(cls, key: str) -> list[Sponsor]:
-        with cls._lock:
-            return list(cls._sponsors.get(key, ()))
-
-    @classmethod
-    def finish(
-        cls, key: str, flight: concurrent.futures.Future[ConnectorResult], result: ConnectorResult
-    ) -> None:
-        with cls._lock:
-            if cls._flights.get(key) is flight:
-                del cls._flights[key]
-                cls._sponsors.pop(key, None)
-        flight.set_result(result)
+_SEARCHES: InFlight[ConnectorResult] = InFlight()
 
 
 @dataclass
@@ -312,24 +275,21 @@ class SearchService:
         if cached is not None:
             return cached
         asking = (query.team_id or "public", query.job_id or "interactive", query.priority)
-        flight, leader = _InFlight.join(key, asking)
-        if not leader:
-            result = (await asyncio.wrap_future(flight)).model_copy(deep=True)
-            result.coalesced = True
-            result.elapsed_ms = 0.0
-            return result
-        try:
-            shared = SharedRequest(lambda: self._cached(key), lambda: _InFlight.sponsors(key))
-            result = await self._call(name, query, limit, shared)
+
+        async def ask(sponsors: SponsorsOf) -> ConnectorResult:
+            result = await self._call(name, query, limit, SharedRequest(lambda: self._cached(key), sponsors))
             if result.ok and not result.coalesced:
                 await self._cache_put(key, result)
-        except BaseException:
-            # cancelled: whoever waits on this flight is told the request did not run
-            _InFlight.finish(
-                key, flight, ConnectorResult(connector=name, error=f"{name}: not run", not_run=True)
-            )
-            raise
-        _InFlight.finish(key, flight, result)
+            return result
+
+        def not_run() -> ConnectorResult:
+            return ConnectorResult(connector=name, error=f"{name}: not run", not_run=True)
+
+        result, joined = await _SEARCHES.share(key, asking, ask, not_run)
+        if joined:
+            result = result.model_copy(deep=True)
+            result.coalesced = True
+            result.elapsed_ms = 0.0
         return result
 
     async def _cached(self, key: str) -> ConnectorResult | None:

@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, Playwright, Route, expect, sync_p
 
 from functions.local_runtime.console import DEFAULT_CONSOLE_DIR
 from tests.contract.runtime import ContractRuntime, contract_runtime
-from tests.e2e.scholarly_topic import TopicPaper, serve, topic_papers
+from tests.e2e.scholarly_topic import TopicPaper, serve_cited_only, topic_papers
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -54,7 +54,7 @@ document.addEventListener("securitypolicyviolation", (e) => {
 class Served:
     runtime: ContractRuntime
     base_url: str  # http://127.0.0.1:<port>
-    papers: list[TopicPaper]  # what the loopback web serves
+    papers: list[TopicPaper]  # what the loopback web's searches return
 
     @property
     def console_url(self) -> str:
@@ -78,7 +78,8 @@ def served() -> Iterator[Served]:
         # two more on-topic papers: the sixth measures sparse attention's memory saving at 55% where the
         # first says 20%, a contradiction the Critic finds
         papers = topic_papers(6, off_topic=1)
-        serve(runtime.web, papers)
+        # and one more that no search returns and the on-topic papers reference: citation chasing's find
+        serve_cited_only(runtime.web, papers, topic_papers(8, off_topic=0)[7])
         port = _free_port()
         config = uvicorn.Config(
             runtime.gateway, host="127.0.0.1", port=port, log_level="warning", lifespan="off"

@@ -5,11 +5,12 @@ made in the form are the body of the approval, and the job goes on to the next c
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.conftest import Served, screenshot, serious_violations
 from tests.e2e.scholarly_topic import GOAL
@@ -131,3 +132,68 @@ def test_a_refused_edit_is_named_and_a_reviewer_aborts_the_job(page: Page, serve
     expect(page.locator("#job-checkpoint")).to_be_hidden()
     status = httpx.get(f"{served.base_url}/api/agent/status/{job_id}", timeout=10).json()
     assert status["status"] == "FAILED" and "awaiting_checkpoint" not in status
+
+
+def _expect_seeds_shown(
+    shown: Callable[[str], Locator], sources: list[dict[str, Any]], id_key: str, titles: dict[str, str]
+) -> int:
+    """Each source's `.source-via` line as `shown(its id)` locates it: the seed's title (`titles`, else its
+    id) for one found in a seed's references, none for a search's hit; how many were chased."""
+    chased = 0
+    for source in sources:
+        via = shown(source[id_key])
+        if source["discovered_via"]["method"] == "references":
+            chased += 1
+            seed = source["discovered_via"]["seed"]
+            expect(via).to_have_text(
+                f"Found in the references of “{titles.get(seed, seed)}” (Semantic Scholar)"
+            )
+        else:
+            expect(via).to_have_count(0)
+    return chased
+
+
+def test_a_chased_source_shows_its_seed_at_the_extraction_checkpoint_and_in_the_source_list(
+    page: Page, served: Served
+) -> None:
+    started = httpx.post(
+        f"{served.base_url}/api/agent/execute",
+        json={
+            "research_goal": GOAL,
+            "scope_parameters": {
+                "discovery_depth": "rapid",
+                "citation_chasing": "backward",
+                "human_checkpoints": ["extraction"],
+            },
+        },
+        timeout=30,
+    )
+    assert started.status_code == 202, started.text
+    job_id = started.json()["job_id"]
+    page.goto(f"{served.console_url}#job/{job_id}")
+
+    _waiting_at(page, "extraction")
+    payload = httpx.get(f"{served.base_url}/api/agent/checkpoint/{job_id}", timeout=10).json()["payload"]
+    checkpoint = page.locator("#job-checkpoint")
+    at_checkpoint = _expect_seeds_shown(
+        lambda id: checkpoint.locator(f'fieldset[data-source-id="{id}"] .source-via'),
+        payload["sources"],
+        "id",
+        {source["id"]: source["title"] for source in payload["sources"]},
+    )
+    assert at_checkpoint, payload["sources"]
+    assert serious_violations(page) == []
+    _approve(page, "extraction")
+
+    expect(page.locator("#job-status")).to_have_text(
+        re.compile(r"^Job .+: (COMPLETED|PARTIAL)$"), timeout=90_000
+    )
+    results = httpx.get(f"{served.base_url}/api/agent/results/{job_id}", timeout=10).json()
+    listed = [s for s in results["sources"] if s["cited"]] or results["sources"]
+    in_list = _expect_seeds_shown(
+        lambda id: page.locator(f'#job-sources li[data-source-id="{id}"] .source-via'),
+        listed,
+        "source_id",
+        {source["source_id"]: source["title"] for source in results["sources"]},
+    )
+    assert in_list, "no source citation chasing found is in the job's source list"

@@ -2,7 +2,8 @@
 
 `python -m functions.local_runtime` runs on one state directory over a local scholarly web; one job is
 killed in each of its steps at a known point (tests/support/restart_scenario.py: the runtime holds the
-step and is killed once it is held). After six kills the job is COMPLETED, billed for exactly the steps an
+step and is killed once it is held), Chase included: the goal's web has a paper that only a citation
+reaches. After seven kills the job is COMPLETED, billed for exactly the steps an
 uninterrupted job of the same goal is billed for (so no step twice, none lost), with no reservation left
 on its ledger, and its audit trail names each resumption and its state.
 
@@ -18,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.scholarly_topic import serve, topic_papers
 from tests.support.restart_scenario import (
     FinishedJob,
     extractions,
     job_killed_in_each_step,
     kept_progress,
     resumed_states,
+    serve_scenario,
     started_again,
     uninterrupted_job,
 )
@@ -32,7 +33,7 @@ from tests.support.scholarly_web import ScholarlyWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
-RESUMED_AT = ["Plan", "Search", "Screen", "Extract", "Synthesize", "Finalize"]
+RESUMED_AT = ["Plan", "Search", "Screen", "Chase", "Extract", "Synthesize", "Finalize"]
 # what would mean a fault in a runtime's output
 FAULT = re.compile(r"\bERROR\b|Traceback|Exception=|NoSuchJsonPathError", re.IGNORECASE)
 
@@ -40,7 +41,7 @@ FAULT = re.compile(r"\bERROR\b|Traceback|Exception=|NoSuchJsonPathError", re.IGN
 @pytest.fixture(scope="module")
 def web() -> Iterator[ScholarlyWeb]:
     with ScholarlyWeb() as server:
-        serve(server, topic_papers(9, off_topic=3))
+        serve_scenario(server)
         yield server
 
 
@@ -71,6 +72,8 @@ def test_a_job_killed_in_each_step_completes_billed_once_for_each(
 
     assert finished.status["status"] == "COMPLETED", finished.status
     assert finished.results["evidence"], "the restarted job extracted nothing"
+    assert finished.results["execution_summary"]["citation_chasing"]["seeds_chased"]
+    assert any(source["discovered_via"]["method"] == "references" for source in finished.results["sources"])
     # billed for the same steps as the job that ran without a stop: no step twice, none lost
     assert finished.usage["steps"] == uninterrupted.usage["steps"]
     assert {finished.usage["steps"][name] for name in ("plan", "synthesize", "finalize")} == {1}

@@ -192,3 +192,24 @@ def test_optional_waf_limits_bodies_except_uploads(probe: Synthesized, deployed:
     assert association["Properties"]["WebACLArn"] == {
         "Fn::GetAtt": [next(iter(probe.resources("AWS::WAFv2::WebACL"))), "Arn"]
     }
+
+
+def test_mcp_is_routed_to_its_streaming_function_through_the_team_authorizer(deployed: Synthesized) -> None:
+    """`/mcp` takes the streamable HTTP transport's three methods (OPTIONS stays the CORS preflight's),
+    each a STREAM integration of the MCP function behind the team authorizer and the usage plans; the
+    function calls the REST routes through this API's own stage."""
+    deployed_methods = methods(deployed.template_json)
+    mcp = deployed.stack.functions.api["mcp"]
+    (authorizer_id,) = deployed.resources("AWS::ApiGateway::Authorizer")
+    for verb in ("GET", "POST", "DELETE"):
+        method = deployed_methods[("/mcp", verb)]
+        assert integrated_function(method) == deployed.logical_id(mcp.alias)
+        assert method["AuthorizationType"] == "CUSTOM" and method["AuthorizerId"] == {"Ref": authorizer_id}
+        assert method["ApiKeyRequired"] is True
+        assert method["Integration"]["ResponseTransferMode"] == "STREAM"
+    assert ("/mcp", "PUT") not in deployed_methods
+    function = deployed.template_json["Resources"][deployed.logical_id(mcp.function)]
+    base_url = json.dumps(function["Properties"]["Environment"]["Variables"]["MCP_API_BASE_URL"])
+    (rest_api_id,) = deployed.resources("AWS::ApiGateway::RestApi")
+    assert f'{{"Ref": "{rest_api_id}"}}' in base_url and f"/{STAGE}" in base_url
+    assert "execute-api" in base_url

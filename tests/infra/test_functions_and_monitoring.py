@@ -72,20 +72,23 @@ def test_api_functions_fit_the_gateway_timeout_and_protect_upstreams(deployed: S
 
 
 def test_the_answer_function_runs_under_the_lambda_web_adapter(deployed: Synthesized) -> None:
-    assert [spec.family for spec in STREAMING] == ["answer"]
-    properties = _properties(deployed, "answer")
-    assert properties["Handler"] == "run.sh"  # /opt/bootstrap execs $LAMBDA_TASK_ROOT/$_HANDLER
-    assert properties["MemorySize"] == 2048 and properties["Timeout"] == 60
-    assert properties["Runtime"] == "python3.13" and properties["Architectures"] == ["arm64"]
-    (layer,) = properties["Layers"]
-    assert rendered(layer) == (
-        "arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:LambdaAdapterLayerArm64:30"
-    )
-    variables = properties["Environment"]["Variables"]
-    assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
-    assert variables["AWS_LWA_INVOKE_MODE"] == "response_stream"
-    assert variables["AWS_LWA_PORT"] == str(WEB_ADAPTER.port)
-    assert variables["POWERTOOLS_SERVICE_NAME"] == "answer"
+    """The answer function and the MCP server (`/mcp`) stream; every other API function is buffered."""
+    assert [spec.family for spec in STREAMING] == ["answer", "mcp"]
+    for spec in STREAMING:
+        properties = _properties(deployed, spec.family)
+        assert properties["Handler"] == "run.sh"  # /opt/bootstrap execs $LAMBDA_TASK_ROOT/$_HANDLER
+        assert properties["MemorySize"] == spec.memory_mb and properties["Timeout"] == 60
+        assert properties["Runtime"] == "python3.13" and properties["Architectures"] == ["arm64"]
+        (layer,) = properties["Layers"]
+        assert rendered(layer) == (
+            "arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:LambdaAdapterLayerArm64:30"
+        )
+        variables = properties["Environment"]["Variables"]
+        assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+        assert variables["AWS_LWA_INVOKE_MODE"] == "response_stream"
+        assert variables["AWS_LWA_PORT"] == str(WEB_ADAPTER.port)
+        assert variables["POWERTOOLS_SERVICE_NAME"] == spec.family
+    assert _properties(deployed, "answer")["MemorySize"] == 2048
     for spec in API_FUNCTIONS:
         if not spec.streams:  # Mangum functions keep the plain Python runtime
             other = _properties(deployed, spec.family)

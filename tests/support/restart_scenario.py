@@ -1,5 +1,5 @@
 """One research job on `python -m functions.local_runtime`, killed (SIGKILL) in each of its steps, and the
-same job run without a stop: used by tests/e2e/test_restart_in_each_step.py and bench/restart.py.
+same job run without a stop (it chases citations, so Chase is one of the steps): used by tests/e2e/test_restart_in_each_step.py and bench/restart.py.
 
 In each life the runtime holds one step (`LOCAL_HOLD_STEP`, functions/local_runtime/lambda_adapter.py:
 the step's first invocation writes a signal file and waits for its removal) and is killed once the file
@@ -21,22 +21,27 @@ import httpx
 from functions.local_runtime.durable import JOURNAL
 from functions.local_runtime.resume import PROGRESS_TABLE
 from functions.orchestrate.models import JobStatus
-from tests.e2e.scholarly_topic import GOAL, environment
+from tests.e2e.scholarly_topic import GOAL, environment, serve_cited_only, topic_papers
 from tests.support.runtime_process import LocalRuntime
 from tests.support.scholarly_web import ScholarlyWeb
 
 # (the step Lambda held, and when) in each life but the last: before Plan, Screen, one source of the
-# Extract Map and Finalize ran; after Search and Synthesize had finished (their output kept and metered,
-# not yet seen by the execution that dies)
+# Extract Map and Finalize ran; after Search, Chase and Synthesize had finished (their output kept and
+# metered, not yet seen by the execution that dies)
 HOLDS: tuple[tuple[str, str], ...] = (
     ("ResearchPlanStep", "before"),
     ("ResearchSearchStep", "after"),
     ("ResearchScreenStep", "before"),
+    ("ResearchChaseStep", "after"),
     ("ResearchExtractStep", "before"),
     ("ResearchSynthesizeStep", "after"),
     ("ResearchFinalizeStep", "before"),
 )
-REQUEST = {"research_goal": GOAL, "scope_parameters": {"discovery_depth": "rapid"}}
+# a rapid job that chases citations (off by default at this depth), so that its Chase step has work
+REQUEST = {
+    "research_goal": GOAL,
+    "scope_parameters": {"discovery_depth": "rapid", "citation_chasing": "both"},
+}
 WAIT_SECONDS = 240  # a bound on a wait for a condition, never a duration anything relies on
 T = TypeVar("T")
 
@@ -48,6 +53,13 @@ class FinishedJob:
     usage: dict[str, Any]  # GET /api/usage/jobs/{job_id}
     printed: str  # what the last runtime printed
     lives: list[float] = field(default_factory=list)  # seconds from each restart to the next hold
+
+
+def serve_scenario(web: ScholarlyWeb) -> None:
+    """Nine on-topic papers and three off-topic ones that searches return, and one on-topic paper that
+    only a citation reaches (the nine reference it)."""
+    generated = topic_papers(10, off_topic=3)
+    serve_cited_only(web, [*generated[:9], *generated[10:]], generated[9])
 
 
 def runtime_environment(web: ScholarlyWeb, **extra: str) -> dict[str, str]:

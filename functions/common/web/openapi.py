@@ -22,6 +22,7 @@ DESCRIPTIONS = {
     404: "Not found",
     409: "Conflict with the resource's current state",
     413: "Payload too large",
+    415: "Unsupported media type: the upload is of a kind the route does not read",
     422: "The document could not be processed",
     429: "Rate limit exceeded (see Retry-After)",
     500: "Internal error",

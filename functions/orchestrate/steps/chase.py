@@ -17,7 +17,7 @@ from functions.common.ml.embedder import default_embedder
 from functions.common.models import Paper
 from functions.orchestrate.contracts import ChaseInput, ChaseOutput, SelectedSource
 from functions.orchestrate.models import JobRecord
-from functions.orchestrate.payloads import screen_vectors_key, screened, store
+from functions.orchestrate.payloads import SCREEN_VECTORS, payload_key, screened, store
 from functions.orchestrate.progress import JobProgress, record_chasing
 from functions.orchestrate.screen_vectors import load_vectors
 from functions.orchestrate.steps.adapter import step_handler
@@ -127,7 +127,7 @@ class Chase(BudgetedStep):
         ]
         scorer = self.relevance_scorer()
         if scorer.embedder is not None:
-            kept = load_vectors(self.data, screen_vectors_key(progress.team_id, progress.job_id))
+            kept = load_vectors(self.data, payload_key(progress.team_id, progress.job_id, SCREEN_VECTORS))
             scorer.resume(kept.vectors, finish=False)
         union = screen(
             [*search_hits(self.data, request.search_results), *chased],

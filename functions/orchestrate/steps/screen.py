@@ -19,7 +19,7 @@ from functions.metering.job_budget import JobBudget
 from functions.metering.wiring import budgets
 from functions.orchestrate.config import get_workflow_settings
 from functions.orchestrate.contracts import ScreenInput, ScreenOutput, SelectedSource
-from functions.orchestrate.payloads import screen_vectors_key, screening_key, store
+from functions.orchestrate.payloads import SCREEN_VECTORS, SCREENING, payload_key, store
 from functions.orchestrate.progress import JobProgress
 from functions.orchestrate.screen_vectors import ScreenVectors, load_vectors, save_vectors
 from functions.orchestrate.search_round import not_run_counts, upstream_failures
@@ -54,7 +54,7 @@ class Screen(JobStep):
         turns = _refine_turns(plan, searches)
         progress.validating()
         scorer = self.relevance_scorer()
-        vectors_key = screen_vectors_key(progress.team_id, progress.job_id)
+        vectors_key = payload_key(progress.team_id, progress.job_id, SCREEN_VECTORS)
         kept = load_vectors(self.data, vectors_key) if scorer.embedder is not None else ScreenVectors()
         scorer.resume(kept.vectors, finish=kept.rounds + 1 < self.embedding_rounds)
         try:
@@ -118,7 +118,7 @@ class Screen(JobStep):
         return selected[:affordable]
 
     def _store(self, progress: JobProgress, result: ScreeningResult, to_extract: list[Candidate]) -> str:
-        key = screening_key(progress.team_id, progress.job_id)
+        key = payload_key(progress.team_id, progress.job_id, SCREENING)
         store(
             self.data,
             key,

@@ -11,7 +11,7 @@ from functions.common.llm import LlmProvider, provider_from_settings
 from functions.common.models import ExtractedPaper
 from functions.metering.meter import metered_llm
 from functions.orchestrate.contracts import SynthesizeInput, SynthesizeOutput
-from functions.orchestrate.payloads import load, screened, store, synthesis_key
+from functions.orchestrate.payloads import SYNTHESIS, load, payload_key, screened, store
 from functions.orchestrate.steps.adapter import step_handler
 from functions.orchestrate.steps.base import BudgetedStep
 from functions.orchestrate.steps.deployed import deployed_adapters
@@ -49,7 +49,7 @@ class Synthesize(BudgetedStep):
                 synthesize(job.research_plan, [], provider=None, trace=progress.trace_recorder)
             )
             result.refusal_reason = f"Synthesis skipped: {refused}"
-        key = synthesis_key(progress.team_id, progress.job_id)
+        key = payload_key(progress.team_id, progress.job_id, SYNTHESIS)
         store(self.data, key, result)
         progress.synthesised(result, caught)
         return SynthesizeOutput(

@@ -98,6 +98,17 @@ class SharedRequest:
     sponsors: Callable[[], list[Sponsor]] = list
 
 
+def _budget(provider: str, team_id: str | None, team_key: str | None) -> str | None:
+    """Where a request's turns are taken: the team's own budget when it carries the team's key, else
+    (None) the service's at the provider."""
+    return team_provider(provider, team_id) if team_key and team_id else None
+
+
+async def _nothing_meanwhile() -> None:
+    """Graph answers are cached by the chase, not by the request: none is served meanwhile."""
+    return None
+
+
 @dataclass(frozen=True)
 class Asker:
     """Whose request waits for a provider's turn: the team and job it is shared fairly between, its
@@ -166,6 +177,8 @@ class GraphQuery:
     job_id: str
     deadline: float
     provider_id: str | None = None  # the provider's own id of the seed, where a batch lookup found it
+    # Who else waits for this very request (other jobs' identical ones, coalesced in this process).
+    sponsors: Callable[[], list[Sponsor]] | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -448,20 +461,15 @@ class HttpConnector(ABC):
         result.elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
         return result
 
-    async def lookup(self, kind: LookupKind, value: str, budget: float) -> LookupResult:
-        """One work by identifier or title, with the same manners as a search (turns at the provider,
-        breaker, retries) inside `budget` seconds. Failures become `LookupResult.error`."""
+    async def lookup(
+        self, kind: LookupKind, value: str, budget: float, *, team: str | None = None
+    ) -> LookupResult:
+        """One work by identifier or title (a title is a search: it spends any daily search allowance)
+        with a search's manners inside `budget` seconds, queued as `team`'s; failures become the error."""
         request = self.build_lookup_request(kind, value)
         if request is None:
             return LookupResult(connector=self.name, error=f"{self.name} cannot look up by {kind}")
-        return await self._exchange(
-            lambda: request,
-            budget,
-            self.parse_lookup,
-            lambda message, _not_run: LookupResult(connector=self.name, error=message),
-            retries=min(1, self.context.search_settings.upstream_retries),
-            asker=Asker(team="lookups", job="lookups", priority=5),
-        )
+        return await send_lookup(self, request, self.parse_lookup, budget, team=team, search=kind == "title")
 
     # The directions of the provider's citation graph (`citation_graph`); none: it has no graph.
     graph_directions: ClassVar[tuple[CitationDirection, ...]] = ()
@@ -479,18 +487,24 @@ class HttpConnector(ABC):
     async def graph_exchange(
         self, query: GraphQuery, request: UpstreamRequest, parse: GraphParse
     ) -> GraphPage:
-        """One citation-graph request with the manners of a search (the job's fair share of the provider's
-        turns, its breaker, retries), its turn due by the query's deadline. Graph requests are lookups by
-        id: they spend no daily search allowance."""
+        """One citation-graph request with a search's manners (the job's fair share of the turns, breaker,
+        retries, the team's own key), due by the query's deadline; it spends no daily search allowance."""
         cfg = self.context.search_settings
         budget = max(0.5, query.deadline - time.time()) + cfg.connector_timeout_seconds
+        team_key = await self._team_key(query.team_id)
         return await self._exchange(
-            lambda: request,
+            lambda: request if team_key is None else self.with_api_key(request, team_key),
             budget,
             parse,
             lambda message, _not_run: GraphPage(error=message),
             retries=cfg.upstream_retries,
-            asker=Asker(team=query.team_id, job=query.job_id, turn_deadline=query.deadline),
+            asker=Asker(
+                team=query.team_id,
+                job=query.job_id,
+                turn_deadline=query.deadline,
+                shared=SharedRequest(_nothing_meanwhile, query.sponsors) if query.sponsors else None,
+                provider=_budget(self.name, query.team_id, team_key),
+            ),
         )
 
     async def _search(
@@ -520,7 +534,7 @@ class HttpConnector(ABC):
                 turn_deadline=query.deadline,
                 shared=shared,
                 search=True,
-                provider=team_provider(self.name, query.team_id) if team_key and query.team_id else None,
+                provider=_budget(self.name, query.team_id, team_key),
             ),
         )
 
@@ -693,6 +707,26 @@ class HttpConnector(ABC):
             turns.release(turn)
 
 
+async def send_lookup(
+    connector: HttpConnector,
+    request: UpstreamRequest,
+    parse: LookupParse,
+    budget: float,
+    *,
+    team: str | None = None,
+    search: bool = False,
+) -> LookupResult:
+    """A lookup whose request the caller built (a batch of ids, say), with `HttpConnector.lookup`'s
+    manners."""
+
+    def error(message: str, _not_run: bool) -> LookupResult:
+        return LookupResult(connector=connector.name, error=message)
+
+    asker = Asker(team=team or "lookups", job="lookups", priority=5, search=search)
+    retries = min(1, connector.context.search_settings.upstream_retries)
+    return await connector._exchange(lambda: request, budget, parse, error, retries=retries, asker=asker)
+
+
 async def graph_batches(
     connector: HttpConnector,
     query: GraphQuery,
@@ -726,6 +760,11 @@ class FormatConnector(HttpConnector):
     """An HTTP connector whose searches and lookups are read by its `upstream` format."""
 
     upstream: ClassVar[UpstreamFormat]
+
+    @functools.cached_property
+    def parse_works(self) -> GraphParse:
+        """The graph parser of answers in the provider's search format (works looked up by id)."""
+        return works_page(self.name, self.upstream.parse)
 
     def parse(self, status_code: int, body: str | bytes) -> ConnectorResult:
         return self.upstream.parse(status_code, body)

@@ -104,6 +104,18 @@ def _full_name(author: Any) -> str | None:
     return clean_text(str(name)) if name else None
 
 
+RETRACTING_UPDATES = frozenset({"retraction", "withdrawal", "removal"})
+
+
+def _retracted(item: dict[str, Any]) -> bool | None:
+    """Whether a retraction notice names the work (`updated-by`, where Crossref also carries the
+    Retraction Watch records); None when the record does not list its updates."""
+    updates = item.get("updated-by")
+    if not isinstance(updates, list):
+        return None
+    return any(isinstance(u, dict) and str(u.get("type", "")).lower() in RETRACTING_UPDATES for u in updates)
+
+
 def _work(item: Any) -> WorkMetadata | None:
     if not isinstance(item, dict) or not _first(item.get("title")):
         return None
@@ -115,6 +127,8 @@ def _work(item: Any) -> WorkMetadata | None:
         venue=clean_text(_first(item.get("container-title"))) or None,
         abstract=strip_jats_abstract(item.get("abstract")) or None,
         doi=str(item["DOI"]).lower() if item.get("DOI") else None,
+        url=str(item["URL"]) if item.get("URL") else None,
+        is_retracted=_retracted(item),
     )
 
 
@@ -131,6 +145,45 @@ def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
     else:
         return LookupResult(connector=NAME, error=f"Crossref answer holds no works (message-type {kind!r})")
     return LookupResult(connector=NAME, works=[w for w in map(_work, items) if w is not None])
+
+
+NOTICE_BATCH = 50  # DOIs per `filter=updates:a,updates:b,…` request (repeated filters are ORed)
+
+
+def build_retraction_notices_request(settings: Settings, dois: list[str]) -> UpstreamRequest:
+    """The notices (retractions, corrections, …) that update any of `dois`, up to NOTICE_BATCH of them."""
+    batch = dois[:NOTICE_BATCH]
+    params: dict[str, Any] = {
+        **_polite(settings),
+        "filter": ",".join(f"updates:{doi}" for doi in batch),
+        "rows": min(1000, 4 * max(1, len(batch))),
+    }
+    return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
+
+
+@base.lookup_guard(NAME)
+def parse_retraction_notices(status_code: int, body: str | bytes) -> LookupResult:
+    """Each retraction notice's `update-to` as a record of the work it retracts, marked retracted, its
+    `url` the notice's DOI resolver link."""
+    data = base.load_json(body, "Crossref")
+    message = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(message, dict) or data.get("message-type") != "work-list":
+        return LookupResult(connector=NAME, error="Crossref answer is not a list of works")
+    retracted: list[WorkMetadata] = []
+    for notice in message.get("items") or []:
+        updates = notice.get("update-to") if isinstance(notice, dict) else None
+        for update in updates if isinstance(updates, list) else []:
+            if isinstance(update, dict) and str(update.get("type", "")).lower() in RETRACTING_UPDATES:
+                url = f"https://doi.org/{str(notice['DOI']).lower()}" if notice.get("DOI") else None
+                retracted.append(
+                    WorkMetadata(
+                        source=NAME,
+                        doi=str(update.get("DOI", "")).lower() or None,
+                        url=url,
+                        is_retracted=True,
+                    )
+                )
+    return LookupResult(connector=NAME, works=retracted)
 
 
 def _polite(settings: Settings) -> dict[str, Any]:
@@ -183,9 +236,6 @@ def build_doi_batch_request(settings: Settings, dois: list[str]) -> UpstreamRequ
     return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
 
 
-parse_works_page = base.works_page(NAME, parse_response)
-
-
 class CrossrefConnector(FormatConnector):
     name = NAME
     upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
@@ -219,5 +269,5 @@ class CrossrefConnector(FormatConnector):
             build_doi_batch_request(settings, dois[at : at + DOI_BATCH])
             for at in range(0, len(dois), DOI_BATCH)
         )
-        await graph_batches(self, query, batches, parse_works_page, result)
+        await graph_batches(self, query, batches, self.parse_works, result)
         return result

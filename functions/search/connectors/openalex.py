@@ -125,6 +125,7 @@ def _work(work: Any) -> WorkMetadata | None:
         if isinstance(a, dict)
     ]
     year = work.get("publication_year")
+    landing = (work.get("primary_location") or {}).get("landing_page_url") or work.get("id")
     return WorkMetadata(
         source=NAME,
         title=clean_text(work.get("title") or work.get("display_name")),
@@ -134,6 +135,8 @@ def _work(work: Any) -> WorkMetadata | None:
         abstract=rebuild_abstract(work.get("abstract_inverted_index")),
         doi=doi,
         arxiv_id=arxiv_id,
+        url=str(landing) if landing else None,
+        is_retracted=work.get("is_retracted") if isinstance(work.get("is_retracted"), bool) else None,
     )
 
 
@@ -162,7 +165,12 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
         return UpstreamRequest(f"{api_url}/works/doi:{value}", params)
     if kind == "arxiv":  # arXiv's DataCite DOI
         return UpstreamRequest(f"{api_url}/works/doi:{ARXIV_DOI_PREFIX}{value}", params)
+    if kind == "title":  # a `search=` call: it spends the daily search allowance
+        return UpstreamRequest(f"{api_url}/works", {**params, "search": value, "per_page": TITLE_LOOKUP_ROWS})
     return None
+
+
+TITLE_LOOKUP_ROWS = 3
 
 
 RETRACTION_BATCH = 50  # DOIs per retraction lookup (OpenAlex's OR filter takes up to 100 values)
@@ -239,9 +247,6 @@ def build_works_request(
     return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
 
 
-parse_works = base.works_page(NAME, parse_response)
-
-
 class OpenAlexConnector(FormatConnector):
     name = NAME
     upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
@@ -298,7 +303,7 @@ class OpenAlexConnector(FormatConnector):
                 )
                 for at in range(0, len(referenced), ID_BATCH)
             ]
-        await graph_batches(self, query, batches, parse_works, result)
+        await graph_batches(self, query, batches, self.parse_works, result)
         if query.direction == "citations":
             result.papers = base.newest_most_cited(result.papers)
         result.papers = result.papers[: query.limit]

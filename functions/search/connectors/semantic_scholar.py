@@ -230,12 +230,8 @@ class SemanticScholarConnector(FormatConnector):
         years = year_filter(query.year_start, query.year_end)
         if years:
             params["year"] = years
-        headers = {}
-        key = self.context.settings.semantic_scholar_api_key
-        if key is not None:
-            headers["x-api-key"] = key.get_secret_value()
         api_url = self.context.settings.semantic_scholar_api_url.rstrip("/")
-        return UpstreamRequest(f"{api_url}/paper/search", params, headers)
+        return UpstreamRequest(f"{api_url}/paper/search", params, _headers(self.context.settings))
 
     def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
         return UpstreamRequest(request.url, request.params, {**request.headers, "x-api-key": api_key})

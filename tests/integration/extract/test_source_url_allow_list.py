@@ -12,6 +12,7 @@ from functions.common.documents import InMemoryDocumentRepository
 from functions.common.settings import reset_settings_cache
 from functions.common.storage import InMemoryBlobStore, InMemoryTtlCache
 from functions.extract import api as extract_api
+from functions.extract import metadata_connectors
 from tests.support.pdfgen import sample_paper_pdf
 from tests.support.scholarly_web import ScholarlyWeb
 
@@ -27,7 +28,7 @@ def client(web: ScholarlyWeb, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestC
     blobs, documents = InMemoryBlobStore(), InMemoryDocumentRepository()
     monkeypatch.setattr(extract_api, "_blobs", lambda: blobs)
     monkeypatch.setattr(extract_api, "_documents", lambda: documents)
-    monkeypatch.setattr(extract_api, "_lookup_cache", InMemoryTtlCache)
+    monkeypatch.setattr(metadata_connectors, "lookup_cache", InMemoryTtlCache)
     monkeypatch.setenv("SEARCH_TURNS_BACKEND", "memory")  # turns at the providers in this process
     web.set_response("/arxiv-site/pdf/2401.12345", PDF, content_type="application/pdf")
     web.set_response("/team/paper.pdf", PDF, content_type="application/pdf")

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
-from functions.search.citations import CitationGraph, Seed
+from functions.search.citations import GRAPH_REQUESTS, ChaseOutcome, CitationGraph, Seed
 from functions.search.connectors.base import CitationDirection, GraphQuery, HttpConnector
 from functions.search.models import FoundPaper
 from functions.search.service import SearchService
@@ -150,3 +152,47 @@ def test_a_provider_answering_errors_costs_only_that_seed(
     assert failed.connector == "crossref"  # Semantic Scholar 500, OpenAlex 503, Crossref answered
     assert "HTTP 500" in failed.errors["semantic_scholar"] and "HTTP 503" in failed.errors["openalex"]
     assert sorted(_titles(failed.papers)) == [PAPERS[i].title for i in (5, 6, 7)]
+
+
+def test_two_jobs_chasing_the_same_seed_at_once_share_one_upstream_request(
+    graph_web: CitationGraphWeb, web: ScholarlyWeb
+) -> None:
+    references = f"{web.SEMANTIC_SCHOLAR_BASE}/paper/{graph_web._s2[0]['paperId']}/references"
+    hold = web.hold(references, limit=30)
+    graph = CitationGraph.of(_connectors(), None, 60)
+    seeds = [Seed("src-0", PAPERS[0].doi, None)]
+    flight_key = f"graph:semantic_scholar:references:{PAPERS[0].doi}:10"
+
+    def chase(job_id: str) -> Coroutine[Any, Any, ChaseOutcome]:
+        return graph.chase(
+            seeds,
+            ("references",),
+            limits={"references": 10, "citations": 10},
+            team_id="team-a",
+            job_id=job_id,
+            deadline=time.time() + 20,
+        )
+
+    async def until(condition: Callable[[], bool]) -> None:
+        deadline = asyncio.get_running_loop().time() + 30
+        while not condition():
+            assert asyncio.get_running_loop().time() < deadline, "condition never held"
+            await asyncio.sleep(0.01)
+
+    async def both() -> tuple[ChaseOutcome, ChaseOutcome]:
+        first = asyncio.create_task(chase("job-a"))
+        await until(lambda: web.count(references) == 1)  # job A's request is at the provider
+        second = asyncio.create_task(chase("job-b"))
+        await until(lambda: bool(GRAPH_REQUESTS.sponsors(flight_key)))  # job B waits for it
+        hold.release()
+        return await first, await second
+
+    leader, follower = asyncio.run(both())
+    assert not hold.outlasted
+    assert web.count(references) == 1
+    for outcome in (leader, follower):
+        (chased,) = outcome.chases
+        assert chased.connector == "semantic_scholar"
+        assert sorted(_titles(chased.papers)) == [PAPERS[i].title for i in (5, 6, 7)]
+    # each job's own seed lookup (the batch), and the one graph request counted for the job that sent it
+    assert +leader.requests == {"semantic_scholar": 2} and +follower.requests == {"semantic_scholar": 1}

@@ -1,23 +1,29 @@
 """A team's own Semantic Scholar and OpenAlex keys, end to end on the embedded AWS and the loopback web:
-its searches send its key and queue at its own provider key (its own daily OpenAlex allowance), another
-team's send the service's key and queue at the shared one; answers stay shared in the response cache."""
+its searches and its citation chasing send its key and queue at its own provider key (its own daily
+OpenAlex allowance), another team's send the service's key and queue at the shared one; answers stay
+shared in the response cache."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from functions.local_runtime.aws import EmbeddedAws
+from functions.search.citations import ChaseOutcome, CitationGraph, Seed
 from functions.search.config import SearchSettings
+from functions.search.connectors.base import HttpConnector
 from functions.search.models import PaperQuery, SearchOutcome
 from functions.search.service import SearchService
 from functions.search.team_keys import reset_process_team_keys, team_provider
 from functions.search.turns import process_turns, reset_process_turns
 from functions.teams.service import TeamService
 from functions.teams.store import DynamoDbTeamStore
+from tests.support.citation_graph import CitationGraphWeb
+from tests.support.scholarly_fixtures import SamplePaper
 from tests.support.scholarly_web import ScholarlyWeb
 
 pytestmark = pytest.mark.integration
@@ -103,3 +109,48 @@ def test_a_key_removed_stops_being_sent_after_the_cache_lapses(
     assert request.headers.get("x-api-key") == SERVICE_S2_KEY
     (openalex,) = web.requests_to(web.OPENALEX_PATH)
     assert openalex.param("api_key") == TEAM_OA_KEY
+
+
+def test_a_teams_citation_chasing_sends_its_keys_and_queues_on_its_own_budget(
+    web: ScholarlyWeb, teams: tuple[str, str]
+) -> None:
+    own, other = teams
+    papers = [
+        SamplePaper(title=f"Graph paper {n}", abstract="", year=2020 + n, doi=f"10.7777/k.{n}")
+        for n in range(3)
+    ]
+    CitationGraphWeb(papers, {0: [1], 2: [0]}).install(web)
+    connectors = {
+        name: c
+        for name, c in SearchService.from_settings().connectors.items()
+        if isinstance(c, HttpConnector)
+    }
+    graph = CitationGraph.of(connectors, None, 60)
+    turns = process_turns(SearchSettings())
+
+    def chase(team_id: str, job_id: str) -> ChaseOutcome:
+        return asyncio.run(
+            graph.chase(
+                [Seed("src-0", papers[0].doi, None)],
+                ("references", "citations"),
+                limits={"references": 5, "citations": 5},
+                team_id=team_id,
+                job_id=job_id,
+                deadline=time.time() + 20,
+            )
+        )
+
+    mine, theirs = chase(own, "job-own"), chase(other, "job-other")
+    for outcome in (mine, theirs):
+        assert {(c.direction, c.connector) for c in outcome.chases} == {
+            ("references", "semantic_scholar"),
+            ("citations", "openalex"),
+        }
+    s2 = [r for r in web.requests_to(web.SEMANTIC_SCHOLAR_BASE + "/paper/") if "/search" not in r.path]
+    assert [r.headers.get("x-api-key") for r in s2] == [TEAM_S2_KEY] * 2 + [SERVICE_S2_KEY] * 2
+    oa = web.requests_to(web.OPENALEX_PATH)
+    sent = len(oa) // 2
+    assert [r.param("api_key") for r in oa] == [TEAM_OA_KEY] * sent + [SERVICE_OA_KEY] * sent
+    for provider in CONNECTORS:
+        assert turns.granted(team_provider(provider, own)) == turns.granted(provider) > 0, provider
+        assert turns.granted(team_provider(provider, other)) == 0, provider

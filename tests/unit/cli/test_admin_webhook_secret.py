@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 
 from functions.admin.app import app
 from functions.cli.main import main
@@ -15,6 +14,7 @@ from functions.common.settings import reset_settings_cache
 from functions.teams.models import Team
 from functions.teams.routes import get_team_service
 from functions.teams.service import TeamService
+from tests.support.cli_client import cli_client
 from tests.support.fakes.team_store import InMemoryTeamStore
 
 ADMIN = "admin-secret-for-cli-tests"
@@ -35,7 +35,7 @@ def service(monkeypatch: pytest.MonkeyPatch) -> Iterator[TeamService]:
 
 def _run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    with TestClient(app, base_url="http://admin.test") as client:  # an httpx.Client on the app
+    with cli_client(app, base_url="http://admin.test") as client:  # an httpx.Client on the app
         code = main(list(argv), client=client, out=out, err=err)
     return code, out.getvalue(), err.getvalue()
 

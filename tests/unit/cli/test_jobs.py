@@ -3,7 +3,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from fastapi.testclient import TestClient
+import httpx
 
 from functions.cli.main import main
 from functions.common.storage import InMemoryBlobStore
@@ -12,6 +12,7 @@ from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.jobs import JobService
 from functions.orchestrate.models import JobStatus
 from functions.orchestrate.routes import get_job_service
+from tests.support.cli_client import cli_client
 from tests.support.fakes.jobs import InMemoryJobStore
 from tests.support.results import results_document
 
@@ -45,13 +46,13 @@ class InstantWorkflow:
         return f"arn:execution:{name}"
 
 
-def _client() -> TestClient:
+def _client() -> httpx.Client:
     jobs, artifacts = InMemoryJobStore(), InMemoryBlobStore()
     service = JobService(
         jobs=jobs, starter=InstantWorkflow(jobs, artifacts), artifacts=artifacts, settings=WorkflowSettings()
     )
     app.dependency_overrides[get_job_service] = lambda: service
-    return TestClient(app)
+    return cli_client(app)
 
 
 def test_research_command_follows_the_job_and_prints_artifacts() -> None:

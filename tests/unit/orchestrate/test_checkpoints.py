@@ -21,7 +21,7 @@ from functions.orchestrate.models import (
     ScreeningCheckpoint,
     SynthesisCheckpoint,
 )
-from functions.orchestrate.payloads import extracted_key, screening_key, store, synthesis_key
+from functions.orchestrate.payloads import SCREENING, SYNTHESIS, extracted_key, payload_key, store
 from functions.orchestrate.steps.checkpoint import Checkpoint, CheckpointExpired, CheckpointWindowPassed
 from functions.research.checking.verifier import ClaimVerification
 from functions.research.planning.request import ExecuteRequest
@@ -92,7 +92,7 @@ def _candidate(index: int, score: float, rejection: str | None = None) -> Candid
 
 
 def _screened(h: Harness, candidates: list[Candidate], selected: list[str]) -> dict[str, Any]:
-    key = screening_key(TEAM, h.job_id)
+    key = payload_key(TEAM, h.job_id, SCREENING)
     put_json(h.data, key, {"candidates": [c.to_dict() for c in candidates], "selected": selected})
     h.store.update(TEAM, h.job_id, set_fields={"screening_key": key})
     by_id = {c.source_id: c for c in candidates}
@@ -145,7 +145,7 @@ def test_the_screening_checkpoint_shows_ranked_candidates_and_applies_exclusions
     selected = h.output()["screen"]["selected"]
     assert selected[0]["url"] == "https://doi.org/10.5555/added.1"
     assert [s["source_id"] for s in selected][1:] == ["src-2", "src-3"]  # excluded out, next best in
-    stored = get_json(h.data, screening_key(TEAM, h.job_id)) or {}
+    stored = get_json(h.data, payload_key(TEAM, h.job_id, SCREENING)) or {}
     assert selected[0]["source_id"] in {c["source_id"] for c in stored["candidates"]}  # citable later
     assert stored["selected"] == [s["source_id"] for s in selected]  # what Finalize reports
     job = h.job()
@@ -169,7 +169,7 @@ def test_the_screening_checkpoint_shows_the_seeds_to_chase_and_takes_the_reviewe
     with pytest.raises(InvalidInput, match="src-99"):
         h.service.approve(TEAM, h.job_id, {"chase_seeds": ["src-99"]}, CALLER)
     h.service.approve(TEAM, h.job_id, {"chase_seeds": ["src-7", "src-2"]}, CALLER)
-    stored = get_json(h.data, screening_key(TEAM, h.job_id)) or {}
+    stored = get_json(h.data, payload_key(TEAM, h.job_id, SCREENING)) or {}
     assert stored["chase_seeds"] == ["src-7", "src-2"]  # a candidate not selected may be a seed
     assert "chasing the citations of src-7, src-2" in h.job()["audit"][-1]["detail"]
 
@@ -243,13 +243,13 @@ def test_the_extraction_checkpoint_strikes_quotes_and_drops_sources_not_relevant
         h.service.approve(TEAM, h.job_id, {"strike": ["ev-nope"]}, CALLER)
     h.service.approve(TEAM, h.job_id, {"strike": [struck], "not_relevant": ["src-2"]}, CALLER)
     assert [e["source_id"] for e in h.output()["extractions"]] == ["src-1"]
-    assert (get_json(h.data, screening_key(TEAM, h.job_id)) or {})["selected"] == ["src-1"]
+    assert (get_json(h.data, payload_key(TEAM, h.job_id, SCREENING)) or {})["selected"] == ["src-1"]
     assert h.job()["struck_evidence"] == [struck]
 
 
 def test_the_synthesis_checkpoint_sends_struck_claims_back_to_synthesis() -> None:
     h = Harness()
-    key = synthesis_key(TEAM, h.job_id)
+    key = payload_key(TEAM, h.job_id, SYNTHESIS)
     claims = [
         ClaimVerification("c1", "A", "supported", ["ev-a"], 0.9, ""),
         ClaimVerification("c2", "B", "supported", ["ev-b"], 0.9, ""),

@@ -10,7 +10,7 @@ from functions.metering.job_budget import JobBudget
 from functions.orchestrate.config import WorkflowSettings
 from functions.orchestrate.contracts import ScreenInput, ScreenOutput
 from functions.orchestrate.jobs import JobService
-from functions.orchestrate.payloads import screen_vectors_key
+from functions.orchestrate.payloads import SCREEN_VECTORS, payload_key
 from functions.orchestrate.screen_vectors import load_vectors
 from functions.orchestrate.steps.screen import Screen
 from functions.research.planning.request import ExecuteRequest
@@ -59,7 +59,7 @@ def _screen(
 def test_screening_out_of_time_continues_and_selects_what_an_unhurried_one_selects() -> None:
     hurried, job_id, step = _screen(SlowEmbedder("screen-hurried", 0.05), seconds=0.12, rounds=20)
     assert len(hurried) >= 2 and {o.action for o in hurried[:-1]} == {"CONTINUE"}
-    kept = load_vectors(step.data, screen_vectors_key(TEAM, job_id))
+    kept = load_vectors(step.data, payload_key(TEAM, job_id, SCREEN_VECTORS))
     assert kept.rounds == len(hurried) - 1 and kept.vectors
     unhurried, _, _ = _screen(SlowEmbedder("screen-unhurried", 0.0), seconds=None, rounds=20)
     assert len(unhurried) == 1

@@ -18,6 +18,7 @@ from functions.teams.models import Team
 from functions.teams.routes import get_team_service
 from functions.teams.service import TeamService
 from functions.teams.store import TeamStore
+from tests.support.cli_client import cli_client
 from tests.support.fakes.team_store import InMemoryTeamStore
 
 ADMIN = "admin-secret-for-budget-tests"
@@ -114,7 +115,7 @@ def test_patch_errors_are_in_the_admin_format(
 
 def _run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    with TestClient(app, base_url="http://admin.test") as client:  # an httpx.Client over the app
+    with cli_client(app, base_url="http://admin.test") as client:  # an httpx.Client over the app
         code = main(list(argv), client=client, out=out, err=err)
     return code, out.getvalue(), err.getvalue()
 
