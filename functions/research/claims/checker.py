@@ -82,9 +82,9 @@ class ClaimCheck:
 class Evidence:
     """What was gathered for the claim: the screened chunks, their sources and what went wrong."""
 
-    chunks: list[EvidenceChunk] = field(default_factory=list)
-    sources: list[SourceRead] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    chunks: list[EvidenceChunk]
+    sources: list[SourceRead]
+    notes: list[str]
 
 
 @dataclass
@@ -129,7 +129,7 @@ class ClaimChecker:
         """Every named source read at once; each one's page evidence and abstract, screened."""
         focus = [facet.phrase for facet in plan.facets]
         papers = await asyncio.gather(*(self._read(source, focus, plan.settings.team_id) for source in named))
-        evidence = Evidence()
+        evidence = Evidence([], [], [])
         candidates: list[EvidenceChunk] = []
         docs: list[SourceDoc] = []
         for source, (paper, failure) in zip(named, papers, strict=True):
@@ -197,7 +197,7 @@ class ClaimChecker:
         ranked = await self.retriever.rank(plan, trace)
         retrieval = await self.retriever.read(ranked, trace)
         read = set(retrieval.full_text_read)
-        evidence = Evidence(chunks=list(retrieval.chunks), notes=list(retrieval.notes))
+        evidence = Evidence(list(retrieval.chunks), [], list(retrieval.notes))
         for source in retrieval.sources:
             evidence.sources.append(
                 SourceRead(
