@@ -1,11 +1,11 @@
 """The answer function's FastAPI app: the multi-source face (`/api/v1/research`, `/api/v1/ask`, presets,
-focus modes) and the trust face (`/v1/query`, `/v1/query/stream`, `/v1/search`, `/v1/traces`,
-`/v1/health`), both over the one answer pipeline (functions/research/pipeline.py)."""
+focus modes) and the trust face (`/v1/query`, `/v1/query/stream`, `/v1/search`, `/v1/claims/verify`,
+`/v1/traces`, `/v1/health`), both over the one answer pipeline (functions/research/pipeline.py)."""
 
 from __future__ import annotations
 
 from functions.answer.errors import SearchUnavailable
-from functions.answer.routes import references, research, trust
+from functions.answer.routes import claims, references, research, trust
 from functions.common import snapstart
 from functions.common.errors import DomainError, UpstreamError
 from functions.common.faces import multisource
@@ -56,10 +56,11 @@ app = create_app(
     title="answer",
     description="Evidence-grounded answers with located citations, claim verification and agent traces "
     "(multi-source `/api/v1/research` and `/api/v1/ask`; trust `/v1/query`, `/v1/query/stream`, "
-    "`/v1/search`, `/v1/traces/{trace_id}`, `/v1/health`; `/v1/references/check`).",
+    "`/v1/search`, `/v1/claims/verify`, `/v1/traces/{trace_id}`, `/v1/health`; `/v1/references/check`).",
     routers=[
         (RESEARCH_FACE, research.router),
         (trust_face.FACE, trust.router),
+        (trust_face.FACE, claims.router),
         (REFERENCES_FACE, references.router),
     ],
     logger=logger,
@@ -80,6 +81,7 @@ document_errors(
         "POST /v1/query": _TRUST,
         "POST /v1/query/stream": _TRUST,
         "POST /v1/search": _TRUST,
+        "POST /v1/claims/verify": _TRUST,
         "GET /v1/traces/{trace_id}": (trust_face.TrustErrorResponse, [404]),
         "GET /v1/health": (trust_face.TrustErrorResponse, []),
         "POST /v1/references/check": (trust_face.TrustErrorResponse, [400, 413, 415, 429, 503]),

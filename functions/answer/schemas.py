@@ -275,6 +275,72 @@ class QueryResponse(BaseModel):
     )
 
 
+# ---- trust face: /v1/claims/verify -----------------------------------------------------------------
+
+CLAIM_MAX_CHARS = 2000
+CLAIM_MAX_SOURCES = 20
+CLAIM_SOURCE_MAX_CHARS = 2048  # the extraction service's own limit on an address
+
+ClaimText = Annotated[
+    str,
+    Field(min_length=1, max_length=CLAIM_MAX_CHARS, json_schema_extra={"pattern": NON_BLANK_PATTERN}),
+    AfterValidator(_non_blank),
+]
+NamedSourceText = Annotated[
+    str,
+    Field(min_length=1, max_length=CLAIM_SOURCE_MAX_CHARS, json_schema_extra={"pattern": NON_BLANK_PATTERN}),
+    AfterValidator(_non_blank),
+]
+ClaimVerdictName = Literal[
+    "supported", "partially_supported", "unsupported", "contradicted", "insufficient_evidence"
+]
+EvidenceStance = Literal["supports", "contradicts", "partially_supports", "related"]
+
+
+class ClaimVerifyRequest(_Request):
+    claim: ClaimText = Field(description=f"The claim to check (at most {CLAIM_MAX_CHARS} characters)")
+    sources: list[NamedSourceText] | None = Field(
+        default=None,
+        max_length=CLAIM_MAX_SOURCES,
+        description="Where to look (URLs, DOIs, arXiv ids or library document ids, mixed; at most "
+        f"{CLAIM_MAX_SOURCES}); omitted or empty: the scholarly search finds the evidence",
+    )
+
+
+class ClaimEvidence(BaseModel):
+    quote: str = Field(
+        description="The passage, verbatim: text[char_start:char_end] of the text named by origin"
+    )
+    stance: EvidenceStance = Field(description="What the passage does to the claim")
+    note: str = Field(description="Why (the check's reason)")
+    source: str = Field(description="The source as the request named it (its URL when the search found it)")
+    page: int | None = Field(description="The PDF page (null for an abstract)")
+    char_start: int
+    char_end: int
+    origin: str = Field(description='"abstract" (the source\'s abstract) or "page" (that page\'s text)')
+    source_id: str
+    title: str
+    url: str
+
+
+class ClaimSource(BaseModel):
+    source: str = Field(description="As the request named it (its URL when the search found it)")
+    read: bool = Field(description="False: it could not be read (see note); the verdict does without it")
+    note: str | None = None
+    source_id: str
+    title: str
+    url: str
+
+
+class ClaimVerifyResponse(BaseModel):
+    claim: str
+    verdict: ClaimVerdictName
+    confidence: float = Field(description="0..1, how sure the verdict is (docs/claims.md)")
+    evidence: list[ClaimEvidence] = Field(description="The passages the verdict rests on, strongest first")
+    notes: list[str]
+    sources: list[ClaimSource] = Field(description="Every source looked at, read or not")
+
+
 # ---- trust face: /v1/search, /v1/traces, /v1/health ------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -22,10 +23,13 @@ from functions.common.settings import Settings, get_settings
 if TYPE_CHECKING:
     from functions.answer.service import AnswerService
     from functions.common.documents import DocumentRepository
+    from functions.extract.service import ExtractionService
     from functions.references.checker import ReferenceChecker
     from functions.research.pipeline import AnswerPipeline
+    from functions.research.retrieval.fusion import SearchPort
     from functions.research.retrieval.relevance import RelevanceScorer
-    from functions.research.retrieval.uploads import UploadedDocument
+    from functions.research.retrieval.retriever import Retriever
+    from functions.research.retrieval.uploads import DocumentPort, UploadedDocument
 
 
 class UploadedDocuments:
@@ -55,6 +59,35 @@ def relevance_scorer() -> RelevanceScorer:
     return RelevanceScorer(default_embedder())
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One request's reading: its retriever, and the extraction service behind its full-text port."""
+
+    retriever: Retriever
+    extraction: ExtractionService
+
+
+@asynccontextmanager
+async def reading(settings: Settings, search: SearchPort, documents: DocumentPort) -> AsyncIterator[Reading]:
+    """One request's retriever: the search port, the team's documents, and an extraction service of its
+    own (its HTTP client is closed when the request is done), its sources counted (functions/metering)."""
+    from functions.extract.service import ExtractionService
+    from functions.metering.meter import MeteredFullText
+    from functions.research.retrieval.retriever import Retriever
+
+    # The first request loads the MiniLM weights: off the event loop, so a stream's first event is
+    # written meanwhile.
+    scorer = await asyncio.to_thread(relevance_scorer)
+    extraction = ExtractionService.from_settings(settings)
+    try:
+        retriever = Retriever(
+            search=search, full_text=MeteredFullText(extraction), documents=documents, scorer=scorer
+        )
+        yield Reading(retriever, extraction)
+    finally:
+        await extraction.aclose()
+
+
 _service: tuple[Settings, AnswerService] | None = None
 
 
@@ -72,10 +105,8 @@ def build_service(settings: Settings) -> AnswerService:
     from functions.common.documents import DynamoDocumentRepository
     from functions.common.llm import provider_from_settings
     from functions.common.traces import DynamoDbTraceStore
-    from functions.extract.service import ExtractionService
-    from functions.metering.meter import MeteredFullText, metered_llm
+    from functions.metering.meter import metered_llm
     from functions.research.pipeline import AnswerPipeline
-    from functions.research.retrieval.retriever import Retriever
     from functions.search.service import SearchService
 
     search = SearchService.from_settings(settings)
@@ -83,21 +114,10 @@ def build_service(settings: Settings) -> AnswerService:
 
     @asynccontextmanager
     async def pipeline() -> AsyncIterator[AnswerPipeline]:
-        # The first request loads the MiniLM weights: off the event loop, so a stream's first event
-        # is written meanwhile.
-        scorer = await asyncio.to_thread(relevance_scorer)
-        extraction = ExtractionService.from_settings(settings)
-        try:
-            retriever = Retriever(
-                search=service.search_port,
-                full_text=MeteredFullText(extraction),
-                documents=documents,
-                scorer=scorer,
-            )
+        async with reading(settings, service.search_port, documents) as read:
+            retriever = read.retriever
             # Metered: the request's tokens and sources count for its team (functions/metering).
             yield AnswerPipeline(retriever, llm=metered_llm(provider_from_settings(settings)))
-        finally:
-            await extraction.aclose()
 
     service = AnswerService(
         pipeline,

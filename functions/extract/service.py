@@ -153,13 +153,7 @@ class ExtractionService:
     async def _extract(
         self, target: Target, source_url: str, focus: list[str], deadline: FetchDeadline, team_id: str | None
     ) -> ExtractedPaper:
-        record: DocumentRecord | None = None
-        if target.kind == "library":
-            # The team's record first: the cache below is consulted only for a document the team owns.
-            record = await asyncio.to_thread(owned_record, self._documents, team_id, target.value)
-            keys = document_keys(record.team_id, record.document_id)
-        else:
-            keys = public_keys(target.canonical_id)
+        record, keys = await self._owned_keys(target, team_id)
         cached = await self._from_cache(target, keys, source_url, focus, deadline)
         if cached is not None:
             return cached
@@ -200,6 +194,23 @@ class ExtractionService:
         return await self._analyse_and_store(
             parsed, target, keys, source_url, focus, sha256, extra_citations, deadline=deadline
         )
+
+    async def _owned_keys(
+        self, target: Target, team_id: str | None
+    ) -> tuple[DocumentRecord | None, StorageKeys]:
+        """Where the source's parse is kept; for a library document, the team's record first (the cache
+        is consulted only for a document the team owns: another team's reads as unknown)."""
+        if target.kind != "library":
+            return None, public_keys(target.canonical_id)
+        record = await asyncio.to_thread(owned_record, self._documents, team_id, target.value)
+        return record, document_keys(record.team_id, record.document_id)
+
+    async def page_texts(self, source_url: str, team_id: str | None = None) -> list[tuple[int, str]]:
+        """The normalised text of each page (1-based number, text) of a source already extracted: the
+        offsets of its evidence index into these. Empty when no parse of it is kept."""
+        _, keys = await self._owned_keys(classify(source_url), team_id)
+        stored = await self._cache.pages(keys)
+        return [] if stored is None else [(page.number, page.text) for page in stored.parsed.pages]
 
     async def _analyse_and_store(
         self,

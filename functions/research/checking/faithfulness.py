@@ -148,6 +148,12 @@ def read(text: str) -> Reading:
     )
 
 
+def directions(text: str) -> list[int]:
+    """The text's direction words in order: 1 for an increase ("higher", "improved"), -1 for a decrease."""
+    found = [(m.start(), 1) for m in _UP.finditer(text)] + [(m.start(), -1) for m in _DOWN.finditer(text)]
+    return [sign for _, sign in sorted(found)]
+
+
 def restated(finding: str, quotes: Sequence[str]) -> str:
     """The quote sentences the finding restates (most of their terms are in it); else the closest one."""
     terms = finding_terms(finding)
