@@ -36,8 +36,9 @@ from functions.rag.app import memo
 from functions.rag.index import build_index, load_knowledge_base, write_index
 from functions.rag.loader import set_knowledge_base
 from tests.e2e.answer_topic import QUESTION, answer_papers, gateway_server
-from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, environment, serve
+from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, TopicPaper, environment, serve
 from tests.support.mcp_client import mcp_client
+from tests.support.registry_web import RegistryWeb
 from tests.support.scholarly_web import ScholarlyWeb
 from tests.unit.rag.tiny_book import tiny_book
 
@@ -55,7 +56,29 @@ class Twin:
     body: dict[str, Any] | None = None
 
 
-def twins(arxiv_id: str, job_id: str) -> list[Twin]:
+def _checks(papers: list[TopicPaper]) -> list[Twin]:
+    """`verify_claim` on a paper's measured result, named by its arXiv id, and `check_references` on a
+    formatted reference, a bare DOI, a real DOI under an invented title and an invented reference."""
+    paper = next(item for item in papers if item.sample.arxiv_id)
+    finding = next(s for s in paper.text.split(". ") if s.startswith("In our experiments")) + "."
+    claim = {"claim": finding, "sources": [str(paper.sample.arxiv_id)]}
+    real, other = [item.sample for item in papers if item.sample.doi][:2]
+    references = {
+        "references": [
+            f"{', '.join(real.authors)}. {real.title}. {real.year}.",
+            f"doi:{other.doi}",
+            f"{real.authors[0]}. Deep reinforcement learning for glacier retreat forecasting. doi:{real.doi}",
+            "Zhang Q, Ivanova P. Quantum annealing schedules for protein docking benchmarks. Nat Chem. 2018.",
+        ]
+    }
+    return [
+        Twin("verify_claim", claim, "POST", "/v1/claims/verify", claim),
+        Twin("check_references", references, "POST", "/v1/references/check", references),
+    ]
+
+
+def twins(papers: list[TopicPaper], job_id: str) -> list[Twin]:
+    arxiv_id = next(paper.sample.arxiv_id for paper in papers if paper.sample.arxiv_id)
     search = {"query": "sparse attention", "max_results": 5}
     ask = {"query": QUESTION, "options": {"preset": "fast"}}
     start = {"research_goal": GOAL, "scope_parameters": {"discovery_depth": "rapid"}}
@@ -69,6 +92,7 @@ def twins(arxiv_id: str, job_id: str) -> list[Twin]:
             {"source_url": f"arxiv:{arxiv_id}"},
         ),
         Twin("ask", {"question": QUESTION, "preset": "fast"}, "POST", "/v1/query", ask),
+        *_checks(papers),
         Twin("research_status", {"job_id": job_id}, "GET", f"/api/agent/status/{job_id}"),
         Twin("research_results", {"job_id": job_id}, "GET", f"/api/agent/results/{job_id}"),
         Twin(
@@ -147,9 +171,9 @@ def main() -> None:
     set_knowledge_base(load_knowledge_base(store))
     memo.clear()
     papers = answer_papers()
-    arxiv_id = next(paper.sample.arxiv_id for paper in papers if paper.sample.arxiv_id)
     with ScholarlyWeb() as web:
         serve(web, papers)
+        RegistryWeb([paper.sample for paper in papers]).install(web)  # DOI lookups for the checks
         env = environment(web, AUTH="required", ADMIN_TOKEN=ADMIN_TOKEN)
         with EmbeddedAws(extra_environment=env), gateway_server() as base_url:
             team = httpx.post(
@@ -160,7 +184,7 @@ def main() -> None:
             ).json()
             token = str(team["token"])
             job_id = asyncio.run(finished_job(base_url, token))
-            figures = asyncio.run(measure(base_url, token, twins(str(arxiv_id), job_id), args.rounds))
+            figures = asyncio.run(measure(base_url, token, twins(papers, job_id), args.rounds))
     print(f"conditions: {NO_POLITENESS}; {args.rounds} rounds; medians in ms; AUTH=required")
     print(f"{'tool':<18} {'REST':>9} {'MCP':>9} {'MCP/REST':>9}")
     for name, rest_ms, mcp_ms in figures:

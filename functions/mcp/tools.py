@@ -15,7 +15,16 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from functions.answer.schemas import PresetName, QueryResponse
+from functions.answer.schemas import (
+    CLAIM_MAX_SOURCES,
+    ClaimText,
+    ClaimVerifyResponse,
+    NamedSourceText,
+    PresetName,
+    QueryResponse,
+    ReferenceCheckResponse,
+    ReferenceText,
+)
 from functions.answer.schemas import QueryText as QuestionText
 from functions.common.validation import JsonInt
 from functions.mcp.outputs import ExtractResponse
@@ -30,6 +39,7 @@ from functions.rag.api_models import (
     SemanticSearchResponse,
 )
 from functions.rag.model import EntityType
+from functions.references import MAX_REFERENCES
 from functions.research.planning.request import ScopeParameters
 from functions.search.schemas import QueryText, ToolsSearchResponse
 
@@ -103,6 +113,23 @@ class Ask(Arguments):
     preset: PresetName | None = Field(default=None, description="Answer preset (default: the service's)")
     documents: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
         default_factory=list, max_length=20, description="Library document ids to draw on as well"
+    )
+
+
+class VerifyClaim(Arguments):
+    claim: ClaimText = Field(description="The claim to check against the literature")
+    sources: list[NamedSourceText] | None = Field(
+        default=None,
+        max_length=CLAIM_MAX_SOURCES,
+        description="Where to look: URLs, DOIs, arXiv ids or library document ids (omitted: search)",
+    )
+
+
+class CheckReferences(Arguments):
+    references: list[ReferenceText] = Field(
+        min_length=1,
+        max_length=MAX_REFERENCES,
+        description=f"1 to {MAX_REFERENCES} references: formatted, bare DOIs or BibTeX entries",
     )
 
 
@@ -183,6 +210,22 @@ def _ask_summary(body: dict[str, Any]) -> str:
     return f"{body.get('answer', '')} ({len(citations)} verified citations)"
 
 
+def _claim_summary(body: dict[str, Any]) -> str:
+    evidence = body.get("evidence", [])
+    return (
+        f"{body.get('verdict', '').replace('_', ' ')} (confidence {float(body.get('confidence', 0)):.2f}, "
+        f"{len(evidence)} quoted passages)"
+    )
+
+
+def _references_summary(body: dict[str, Any]) -> str:
+    statuses: dict[str, int] = {}
+    for entry in body.get("references", []):
+        statuses[entry.get("status", "")] = statuses.get(entry.get("status", ""), 0) + 1
+    counts = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in sorted(statuses.items()))
+    return f"{sum(statuses.values())} references checked: {counts}"
+
+
 def _job_summary(body: dict[str, Any]) -> str:
     phase = body.get("current_phase") or {}
     described = phase.get("description") if isinstance(phase, dict) else None
@@ -235,6 +278,24 @@ TOOLS: tuple[ToolSpec, ...] = (
         _ask_summary,
         body=_ask_body,
         streamed=_streamed_query,
+    ),
+    ToolSpec(
+        "verify_claim",
+        "Check a claim against the literature: supported, partially supported, unsupported, "
+        "contradicted or insufficient evidence, with the verbatim, page-located passages it rests on.",
+        VerifyClaim,
+        "POST /v1/claims/verify",
+        ClaimVerifyResponse,
+        _claim_summary,
+    ),
+    ToolSpec(
+        "check_references",
+        "Check references (formatted, bare DOIs or BibTeX) against Crossref and OpenAlex: verified, "
+        "DOI-title mismatch, not found, retracted or ambiguous, with the registry's record.",
+        CheckReferences,
+        "POST /v1/references/check",
+        ReferenceCheckResponse,
+        _references_summary,
     ),
     ToolSpec(
         "start_research",

@@ -39,7 +39,7 @@ from tests.unit.rag.tiny_book import tiny_book
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
 ADMIN_TOKEN = "mcp-admin-secret"
-TOOL_NAMES = {tool.name for tool in TOOLS}  # the eight: tests/unit/mcp/test_tools.py
+TOOL_NAMES = {tool.name for tool in TOOLS}  # the ten: tests/unit/mcp/test_tools.py
 TERMINAL = {"COMPLETED", "PARTIAL", "FAILED", "REFUSED"}
 
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from functions.answer.schemas import CLAIM_MAX_CHARS, CLAIM_MAX_SOURCES
 from functions.mcp.tools import TOOLS, TOOLS_BY_NAME
+from functions.references import MAX_REFERENCES
 
 
-def test_the_eight_tools_of_the_issue_with_object_schemas() -> None:
+def test_the_ten_tools_of_the_issue_with_object_schemas() -> None:
     assert [tool.name for tool in TOOLS] == [
         "search_papers",
         "read_paper",
         "ask",
+        "verify_claim",
+        "check_references",
         "start_research",
         "research_status",
         "research_results",
@@ -71,6 +75,19 @@ def test_start_research_and_kb_search_send_their_arguments_as_the_body() -> None
     assert call.json == {"query": "bellman", "k": 5, "traverse_types": ["formula"]}
 
 
+def test_the_two_checks_send_their_arguments_as_their_routes_bodies() -> None:
+    verify = TOOLS_BY_NAME["verify_claim"]
+    call = verify.call(verify.arguments.model_validate({"claim": "Sparse attention cuts memory use."}))
+    assert (call.method, call.path) == ("POST", "/v1/claims/verify")
+    assert call.json == {"claim": "Sparse attention cuts memory use."}  # no sources: the route searches
+    named = verify.call(verify.arguments.model_validate({"claim": "x y z", "sources": ["10.1/abc"]}))
+    assert named.json == {"claim": "x y z", "sources": ["10.1/abc"]}
+    check = TOOLS_BY_NAME["check_references"]
+    call = check.call(check.arguments.model_validate({"references": ["10.1/abc", "@article{k, title={T}}"]}))
+    assert (call.method, call.path) == ("POST", "/v1/references/check")
+    assert call.json == {"references": ["10.1/abc", "@article{k, title={T}}"]}
+
+
 @pytest.mark.parametrize(
     ("name", "arguments", "field"),
     [
@@ -79,6 +96,11 @@ def test_start_research_and_kb_search_send_their_arguments_as_the_body() -> None
         ("ask", {"question": "Why?", "preset": "slow"}, "preset"),
         ("research_status", {}, "job_id"),
         ("kb_search", {"query": "x", "traverse_types": ["planet"]}, "traverse_types"),
+        ("verify_claim", {"claim": "x" * (CLAIM_MAX_CHARS + 1)}, "claim"),
+        ("verify_claim", {"claim": "x", "sources": ["10.1/a"] * (CLAIM_MAX_SOURCES + 1)}, "sources"),
+        ("check_references", {"references": []}, "references"),
+        ("check_references", {"references": ["10.1/a"] * (MAX_REFERENCES + 1)}, "references"),
+        ("check_references", {"references": ["   "]}, "references"),
     ],
 )
 def test_invalid_arguments_are_refused_by_the_argument_model(
