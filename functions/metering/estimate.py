@@ -338,19 +338,10 @@ class CostModel:
             closing += self.step_cost("screen", high=True)
         return closing
 
-    def remaining_cost(
-        self,
-        counters: Mapping[str, float],
-        planned_extractions: int,
-        *,
-        high: bool = True,
-        selected: int | None = None,
-    ) -> float:
-        """What a running job may still spend after the steps its ledger counts (`steps_<step>`): every
-        step it can still run, none of a phase it has left behind (no search once it extracts, no
-        extraction once it synthesizes). `high`: each step at its high profile and as many as a job
-        runs (the plan's extractions); else each at its mean and as many as a job runs on average.
-        `selected`: the extractions the screening started, once it has (then exactly those)."""
+    def _steps_left(
+        self, counters: Mapping[str, float], planned_extractions: int, *, high: bool, selected: int | None
+    ) -> dict[str, float]:
+        """How many of each step a running job may still run (see `remaining_cost`)."""
         done = {step: counters.get(f"steps_{step}", 0.0) for step in self.profiles}
         if high:
             left = {step: count.most or 0.0 for step, count in self.shape.items()}
@@ -364,12 +355,48 @@ class CostModel:
             left["search"], left["screen"] = done["search"], done["screen"]
         if done["synthesize"]:
             left["extract"] = done["extract"]
+        return {step: max(0.0, left.get(step, 0.0) - done[step]) for step in self.profiles}
+
+    def remaining_cost(
+        self,
+        counters: Mapping[str, float],
+        planned_extractions: int,
+        *,
+        high: bool = True,
+        selected: int | None = None,
+    ) -> float:
+        """What a running job may still spend after the steps its ledger counts (`steps_<step>`): every
+        step it can still run, none of a phase it has left behind (no search once it extracts, no
+        extraction once it synthesizes). `high`: each step at its high profile and as many as a job
+        runs (the plan's extractions); else each at its mean and as many as a job runs on average.
+        `selected`: the extractions the screening started, once it has (then exactly those)."""
+        left = self._steps_left(counters, planned_extractions, high=high, selected=selected)
         total = 0.0
         for step, profile in self.profiles.items():
             seconds = None if high else profile.seconds_mean
             each = self.step_quantities(step, high=high, sources=planned_extractions, seconds=seconds)
-            total += max(0.0, left[step] - done[step]) * each.cost(self.prices).total_usd
+            total += left[step] * each.cost(self.prices).total_usd
         return total
+
+    def remaining_spread(
+        self, counters: Mapping[str, float], planned_extractions: int, *, selected: int | None = None
+    ) -> float:
+        """The standard deviation of what a running job may still spend (`remaining_cost`'s mean): the
+        spread of each step left, that of the number of extractions while the screening has not chosen
+        them, and the job's load factor on the Lambda time left."""
+        left = self._steps_left(counters, planned_extractions, high=False, selected=selected)
+        variance, lambda_left = 0.0, 0.0
+        for step, profile in self.profiles.items():
+            variance += left[step] * self.step_moments(step, planned_extractions).variance
+            per_second = billed_gb_seconds(1.0, step_memory_mb(step)) * self.prices.lambda_gb_second
+            lambda_left += left[step] * per_second * profile.seconds_mean
+        undecided = (
+            selected is None and not counters.get("steps_extract") and not counters.get("steps_synthesize")
+        )
+        if undecided and left["extract"] > 0:
+            count_sd = self.shape["extract"].capped(planned_extractions)[1]
+            variance += (count_sd * self.step_moments("extract", planned_extractions).mean) ** 2
+        return math.sqrt(variance + (LOAD_SD * lambda_left) ** 2)
 
     # --- a whole job (the quote) -----------------------------------------------------------------
 
@@ -414,6 +441,7 @@ class CostModel:
         parts, counts = self.job_parts(queries, sources)
         weights = sum(weight for weight, _ in parts)
         mean = sum(weight * moments.mean for weight, moments in parts) / weights
+        variance = sum(weight * (m.variance + (m.mean - mean) ** 2) for weight, m in parts) / weights
         low = mixture_quantile(parts, LOW_QUANTILE_Z)
         high = mixture_quantile(parts, HIGH_QUANTILE_Z)
         low_tokens = self.synthesis_tokens(sources, high=False)
@@ -425,6 +453,7 @@ class CostModel:
             "basis": {
                 "interval": "80%: 15th to 95th percentile of the job's cost",
                 "mean_usd": round(mean, 6),
+                "sd_usd": round(math.sqrt(variance), 6),
                 "queries": queries,
                 "target_sources": sources,
                 "extractions": sources,
