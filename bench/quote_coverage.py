@@ -21,10 +21,14 @@ is derived from (on the dev half only, see docs/usage.md).
 
 from __future__ import annotations
 
+import os
+
+# As `make run`: one BLAS thread, so that a step's CPU (what it is billed) includes its forward passes'.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import json
 import logging
-import os
 import statistics
 import sys
 import threading
