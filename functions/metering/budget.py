@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from functions.common.errors import DomainError, InvalidInput
-from functions.metering.estimate import HIGH_QUANTILE_Z, CostModel, Unit
+from functions.metering.estimate import HIGH_QUANTILE_Z, CostModel, Unit, remaining_spread
 from functions.metering.meter import current_meter
 from functions.metering.store import (
     TOTALS,
@@ -95,7 +95,7 @@ def remaining_terms(costs: CostModel, ledger: JobLedger) -> tuple[float, float]:
     ratio = costs.measured_ratio(ledger.counters)
     planned, selected = ledger.planned_extractions or 0, ledger.selected_extractions
     mean = costs.remaining_cost(ledger.counters, planned, high=False, selected=selected)
-    spread = costs.remaining_spread(ledger.counters, planned, selected=selected)
+    spread = remaining_spread(costs, ledger.counters, planned, selected=selected)
     return ratio * mean, (HIGH_QUANTILE_Z * ratio * spread) ** 2
 
 
@@ -294,7 +294,7 @@ class Budgets:
         month's portfolio, and give the rest back to the month: what it has spent or reserved, what its
         remaining steps cost on average (`CostModel.remaining_cost`, scaled as its steps ran) and its
         part of the pooled margin of every running job's remaining cost (`portfolio_margin`), at least
-        its closing steps' high estimate. Its own remaining margin (`CostModel.remaining_spread`) then
+        its closing steps' high estimate. Its own remaining margin (`estimate.remaining_spread`) then
         replaces what it added to the month's pooled squares. A unit that needs more grows the hold
         again (`admit`). Returns what was released."""
         ledger = self.store.job(team_id, job_id)

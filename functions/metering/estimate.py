@@ -165,11 +165,11 @@ class ChaseProfile:
 # and Chase seconds for a calibration on the dev goals.
 GRAPH_REQUESTS_PER_SEED = {"semantic_scholar": 1.0, "openalex": 2.0}
 CHASE_PROFILE = ChaseProfile(
-    seconds_fixed=5.0,
-    seconds_per_seed=2.0,
-    seconds_sd=4.0,
-    selected_per_seed=1.0,
-    selected_sd_per_seed=1.0,
+    5.0,  # seconds, fixed
+    2.0,  # and a seed
+    4.0,  # their standard deviation
+    1.0,  # chased sources selected a seed
+    1.0,  # their standard deviation a seed (times the root of the seeds)
     # the joined screening stored, the search hits and kept vectors read; the job record and the budget
     step=StepProfile(0.0, 0.0, 1, 8, 3, 3),
     passing=StepProfile(0.02, 0.01, 0, 0, 0, 1),
@@ -229,6 +229,24 @@ def mixture_quantile(parts: list[tuple[float, Moments]], z: float) -> float:
         middle = math.sqrt(low * high)
         low, high = (middle, high) if below(middle) < target * total else (low, middle)
     return math.sqrt(low * high)
+
+
+def chase_moments(prices: PriceTable, seeds: int) -> Moments:
+    """The Chase step's cost: passing the selection through (`seeds` 0), or chasing `seeds` seeds."""
+    chase = CHASE_PROFILE
+    profile = chase.step if seeds > 0 else chase.passing
+    seconds = chase.seconds(seeds) if seeds > 0 else profile.seconds_mean
+    spread = chase.seconds_sd if seeds > 0 else profile.seconds_sd
+    fixed = Quantities(
+        lambda_requests=1,
+        sfn_transitions=STEP_TRANSITIONS.get("chase", 1),
+        s3_tier1_requests=round(profile.s3_tier1_requests),
+        s3_tier2_requests=round(profile.s3_tier2_requests),
+        dynamodb_write_requests=round(profile.dynamodb_write_requests),
+        dynamodb_read_requests=round(profile.dynamodb_read_requests),
+    )
+    per_second = billed_gb_seconds(1.0, step_memory_mb("chase")) * prices.lambda_gb_second
+    return Moments(fixed.cost(prices).total_usd + per_second * seconds, (per_second * spread) ** 2)
 
 
 def chase_basis(mode: str, seeds: int) -> dict[str, Any]:
@@ -405,7 +423,7 @@ class CostModel:
             closing += self.step_cost("screen", high=True)
         return closing
 
-    def _steps_left(
+    def steps_left(
         self, counters: Mapping[str, float], planned_extractions: int, *, high: bool, selected: int | None
     ) -> dict[str, float]:
         """How many of each step a running job may still run (see `remaining_cost`)."""
@@ -437,7 +455,7 @@ class CostModel:
         extraction once it synthesizes). `high`: each step at its high profile and as many as a job
         runs (the plan's extractions); else each at its mean and as many as a job runs on average.
         `selected`: the extractions the screening started, once it has (then exactly those)."""
-        left = self._steps_left(counters, planned_extractions, high=high, selected=selected)
+        left = self.steps_left(counters, planned_extractions, high=high, selected=selected)
         total = 0.0
         for step, profile in self.profiles.items():
             seconds = None if high else profile.seconds_mean
@@ -445,44 +463,7 @@ class CostModel:
             total += left[step] * each.cost(self.prices).total_usd
         return total
 
-    def remaining_spread(
-        self, counters: Mapping[str, float], planned_extractions: int, *, selected: int | None = None
-    ) -> float:
-        """The standard deviation of what a running job may still spend (`remaining_cost`'s mean): the
-        spread of each step left, that of the number of extractions while the screening has not chosen
-        them, and the job's load factor on the Lambda time left."""
-        left = self._steps_left(counters, planned_extractions, high=False, selected=selected)
-        variance, lambda_left = 0.0, 0.0
-        for step, profile in self.profiles.items():
-            variance += left[step] * self.step_moments(step, planned_extractions).variance
-            per_second = billed_gb_seconds(1.0, step_memory_mb(step)) * self.prices.lambda_gb_second
-            lambda_left += left[step] * per_second * profile.seconds_mean
-        undecided = (
-            selected is None and not counters.get("steps_extract") and not counters.get("steps_synthesize")
-        )
-        if undecided and left["extract"] > 0:
-            count_sd = self.shape["extract"].capped(planned_extractions)[1]
-            variance += (count_sd * self.step_moments("extract", planned_extractions).mean) ** 2
-        return math.sqrt(variance + (LOAD_SD * lambda_left) ** 2)
-
     # --- a whole job (the quote) -----------------------------------------------------------------
-
-    def chase_moments(self, seeds: int) -> Moments:
-        """The Chase step's cost: passing the selection through (`seeds` 0), or chasing `seeds` seeds."""
-        chase = CHASE_PROFILE
-        profile = chase.step if seeds > 0 else chase.passing
-        seconds = chase.seconds(seeds) if seeds > 0 else profile.seconds_mean
-        spread = chase.seconds_sd if seeds > 0 else profile.seconds_sd
-        fixed = Quantities(
-            lambda_requests=1,
-            sfn_transitions=STEP_TRANSITIONS.get("chase", 1),
-            s3_tier1_requests=round(profile.s3_tier1_requests),
-            s3_tier2_requests=round(profile.s3_tier2_requests),
-            dynamodb_write_requests=round(profile.dynamodb_write_requests),
-            dynamodb_read_requests=round(profile.dynamodb_read_requests),
-        )
-        per_second = billed_gb_seconds(1.0, step_memory_mb("chase")) * self.prices.lambda_gb_second
-        return Moments(fixed.cost(self.prices).total_usd + per_second * seconds, (per_second * spread) ** 2)
 
     def job_parts(
         self, queries: int, sources: int, chase_seeds: int = 0
@@ -514,7 +495,7 @@ class CostModel:
             lambda_others += n_mean * per_second * self.profiles[step].seconds_mean
         extract = self.step_moments("extract", sources)
         extract_seconds = billed_gb_seconds(self.profiles["extract"].seconds_mean, step_memory_mb("extract"))
-        passing, chasing = self.chase_moments(0), self.chase_moments(chase_seeds)
+        passing, chasing = chase_moments(self.prices, 0), chase_moments(self.prices, chase_seeds)
         added, added_sd = CHASE_PROFILE.selected(chase_seeds)
         chase_seconds = billed_gb_seconds(CHASE_PROFILE.seconds(chase_seeds), step_memory_mb("chase"))
         chase_lambda = (chase_seconds + added * extract_seconds) * self.prices.lambda_gb_second
@@ -582,3 +563,24 @@ class CostModel:
                 "prices": {"as_of": self.prices.as_of, "region": self.prices.region},
             },
         }
+
+
+def remaining_spread(
+    model: CostModel, counters: Mapping[str, float], planned_extractions: int, *, selected: int | None = None
+) -> float:
+    """The standard deviation of what a running job may still spend (`CostModel.remaining_cost`'s
+    mean): the spread of each step left, that of the number of extractions while the screening has not
+    chosen them, and the job's load factor on the Lambda time left."""
+    left = model.steps_left(counters, planned_extractions, high=False, selected=selected)
+    variance, lambda_left = 0.0, 0.0
+    for step, profile in model.profiles.items():
+        variance += left[step] * model.step_moments(step, planned_extractions).variance
+        per_second = billed_gb_seconds(1.0, step_memory_mb(step)) * model.prices.lambda_gb_second
+        lambda_left += left[step] * per_second * profile.seconds_mean
+    undecided = (
+        selected is None and not counters.get("steps_extract") and not counters.get("steps_synthesize")
+    )
+    if undecided and left["extract"] > 0:
+        count_sd = model.shape["extract"].capped(planned_extractions)[1]
+        variance += (count_sd * model.step_moments("extract", planned_extractions).mean) ** 2
+    return math.sqrt(variance + (LOAD_SD * lambda_left) ** 2)

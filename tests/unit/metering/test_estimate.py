@@ -132,7 +132,7 @@ def test_a_running_job_reserves_its_own_pace_once_it_has_measured_a_unit() -> No
 
 
 def test_a_job_that_chases_citations_is_quoted_its_chase_step_and_the_sources_it_adds() -> None:
-    from functions.metering.estimate import CHASE_PROFILE
+    from functions.metering.estimate import CHASE_PROFILE, chase_moments
 
     model = CostModel(DEFAULT_PRICES, llm_configured=False)
     plan = {"queries": [{}] * 6, "target_sources": 30}
@@ -143,7 +143,7 @@ def test_a_job_that_chases_citations_is_quoted_its_chase_step_and_the_sources_it
     assert chase["chased_sources"] == CHASE_PROFILE.selected(5)[0]
     assert off["basis"]["chase"]["graph_requests"] == {} and off["basis"]["expected_steps"]["chase"] == 1
     # the Chase step and the chased extractions raise every figure of the interval
-    step = model.chase_moments(5).mean - model.chase_moments(0).mean
+    step = chase_moments(DEFAULT_PRICES, 5).mean - chase_moments(DEFAULT_PRICES, 0).mean
     assert both["basis"]["mean_usd"] - off["basis"]["mean_usd"] > step
     assert both["low_usd"] > off["low_usd"] and both["high_usd"] > off["high_usd"]
     assert both["basis"]["expected_steps"]["extract"] > off["basis"]["expected_steps"]["extract"]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from functions.metering.budget import BudgetExceeded, Budgets, portfolio_margin, quote_terms
-from functions.metering.estimate import HIGH_QUANTILE_Z, CostModel
+from functions.metering.estimate import HIGH_QUANTILE_Z, CostModel, remaining_spread
 from functions.metering.meter import Meter
 from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.recorder import StepRun, UsageRecorder
@@ -129,7 +129,7 @@ def test_a_running_jobs_hold_follows_its_remaining_cost_and_its_part_of_the_pool
     assert pooled_sq == pytest.approx(a.hold_margin_sq + b.hold_margin_sq)
     assert a.hold_margin_sq < b.hold_margin_sq and pooled_sq < initial_sq
     remaining = MODEL.remaining_cost(a.counters, 10, high=False, selected=10)
-    margin_sq = (HIGH_QUANTILE_Z * MODEL.remaining_spread(a.counters, 10, selected=10)) ** 2
+    margin_sq = (HIGH_QUANTILE_Z * remaining_spread(MODEL, a.counters, 10, selected=10)) ** 2
     assert a.hold_margin_sq == pytest.approx(margin_sq)
     expected = a.committed_usd + remaining + portfolio_margin(margin_sq, pooled_at_a)
     assert a.held_usd == pytest.approx(expected, rel=1e-6)
