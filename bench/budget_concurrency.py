@@ -22,6 +22,11 @@ their turns at the providers: 20 at once take several minutes); about ten minute
 
 from __future__ import annotations
 
+import os
+
+# As `make run`: one BLAS thread, so that a step's CPU (what it is billed) includes its forward passes'.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import time
 from collections import Counter

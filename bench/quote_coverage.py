@@ -21,10 +21,14 @@ is derived from (on the dev half only, see docs/usage.md).
 
 from __future__ import annotations
 
+import os
+
+# As `make run`: one BLAS thread, so that a step's CPU (what it is billed) includes its forward passes'.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import json
 import logging
-import os
 import statistics
 import sys
 import threading
@@ -57,6 +61,7 @@ class JobCost:
     seconds: float = 0.0
     basis: dict[str, Any] = field(default_factory=dict)
     steps: list[dict[str, Any]] = field(default_factory=list)
+    chased_selected: int | None = None  # sources the Chase step added to the extraction (None: no chase)
 
     @property
     def where(self) -> str:
@@ -108,6 +113,21 @@ def _recorded_cost(client: Any, job_id: str) -> float | None:
     return float(body["cost_usd"]) if body.get("final") else None
 
 
+def _chased_selected(results: Any) -> int | None:
+    """How many sources citation chasing added (the results' `citation_chasing.selected`), if it ran."""
+    if isinstance(results, dict):
+        chasing = results.get("citation_chasing")
+        if isinstance(chasing, dict) and isinstance(chasing.get("selected"), list):
+            return len(chasing["selected"])
+        values: Any = results.values()
+    elif isinstance(results, list):
+        values = results
+    else:
+        return None
+    found = (_chased_selected(value) for value in values)
+    return next((count for count in found if count is not None), None)
+
+
 def run_job(client: Any, goal: Goal, depth: str, steps: StepLog) -> JobCost:
     from functions.orchestrate.models import JobStatus
 
@@ -133,6 +153,7 @@ def run_job(client: Any, goal: Goal, depth: str, steps: StepLog) -> JobCost:
         time.sleep(0.2)
     job.cost_usd = cost or 0.0
     job.seconds = time.perf_counter() - started
+    job.chased_selected = _chased_selected(client.get(f"/api/agent/results/{job.job_id}").json())
     with steps.lock:
         job.steps = list(steps.by_job.get(job.job_id, []))
     return job

@@ -20,6 +20,7 @@ import time
 from functools import cache
 
 from functions.common.outbound.fair_slots import FairSlots
+from functions.common.outbound.invocation_time import waiting
 from functions.extract.config import MIB, PdfParseLimits
 from functions.extract.errors import PdfLimitExceeded
 from functions.extract.pdf import (
@@ -61,7 +62,7 @@ def parse_pdf_isolated(
     limits = limits or PdfParseLimits()
     if not is_pdf(data):
         raise PdfParseError("not a PDF file (no %PDF header)")
-    with _slots(limits.max_concurrent).slot():
+    with _slots(limits.max_concurrent).slot(), waiting():  # the worker process's time is the step's
         parsed = _Worker(limits, max_pages, time_budget_seconds).parse(data)
     parsed.metadata.update(embedded_hints(data))
     return parsed

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from functions.common.errors import DomainError, InvalidInput
-from functions.metering.estimate import CostModel, Unit
+from functions.metering.estimate import HIGH_QUANTILE_Z, CostModel, Unit, remaining_spread
 from functions.metering.meter import current_meter
 from functions.metering.store import (
     TOTALS,
@@ -56,21 +56,61 @@ def usd(amount: float) -> str:
     return f"${amount:.6f}"
 
 
-def pooled_share(mean: float, high: float, pooled_sq: float) -> float:
+def pooled_share(mean: float, margin: float, pooled_sq: float) -> float:
     """A job's share of a month whose running holds' squared margins sum to `pooled_sq`: its expected
-    cost plus what its margin (high - mean) adds to the root of that sum (its whole margin, so its high
-    figure, when it runs alone)."""
-    margin = max(0.0, high - mean)
+    cost plus what its margin adds to the root of that sum (its whole margin when it runs alone)."""
+    margin = max(0.0, margin)
     return mean + math.sqrt(pooled_sq + margin * margin) - math.sqrt(pooled_sq)
 
 
-def quote_terms(quote: Mapping[str, Any]) -> tuple[float, float, float, int]:
-    """The quote's low, high and mean figures and its planned extractions."""
+def portfolio_margin(margin_sq: float, pooled_sq: float) -> float:
+    """A running job's part of the pooled margin sqrt(pooled_sq) of the month's running jobs: in
+    proportion to its own squared margin, so that the parts add up to the pool (a job alone: its own
+    margin)."""
+    if margin_sq <= 0:
+        return 0.0
+    return margin_sq / math.sqrt(max(pooled_sq, margin_sq))
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteTerms:
+    """What a hold reads of a quote: its low, high and mean figures, its 95 % margin over the mean and
+    its planned extractions."""
+
+    low: float
+    high: float
+    mean: float
+    margin: float
+    extractions: int
+
+    def share(self, pooled_sq: float, floor: float, remaining: float) -> float:
+        """Its share of a month (`pooled_share`), at most its high figure, or what is left when less,
+        down to `floor`."""
+        return max(floor, min(pooled_share(self.mean, self.margin, pooled_sq), self.high, remaining))
+
+
+def remaining_terms(costs: CostModel, ledger: JobLedger) -> tuple[float, float]:
+    """What a running job may still spend on average and its squared 95 % margin, both scaled by how
+    its steps ran (`CostModel.measured_ratio`)."""
+    ratio = costs.measured_ratio(ledger.counters)
+    planned, selected = ledger.planned_extractions or 0, ledger.selected_extractions
+    mean = costs.remaining_cost(ledger.counters, planned, high=False, selected=selected)
+    spread = remaining_spread(costs, ledger.counters, planned, selected=selected)
+    return ratio * mean, (HIGH_QUANTILE_Z * ratio * spread) ** 2
+
+
+def quote_terms(quote: Mapping[str, Any]) -> QuoteTerms:
+    """The quote's figures. The margin is 1.645 standard deviations of the job's cost (`sd_usd`): the
+    margins of independent jobs add as the root of their squares (a sum's standard deviation), so a
+    portfolio's 95 % point is the sum of the means plus the root of the sum of squared margins. A quote
+    without `sd_usd` (recorded before it existed) gives high - mean."""
     low = max(0.0, float(quote.get("low_usd", 0.0)))
     high = max(low, float(quote.get("high_usd", low)))
     basis = quote.get("basis") or {}
     mean = min(high, max(low, float(basis.get("mean_usd") or (low + high) / 2)))
-    return low, high, mean, int(basis.get("extractions") or 0)
+    sd = basis.get("sd_usd")
+    margin = HIGH_QUANTILE_Z * float(sd) if isinstance(sd, int | float) and sd > 0 else high - mean
+    return QuoteTerms(low, high, mean, margin, int(basis.get("extractions") or 0))
 
 
 class BudgetExceeded(DomainError):
@@ -190,12 +230,10 @@ class Budgets:
         the month cannot pay for what the job costs even if every unit is refused (its floor:
         `CostModel.least_job_cost`, or the quote's low figure when less).
 
-        The share starts at the quote's high figure for a job that runs alone. Jobs running at once in
-        a month share one margin: together they hold their expected costs (the quote's `mean_usd`)
-        plus the margin of their sum, the root of the sum of their squared margins (high - mean),
-        since their errors do not all fall the same way; a job holds its mean plus what it adds to
-        that root (`pooled_share`), or what is left of the month when less, down to its floor. The
-        hold is trued down as its steps are recorded and grown when a unit needs more (`true_up`, `admit`).
+        Jobs running at once in a month are held as one portfolio: their means plus the margin of
+        their sum, the root of their squared margins (`quote_terms`), which their sum passes about 5 %
+        of the time (docs/usage.md, "The portfolio"); a job holds what it adds (`QuoteTerms.share`).
+        The hold is trued as its steps are recorded and grown when a unit needs more (`true_up`, `admit`).
 
         Optimistic: read what is committed, then ADD the share on condition that the month's committed
         amount has not grown past the budget less the share in between (else read again). The last try
@@ -204,8 +242,8 @@ class Budgets:
         if budget is None:
             return None
         month = month_of(self.clock())
-        low, high, mean, extractions = quote_terms(quote)
-        margin_sq = (high - mean) ** 2
+        terms = quote_terms(quote)
+        low, high = terms.low, terms.high
         committed, pooled_sq = self._month_holds(team_id, month)
         remaining = max(0.0, budget - committed)
         floor = min(low, self.costs.least_job_cost())
@@ -214,9 +252,7 @@ class Budgets:
         for attempt in range(HOLD_ATTEMPTS if self.holds else 0):
             if floor > remaining + ROUNDING_USD:
                 break
-            share = floor
-            if attempt < HOLD_ATTEMPTS - 1:
-                share = max(floor, min(pooled_share(mean, high, pooled_sq), remaining))
+            share = floor if attempt == HOLD_ATTEMPTS - 1 else terms.share(pooled_sq, floor, remaining)
             outcome = self.store.hold(
                 HoldRequest(
                     team_id,
@@ -225,8 +261,8 @@ class Budgets:
                     share,
                     month_limit=budget - share + ROUNDING_USD,
                     monthly_budget_usd=budget,
-                    margin_sq=margin_sq,
-                    planned_extractions=extractions,
+                    margin_sq=terms.margin**2,
+                    planned_extractions=terms.extractions,
                 )
             )
             if outcome == "held":
@@ -254,23 +290,28 @@ class Budgets:
         return committed, max(0.0, totals.count("hold_margin_sq"))
 
     def true_up(self, team_id: str, job_id: str) -> float:
-        """After a step of a held job is recorded, give back to the month what its hold no longer needs:
-        all but what the job has spent or reserved, what its remaining steps cost on average
-        (`CostModel.remaining_cost`, scaled as its steps ran) and, at least, its closing steps' high
-        estimate. A unit that then needs more grows the hold again (`admit`). Returns what was released."""
+        """After a step of a held job is recorded, hold what the job still needs as a member of the
+        month's portfolio, and give the rest back to the month: what it has spent or reserved, what its
+        remaining steps cost on average (`CostModel.remaining_cost`, scaled as its steps ran) and its
+        part of the pooled margin of every running job's remaining cost (`portfolio_margin`), at least
+        its closing steps' high estimate. Its own remaining margin (`estimate.remaining_spread`) then
+        replaces what it added to the month's pooled squares. A unit that needs more grows the hold
+        again (`admit`). Returns what was released."""
         ledger = self.store.job(team_id, job_id)
         if ledger is None or ledger.held_usd is None or ledger.settled or ledger.hold_month is None:
             return 0.0
-        ratio = self.costs.measured_ratio(ledger.counters)
-        remaining = self.costs.remaining_cost(
-            ledger.counters, ledger.planned_extractions or 0, high=False, selected=ledger.selected_extractions
-        )
+        mean, margin_sq = remaining_terms(self.costs, ledger)
+        pooled_sq = self._month_holds(team_id, ledger.hold_month)[1] - ledger.hold_margin_sq + margin_sq
         closing = self.costs.step_cost("finalize", high=True)
-        keep = max(ledger.committed_usd + max(ratio * remaining, closing), ledger.cost_usd)
-        release = ledger.held_usd - keep
-        if release <= ROUNDING_USD:
+        needed = max(mean + portfolio_margin(margin_sq, pooled_sq), closing)
+        keep = max(ledger.committed_usd + needed, ledger.cost_usd)
+        release = max(0.0, ledger.held_usd - keep)
+        change = HoldChange(
+            team_id, job_id, ledger.hold_month, -release, margin_sq=margin_sq - ledger.hold_margin_sq
+        )
+        if release <= ROUNDING_USD and abs(change.margin_sq) <= ROUNDING_USD**2:
             return 0.0
-        changed = self.store.resize_hold(HoldChange(team_id, job_id, ledger.hold_month, -release))
+        changed = self.store.resize_hold(change)
         return release if changed else 0.0
 
     def _grow_hold(self, ledger: JobLedger, need: UnitNeed) -> bool:

@@ -288,15 +288,15 @@ class DynamoDbUsageStore:
         ledger = {
             "TableName": self._table.name,
             "Key": {"pk": job_pk(change.team_id, change.job_id), "sk": LEDGER},
-            "UpdateExpression": "ADD held_usd :usd",
+            "UpdateExpression": "ADD held_usd :usd, hold_margin_sq :margin",
             "ConditionExpression": "attribute_exists(held_usd) AND attribute_not_exists(settled_at)",
-            "ExpressionAttributeValues": {":usd": _number(change.usd)},
+            "ExpressionAttributeValues": {":usd": _number(change.usd), ":margin": _number(change.margin_sq)},
         }
         totals: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": {"pk": month_pk(change.team_id, change.month), "sk": TOTALS},
-            "UpdateExpression": "ADD committed_usd :usd",
-            "ExpressionAttributeValues": {":usd": _number(change.usd)},
+            "UpdateExpression": "ADD committed_usd :usd, hold_margin_sq :margin",
+            "ExpressionAttributeValues": {":usd": _number(change.usd), ":margin": _number(change.margin_sq)},
         }
         if change.month_limit is not None:
             totals["ConditionExpression"] = "attribute_not_exists(committed_usd) OR committed_usd <= :limit"

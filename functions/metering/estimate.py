@@ -128,6 +128,52 @@ JOB_SHAPE: Mapping[str, CountProfile] = {
 }
 # The spread of the factor every step of one job shares (machine load, upstream speed).
 LOAD_SD = 0.331
+
+
+@dataclass(frozen=True)
+class ChaseProfile:
+    """What citation chasing adds to a job that chases (comprehensive and exhaustive ones by default):
+    one Chase step, whose seconds grow with its seeds (each seed's references and citing works are
+    graph requests that wait for the providers' turns; the works found are embedded and screened with
+    the searches' hits), and the chased sources it selects, extracted beside the screening's. A job
+    that does not chase, or whose screening selected nothing to chase from, runs the step only to pass
+    its selection through (`passing`)."""
+
+    seconds_fixed: float
+    seconds_per_seed: float
+    seconds_sd: float
+    selected_per_seed: float
+    selected_sd_per_seed: float
+    step: StepProfile
+    passing: StepProfile
+
+    def seconds(self, seeds: int) -> float:
+        return self.seconds_fixed + self.seconds_per_seed * seeds
+
+    def selected(self, seeds: int) -> tuple[float, float]:
+        """The mean and standard deviation of how many chased sources a job adds to its extractions."""
+        return self.selected_per_seed * seeds, self.selected_sd_per_seed * math.sqrt(seeds)
+
+
+# Graph requests a seed costs, by provider and direction (docs/measured.md, "Citation chasing"): Semantic
+# Scholar one batch lookup for the seeds and one references page a seed, OpenAlex the seed and its
+# citing works. The step's seconds: Semantic Scholar's requests wait their 1 s turns one after the other
+# (with 0.3-1.5 s of network each), OpenAlex's go meanwhile, then the chased works are embedded and
+# screened (a few seconds); its chased sources: about one a seed (the chasing bench's rapid jobs, two
+# seeds: the hidden paper and one or two others). Derived from that bench and the provider intervals,
+# not from the quality bench's jobs: `bench.quote_coverage --record` keeps each job's `chased_selected`
+# and Chase seconds for a calibration on the dev goals.
+GRAPH_REQUESTS_PER_SEED = {"semantic_scholar": 1.0, "openalex": 2.0}
+CHASE_PROFILE = ChaseProfile(
+    5.0,  # seconds, fixed
+    2.0,  # and a seed
+    4.0,  # their standard deviation
+    1.0,  # chased sources selected a seed
+    1.0,  # their standard deviation a seed (times the root of the seeds)
+    # the joined screening stored, the search hits and kept vectors read; the job record and the budget
+    step=StepProfile(0.0, 0.0, 1, 8, 3, 3),
+    passing=StepProfile(0.02, 0.01, 0, 0, 0, 1),
+)
 # A unit the budget refused still runs as a Map iteration: its invocation, transition, budget check
 # (ledger and job read) and the job record's update are billed.
 SKIPPED_PROFILE = StepProfile(0.25, 0.15, 0, 0, 1, 2)
@@ -183,6 +229,45 @@ def mixture_quantile(parts: list[tuple[float, Moments]], z: float) -> float:
         middle = math.sqrt(low * high)
         low, high = (middle, high) if below(middle) < target * total else (low, middle)
     return math.sqrt(low * high)
+
+
+def chase_moments(prices: PriceTable, seeds: int) -> Moments:
+    """The Chase step's cost: passing the selection through (`seeds` 0), or chasing `seeds` seeds."""
+    chase = CHASE_PROFILE
+    profile = chase.step if seeds > 0 else chase.passing
+    seconds = chase.seconds(seeds) if seeds > 0 else profile.seconds_mean
+    spread = chase.seconds_sd if seeds > 0 else profile.seconds_sd
+    fixed = Quantities(
+        lambda_requests=1,
+        sfn_transitions=STEP_TRANSITIONS.get("chase", 1),
+        s3_tier1_requests=round(profile.s3_tier1_requests),
+        s3_tier2_requests=round(profile.s3_tier2_requests),
+        dynamodb_write_requests=round(profile.dynamodb_write_requests),
+        dynamodb_read_requests=round(profile.dynamodb_read_requests),
+    )
+    per_second = billed_gb_seconds(1.0, step_memory_mb("chase")) * prices.lambda_gb_second
+    return Moments(fixed.cost(prices).total_usd + per_second * seconds, (per_second * spread) ** 2)
+
+
+def chase_basis(mode: str, seeds: int) -> dict[str, Any]:
+    """What the quote assumes of citation chasing: its seeds, the graph requests they cost by provider
+    (backward: Semantic Scholar's references, forward: OpenAlex's citing works) and the chased sources
+    it adds to the extractions on average."""
+    providers = {"backward": ["semantic_scholar"], "forward": ["openalex"]}.get(
+        mode, list(GRAPH_REQUESTS_PER_SEED)
+    )
+    requests = {
+        p: round(GRAPH_REQUESTS_PER_SEED[p] * seeds + (p == "semantic_scholar"), 1) for p in providers
+    }
+    return {
+        "mode": mode,
+        "seeds": seeds,
+        "graph_requests": requests if seeds else {},
+        "chased_sources": round(CHASE_PROFILE.selected(seeds)[0], 2),
+        "step_seconds": round(
+            CHASE_PROFILE.seconds(seeds) if seeds else CHASE_PROFILE.passing.seconds_mean, 3
+        ),
+    }
 
 
 class CostModel:
@@ -338,19 +423,10 @@ class CostModel:
             closing += self.step_cost("screen", high=True)
         return closing
 
-    def remaining_cost(
-        self,
-        counters: Mapping[str, float],
-        planned_extractions: int,
-        *,
-        high: bool = True,
-        selected: int | None = None,
-    ) -> float:
-        """What a running job may still spend after the steps its ledger counts (`steps_<step>`): every
-        step it can still run, none of a phase it has left behind (no search once it extracts, no
-        extraction once it synthesizes). `high`: each step at its high profile and as many as a job
-        runs (the plan's extractions); else each at its mean and as many as a job runs on average.
-        `selected`: the extractions the screening started, once it has (then exactly those)."""
+    def steps_left(
+        self, counters: Mapping[str, float], planned_extractions: int, *, high: bool, selected: int | None
+    ) -> dict[str, float]:
+        """How many of each step a running job may still run (see `remaining_cost`)."""
         done = {step: counters.get(f"steps_{step}", 0.0) for step in self.profiles}
         if high:
             left = {step: count.most or 0.0 for step, count in self.shape.items()}
@@ -364,19 +440,39 @@ class CostModel:
             left["search"], left["screen"] = done["search"], done["screen"]
         if done["synthesize"]:
             left["extract"] = done["extract"]
+        return {step: max(0.0, left.get(step, 0.0) - done[step]) for step in self.profiles}
+
+    def remaining_cost(
+        self,
+        counters: Mapping[str, float],
+        planned_extractions: int,
+        *,
+        high: bool = True,
+        selected: int | None = None,
+    ) -> float:
+        """What a running job may still spend after the steps its ledger counts (`steps_<step>`): every
+        step it can still run, none of a phase it has left behind (no search once it extracts, no
+        extraction once it synthesizes). `high`: each step at its high profile and as many as a job
+        runs (the plan's extractions); else each at its mean and as many as a job runs on average.
+        `selected`: the extractions the screening started, once it has (then exactly those)."""
+        left = self.steps_left(counters, planned_extractions, high=high, selected=selected)
         total = 0.0
         for step, profile in self.profiles.items():
             seconds = None if high else profile.seconds_mean
             each = self.step_quantities(step, high=high, sources=planned_extractions, seconds=seconds)
-            total += max(0.0, left[step] - done[step]) * each.cost(self.prices).total_usd
+            total += left[step] * each.cost(self.prices).total_usd
         return total
 
     # --- a whole job (the quote) -----------------------------------------------------------------
 
-    def job_parts(self, queries: int, sources: int) -> tuple[list[tuple[float, Moments]], dict[str, float]]:
+    def job_parts(
+        self, queries: int, sources: int, chase_seeds: int = 0
+    ) -> tuple[list[tuple[float, Moments]], dict[str, float]]:
         """The cost of a job that plans `queries` and `sources` extractions, as a mixture over how many
         sources it extracts (weight, the cost's moments given that count), and its expected steps by
-        kind. The search phase's seconds follow the plan's queries, its requests the iterations."""
+        kind. The search phase's seconds follow the plan's queries, its requests the iterations. A job
+        that chases `chase_seeds` seeds runs the Chase step and extracts the chased sources it selects
+        too, whenever its screening selected any source to chase from."""
         others = Moments()
         counts: dict[str, float] = {}
         lambda_others = 0.0
@@ -399,11 +495,28 @@ class CostModel:
             lambda_others += n_mean * per_second * self.profiles[step].seconds_mean
         extract = self.step_moments("extract", sources)
         extract_seconds = billed_gb_seconds(self.profiles["extract"].seconds_mean, step_memory_mb("extract"))
+        passing, chasing = chase_moments(self.prices, 0), chase_moments(self.prices, chase_seeds)
+        added, added_sd = CHASE_PROFILE.selected(chase_seeds)
+        chase_seconds = billed_gb_seconds(CHASE_PROFILE.seconds(chase_seeds), step_memory_mb("chase"))
+        chase_lambda = (chase_seconds + added * extract_seconds) * self.prices.lambda_gb_second
         parts = []
         for weight, extracted in self.shape["extract"].outcomes(sources):
             lambda_mean = lambda_others + extracted * extract_seconds * self.prices.lambda_gb_second
             given = others + Moments(extracted * extract.mean, extracted * extract.variance)
+            if chase_seeds > 0 and extracted > 0:
+                chased = Moments(
+                    added * extract.mean, added * extract.variance + (added_sd * extract.mean) ** 2
+                )
+                given, lambda_mean = given + chasing + chased, lambda_mean + chase_lambda
+            else:
+                given += passing
             parts.append((weight, given + Moments(0.0, (LOAD_SD * lambda_mean) ** 2)))
+        counts["chase"] = 1
+        if chase_seeds > 0:
+            chases = sum(
+                weight for weight, extracted in self.shape["extract"].outcomes(sources) if extracted > 0
+            )
+            counts["extract"] = round(counts["extract"] + added * chases, 2)
         return parts, counts
 
     def quote(self, plan: Mapping[str, Any]) -> dict[str, Any]:
@@ -411,9 +524,12 @@ class CostModel:
         as a dict): low and high USD (an 80 % interval) and the basis they were computed from."""
         queries = len(plan.get("queries") or [])
         sources = int(plan.get("target_sources") or 0)
-        parts, counts = self.job_parts(queries, sources)
+        mode = str(plan.get("citation_chasing") or "off")
+        seeds = int(plan.get("chase_seeds") or 0) if mode != "off" else 0
+        parts, counts = self.job_parts(queries, sources, seeds)
         weights = sum(weight for weight, _ in parts)
         mean = sum(weight * moments.mean for weight, moments in parts) / weights
+        variance = sum(weight * (m.variance + (m.mean - mean) ** 2) for weight, m in parts) / weights
         low = mixture_quantile(parts, LOW_QUANTILE_Z)
         high = mixture_quantile(parts, HIGH_QUANTILE_Z)
         low_tokens = self.synthesis_tokens(sources, high=False)
@@ -425,6 +541,7 @@ class CostModel:
             "basis": {
                 "interval": "80%: 15th to 95th percentile of the job's cost",
                 "mean_usd": round(mean, 6),
+                "sd_usd": round(math.sqrt(variance), 6),
                 "queries": queries,
                 "target_sources": sources,
                 "extractions": sources,
@@ -432,6 +549,7 @@ class CostModel:
                 "steps_most": {
                     step: (sources if step == "extract" else count.most) for step, count in self.shape.items()
                 },
+                "chase": chase_basis(mode, seeds),
                 "llm_configured": self.llm_configured,
                 "llm_tokens_in": {"low": low_tokens.tokens_in, "high": high_tokens.tokens_in},
                 "llm_tokens_out": {"low": low_tokens.tokens_out, "high": high_tokens.tokens_out},
@@ -445,3 +563,24 @@ class CostModel:
                 "prices": {"as_of": self.prices.as_of, "region": self.prices.region},
             },
         }
+
+
+def remaining_spread(
+    model: CostModel, counters: Mapping[str, float], planned_extractions: int, *, selected: int | None = None
+) -> float:
+    """The standard deviation of what a running job may still spend (`CostModel.remaining_cost`'s
+    mean): the spread of each step left, that of the number of extractions while the screening has not
+    chosen them, and the job's load factor on the Lambda time left."""
+    left = model.steps_left(counters, planned_extractions, high=False, selected=selected)
+    variance, lambda_left = 0.0, 0.0
+    for step, profile in model.profiles.items():
+        variance += left[step] * model.step_moments(step, planned_extractions).variance
+        per_second = billed_gb_seconds(1.0, step_memory_mb(step)) * model.prices.lambda_gb_second
+        lambda_left += left[step] * per_second * profile.seconds_mean
+    undecided = (
+        selected is None and not counters.get("steps_extract") and not counters.get("steps_synthesize")
+    )
+    if undecided and left["extract"] > 0:
+        count_sd = model.shape["extract"].capped(planned_extractions)[1]
+        variance += (count_sd * model.step_moments("extract", planned_extractions).mean) ** 2
+    return math.sqrt(variance + (LOAD_SD * lambda_left) ** 2)

@@ -2,7 +2,8 @@
 
 `metered_step(step, event, context, run)` wraps each step Lambda's run (functions/orchestrate/steps/adapter.py):
 it opens a meter (S3 and DynamoDB calls, LLM tokens, sources and budget reservations of the step land on it),
-times the invocation, and afterwards records its usage and cost on the job's ledger and the team's month
+times the invocation as Lambda would bill it alone (its CPU plus its waits on upstreams, turns and the
+parse worker, never more than its wall-clock time: functions/common/outbound/invocation_time.py), and afterwards records its usage and cost on the job's ledger and the team's month
 (functions/metering/recorder.py), whether the step succeeded or raised. The Plan step first writes the
 job's budgets to its ledger. Recording never fails a step: a failure is logged.
 """
@@ -16,6 +17,11 @@ from typing import Any
 from functions.common.errors import StepDeferred
 from functions.common.observability import get_logger
 from functions.common.outbound.fair_slots import counting_shared_waits
+from functions.common.outbound.invocation_time import (
+    InvocationTime,
+    install_cpu_timed_loops,
+    timing_invocation,
+)
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.metering.meter import Meter, metering
 from functions.metering.recorder import StepRun
@@ -70,15 +76,17 @@ def metered_step(step: str, event: dict[str, Any], context: Any, run: StepRunner
 
     if not metering_enabled():
         return run(step, event, context)
-    started = time.perf_counter()
+    timed = install_cpu_timed_loops()
+    started, started_cpu = time.perf_counter(), time.thread_time()
     team_id, job_id = step_ids(event)
     meter = Meter()
     result: dict[str, Any] | None = None
     deferred = False
     shared_waits: list[float] = []
+    measured = InvocationTime()
     try:
         _instrument()
-        with metering(meter), counting_shared_waits() as shared_waits:
+        with metering(meter), counting_shared_waits() as shared_waits, timing_invocation() as measured:
             if step == "plan":
                 _guarded("open the job's ledger", lambda: _open_job(team_id, job_id, event))
             result = run(step, event, context)
@@ -88,7 +96,9 @@ def metered_step(step: str, event: dict[str, Any], context: Any, run: StepRunner
         raise
     finally:
         # billed as Lambda would: without waits for other invocations that only one shared process has
-        duration = max(0.0, time.perf_counter() - started - sum(shared_waits))
+        wall = max(0.0, time.perf_counter() - started - sum(shared_waits))
+        own_cpu = time.thread_time() - started_cpu
+        duration = measured.billed_seconds(wall, own_cpu) if timed else wall
         outcome = None
         if step in TERMINAL_STEPS and result is not None and result.get("moved"):
             outcome = str(result.get("status") or "")

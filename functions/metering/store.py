@@ -182,13 +182,15 @@ class HoldRequest:
 @dataclass(frozen=True)
 class HoldChange:
     """A running job's hold grown (`usd` > 0, if the month's committed amount is at most `month_limit`)
-    or trued down (`usd` < 0), on its ledger and its month's totals together."""
+    or trued down (`usd` < 0), on its ledger and its month's totals together; `margin_sq` changes the
+    job's squared margin (`hold_margin_sq`) on both as well."""
 
     team_id: str
     job_id: str
     month: str
     usd: float
     month_limit: float | None = None
+    margin_sq: float = 0.0
 
 
 class UsageStore(Protocol):

@@ -22,6 +22,7 @@ from functions.research.planning.job import (
 )
 from functions.research.planning.plan import JobSettings, ResearchPlan
 from functions.research.planning.request import ExecuteRequest
+from functions.research.retrieval.chasing import seed_count
 
 COUNTERS = (
     "queries_total",
@@ -93,7 +94,9 @@ class JobRecords:
             execution_plan=execution_plan,
         )
         if self.costs is not None:
-            response.cost_estimate = self.costs.quote(plan.to_dict())
+            scope = request.scope_parameters
+            chasing = {"citation_chasing": scope.chasing, "chase_seeds": seed_count(scope.discovery_depth)}
+            response.cost_estimate = self.costs.quote({**plan.to_dict(), **chasing})
         record = JobRecord(
             job_id=job_id,
             team_id=team_id,

@@ -29,6 +29,7 @@ from urllib.parse import urljoin
 import httpx
 
 from functions.common.errors import FetchBlocked, FetchError, FetchTimeout, FetchTooLarge
+from functions.common.outbound.invocation_time import waiting
 from functions.common.settings import FetchPurpose, Settings, get_settings
 
 if TYPE_CHECKING:  # tenacity is imported by the first request that retries (bench/cold_start.py)
@@ -269,7 +270,8 @@ class HttpClient:
         try:
             async with asyncio.timeout(total):
                 try:
-                    return await retrying(once)
+                    with waiting():  # on the upstream (billed as Lambda would: invocation_time)
+                        return await retrying(once)
                 except _TransientStatus as exc:
                     return exc.response
         except TimeoutError as exc:
@@ -303,18 +305,19 @@ class HttpClient:
             json=options.get("json"),
             timeout=self._per_request_timeout(options),
         )
-        try:
-            async with asyncio.timeout_at(deadline):
-                response = await self._client.send(request, stream=True)
-        except TimeoutError as exc:
-            raise FetchTimeout(f"{method} {url} exceeded its {total:g} s budget") from exc
-        except httpx.TransportError as exc:
-            _raise_fetch_error(method, url, exc)
-        try:
-            cap = options.get("max_bytes") or self._settings.fetch_max_bytes
-            yield StreamedResponse(response, method, url, deadline, total, cap)
-        finally:
-            await response.aclose()
+        with waiting():  # the exchange, up to its last byte read, is a wait on the upstream
+            try:
+                async with asyncio.timeout_at(deadline):
+                    response = await self._client.send(request, stream=True)
+            except TimeoutError as exc:
+                raise FetchTimeout(f"{method} {url} exceeded its {total:g} s budget") from exc
+            except httpx.TransportError as exc:
+                _raise_fetch_error(method, url, exc)
+            try:
+                cap = options.get("max_bytes") or self._settings.fetch_max_bytes
+                yield StreamedResponse(response, method, url, deadline, total, cap)
+            finally:
+                await response.aclose()
 
     def _per_request_timeout(self, options: ExchangeOptions) -> httpx.Timeout:
         """Connecting within 5 s, each read within `timeout` (by default the settings' fetch time-out)."""

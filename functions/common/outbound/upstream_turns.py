@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from functions.common.conditional_put import unchanged_since_read
 from functions.common.observability import get_logger
 from functions.common.outbound.fair_share import FairShare
+from functions.common.outbound.invocation_time import waiting
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
@@ -428,7 +429,8 @@ class UpstreamTurns:
             turn, version, pause = attempt.step()
             if turn is not None:
                 return turn
-            self._store.wait(attempt.provider, version, pause)
+            with waiting():  # for a provider's turn: Lambda waits (and bills) as long
+                self._store.wait(attempt.provider, version, pause)
 
     async def acquire_async(
         self,
@@ -450,7 +452,8 @@ class UpstreamTurns:
             turn, version, pause = attempt.step()
             if turn is not None:
                 return turn
-            await self._store.wait_async(provider, version, pause)
+            with waiting():
+                await self._store.wait_async(provider, version, pause)
 
     def release(self, turn: Turn) -> None:
         """Hand the turn back: the provider is next free `interval` after the request left. Releasing

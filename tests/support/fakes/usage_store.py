@@ -149,7 +149,8 @@ class InMemoryUsageStore:
             if limit is not None and month_committed is not None and month_committed > limit:
                 return False
             ledger["held_usd"] = float(ledger["held_usd"] or 0.0) + change.usd
-            self._add(totals_key, {"committed_usd": change.usd})
+            ledger["hold_margin_sq"] = float(ledger.get("hold_margin_sq") or 0.0) + change.margin_sq
+            self._add(totals_key, {"committed_usd": change.usd, "hold_margin_sq": change.margin_sq})
             return True
 
     def settle(self, team_id: str, job_id: str) -> tuple[str, float] | None:

@@ -17,7 +17,14 @@ from fastapi.testclient import TestClient
 from functions.common.storage import InMemoryBlobStore
 from functions.metering import wiring
 from functions.metering.budget import Budgets
-from functions.metering.estimate import SKIPPED_PROFILE, STEP_PROFILES, CostModel, Unit
+from functions.metering.estimate import (
+    HIGH_QUANTILE_Z,
+    SKIPPED_PROFILE,
+    STEP_PROFILES,
+    CostModel,
+    Unit,
+    remaining_spread,
+)
 from functions.metering.meter import Meter, metering
 from functions.metering.prices import DEFAULT_PRICES
 from functions.metering.recorder import StepRun, UsageRecorder
@@ -220,9 +227,13 @@ def test_each_recorded_step_trues_the_hold_down_to_what_the_job_may_still_need(s
     released = budgets.true_up(TEAM, "job-1")
     ledger = store.job(TEAM, "job-1")
     assert ledger is not None and ledger.held_usd is not None
-    remaining = MODEL.remaining_cost(ledger.counters, QUOTE["basis"]["extractions"], high=False)
-    expected_release = max(0.0, share - ledger.cost_usd - remaining)
+    planned = QUOTE["basis"]["extractions"]
+    remaining = MODEL.remaining_cost(ledger.counters, planned, high=False)
+    # alone, the job keeps its whole remaining margin (95 %): its portfolio is itself
+    margin = HIGH_QUANTILE_Z * remaining_spread(MODEL, ledger.counters, planned)
+    expected_release = max(0.0, share - ledger.cost_usd - remaining - margin)
     assert released == pytest.approx(expected_release)
+    assert ledger.hold_margin_sq == pytest.approx(margin**2)
     assert ledger.held_usd == pytest.approx(share - released)
     assert _committed(store) == pytest.approx(share - released)  # the month got it back at once
     for step in ("search", "screen", *["extract"] * 10, "synthesize"):

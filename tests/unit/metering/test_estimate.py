@@ -129,3 +129,21 @@ def test_a_running_job_reserves_its_own_pace_once_it_has_measured_a_unit() -> No
     slow = {"steps_extract": 2.0, "cost_step_extract_usd": 2 * 0.002, "cost_usd": 0.004}
     assert model.measured_ratio(slow) > 1
     assert model.unit_estimate("extract", slow) == pytest.approx(model.measured_ratio(slow) * high)
+
+
+def test_a_job_that_chases_citations_is_quoted_its_chase_step_and_the_sources_it_adds() -> None:
+    from functions.metering.estimate import CHASE_PROFILE, chase_moments
+
+    model = CostModel(DEFAULT_PRICES, llm_configured=False)
+    plan = {"queries": [{}] * 6, "target_sources": 30}
+    off = model.quote({**plan, "citation_chasing": "off", "chase_seeds": 5})
+    both = model.quote({**plan, "citation_chasing": "both", "chase_seeds": 5})
+    chase = both["basis"]["chase"]
+    assert chase["seeds"] == 5 and chase["graph_requests"] == {"semantic_scholar": 6.0, "openalex": 10.0}
+    assert chase["chased_sources"] == CHASE_PROFILE.selected(5)[0]
+    assert off["basis"]["chase"]["graph_requests"] == {} and off["basis"]["expected_steps"]["chase"] == 1
+    # the Chase step and the chased extractions raise every figure of the interval
+    step = chase_moments(DEFAULT_PRICES, 5).mean - chase_moments(DEFAULT_PRICES, 0).mean
+    assert both["basis"]["mean_usd"] - off["basis"]["mean_usd"] > step
+    assert both["low_usd"] > off["low_usd"] and both["high_usd"] > off["high_usd"]
+    assert both["basis"]["expected_steps"]["extract"] > off["basis"]["expected_steps"]["extract"]

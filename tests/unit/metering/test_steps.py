@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from functions.common.errors import StepDeferred
+from functions.common.outbound.invocation_time import waiting
 from functions.metering import wiring
 from functions.metering.meter import current_meter
 from functions.metering.steps import metered_step, step_ids
@@ -45,7 +46,8 @@ def test_the_plan_opens_the_ledger_and_every_step_is_charged(store: InMemoryUsag
 
     def run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
         seen.append(current_meter())
-        time.sleep(0.02)
+        with waiting():  # an upstream's answer: billed
+            time.sleep(0.02)
         return {"job_id": "job-1"}
 
     plan_event = {
