@@ -2,14 +2,16 @@
 
 `metered_step(step, event, context, run)` wraps each step Lambda's run (functions/orchestrate/steps/adapter.py):
 it opens a meter (S3 and DynamoDB calls, LLM tokens, sources and budget reservations of the step land on it),
-times the invocation as Lambda would bill it alone (its CPU plus its waits on upstreams, turns and the
-parse worker, never more than its wall-clock time: functions/common/outbound/invocation_time.py), and afterwards records its usage and cost on the job's ledger and the team's month
+times the invocation as Lambda bills it: its wall-clock time on Lambda; in the embedded runtime's shared
+process, what it would take alone (its CPU plus its waits on upstreams, turns and the parse worker, never
+more than its wall-clock time: functions/common/outbound/invocation_time.py), and afterwards records its usage and cost on the job's ledger and the team's month
 (functions/metering/recorder.py), whether the step succeeded or raised. The Plan step first writes the
 job's budgets to its ledger. Recording never fails a step: a failure is logged.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -76,7 +78,10 @@ def metered_step(step: str, event: dict[str, Any], context: Any, run: StepRunner
 
     if not metering_enabled():
         return run(step, event, context)
-    timed = install_cpu_timed_loops()
+    # On Lambda the invocation has its environment to itself: its wall-clock time is its bill, and its
+    # boto3 calls' network waits (not in `waiting()`) are part of it. Only a shared process needs the
+    # CPU-and-waits measure.
+    timed = not os.environ.get("AWS_LAMBDA_FUNCTION_NAME") and install_cpu_timed_loops()
     started, started_cpu = time.perf_counter(), time.thread_time()
     team_id, job_id = step_ids(event)
     meter = Meter()

@@ -114,3 +114,24 @@ def test_concurrent_waits_count_once_and_the_bill_never_passes_the_wall_clock() 
     assert measured.wait_seconds() == pytest.approx(4.0)
     assert measured.billed_seconds(10.0, own_cpu_seconds=1.0) == pytest.approx(5.5)
     assert measured.billed_seconds(5.0, own_cpu_seconds=1.0) == pytest.approx(5.0)
+
+
+def test_on_lambda_a_step_is_billed_its_wall_clock_time(
+    store: InMemoryUsageStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Lambda invocation has its environment to itself: its duration is its bill, waits outside
+    `waiting()` (a boto3 call's network) included."""
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "ResearchSearchStep")
+    neighbour = Neighbour()
+
+    def run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        neighbour.start()
+        neighbour.done.wait()
+        return {}
+
+    started = time.perf_counter()
+    metered_step("search", {"job_id": "job-lambda", "team_id": TEAM}, CONTEXT, run)
+    wall = time.perf_counter() - started
+    neighbour.join()
+    billed = _billed_seconds(store, "job-lambda")
+    assert neighbour.cpu_seconds <= billed <= wall
