@@ -10,16 +10,6 @@ from urllib.parse import quote
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors import base
-from functions.search.connectors.base import (
-    FormatConnector,
-    GraphPage,
-    GraphQuery,
-    GraphResult,
-    LookupResult,
-    UpstreamFormat,
-    UpstreamRequest,
-    graph_batches,
-)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import clean_text, format_author, strip_jats_abstract
@@ -133,7 +123,7 @@ def _work(item: Any) -> WorkMetadata | None:
 
 
 @base.lookup_guard(NAME)
-def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
+def parse_lookup(status_code: int, body: str | bytes) -> base.LookupResult:
     """`/works/{doi}` (message-type "work") or a bibliographic query ("work-list")."""
     data = base.load_json(body, "Crossref")
     message = data.get("message") if isinstance(data, dict) else None
@@ -143,14 +133,16 @@ def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
     elif kind == "work-list" and isinstance(message, dict):
         items = message.get("items") or []
     else:
-        return LookupResult(connector=NAME, error=f"Crossref answer holds no works (message-type {kind!r})")
-    return LookupResult(connector=NAME, works=[w for w in map(_work, items) if w is not None])
+        return base.LookupResult(
+            connector=NAME, error=f"Crossref answer holds no works (message-type {kind!r})"
+        )
+    return base.LookupResult(connector=NAME, works=[w for w in map(_work, items) if w is not None])
 
 
 NOTICE_BATCH = 50  # DOIs per `filter=updates:a,updates:b,…` request (repeated filters are ORed)
 
 
-def build_retraction_notices_request(settings: Settings, dois: list[str]) -> UpstreamRequest:
+def build_retraction_notices_request(settings: Settings, dois: list[str]) -> base.UpstreamRequest:
     """The notices (retractions, corrections, …) that update any of `dois`, up to NOTICE_BATCH of them."""
     batch = dois[:NOTICE_BATCH]
     params: dict[str, Any] = {
@@ -158,17 +150,17 @@ def build_retraction_notices_request(settings: Settings, dois: list[str]) -> Ups
         "filter": ",".join(f"updates:{doi}" for doi in batch),
         "rows": min(1000, 4 * max(1, len(batch))),
     }
-    return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
+    return base.UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
 
 
 @base.lookup_guard(NAME)
-def parse_retraction_notices(status_code: int, body: str | bytes) -> LookupResult:
+def parse_retraction_notices(status_code: int, body: str | bytes) -> base.LookupResult:
     """Each retraction notice's `update-to` as a record of the work it retracts, marked retracted, its
     `url` the notice's DOI resolver link."""
     data = base.load_json(body, "Crossref")
     message = data.get("message") if isinstance(data, dict) else None
     if not isinstance(message, dict) or data.get("message-type") != "work-list":
-        return LookupResult(connector=NAME, error="Crossref answer is not a list of works")
+        return base.LookupResult(connector=NAME, error="Crossref answer is not a list of works")
     retracted: list[WorkMetadata] = []
     for notice in message.get("items") or []:
         updates = notice.get("update-to") if isinstance(notice, dict) else None
@@ -183,36 +175,36 @@ def parse_retraction_notices(status_code: int, body: str | bytes) -> LookupResul
                         is_retracted=True,
                     )
                 )
-    return LookupResult(connector=NAME, works=retracted)
+    return base.LookupResult(connector=NAME, works=retracted)
 
 
 def _polite(settings: Settings) -> dict[str, Any]:
     return {"mailto": settings.contact_email} if settings.contact_email else {}
 
 
-def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
+def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> base.UpstreamRequest | None:
     api_url = settings.crossref_api_url.rstrip("/")
     params = _polite(settings)
     if kind == "doi":
-        return UpstreamRequest(f"{api_url}/works/{quote(value, safe='/:;()._-')}", params)
+        return base.UpstreamRequest(f"{api_url}/works/{quote(value, safe='/:;()._-')}", params)
     if kind == "title":
         params.update({"query.bibliographic": value, "rows": TITLE_LOOKUP_ROWS, "select": SELECT})
-        return UpstreamRequest(f"{api_url}/works", params)
+        return base.UpstreamRequest(f"{api_url}/works", params)
     return None
 
 
 DOI_BATCH = 50  # DOIs per `filter=doi:a,doi:b,…` lookup
 
 
-def build_reference_list_request(settings: Settings, query: GraphQuery) -> UpstreamRequest | None:
+def build_reference_list_request(settings: Settings, query: base.GraphQuery) -> base.UpstreamRequest | None:
     if not query.doi:
         return None
     url = f"{settings.crossref_api_url.rstrip('/')}/works/{quote(query.doi, safe='/:;()._-')}"
-    return UpstreamRequest(url, _polite(settings))  # a single work takes no `select`
+    return base.UpstreamRequest(url, _polite(settings))  # a single work takes no `select`
 
 
 @base.graph_guard(NAME)
-def parse_reference_list(status_code: int, body: str | bytes) -> GraphPage:
+def parse_reference_list(status_code: int, body: str | bytes) -> base.GraphPage:
     """`message.reference`: the DOIs of the entries that carry one, in the list's order."""
     data = base.load_json(body, "Crossref")
     message = data.get("message") if isinstance(data, dict) else None
@@ -223,25 +215,25 @@ def parse_reference_list(status_code: int, body: str | bytes) -> GraphPage:
         for entry in message.get("reference") or []
         if isinstance(entry, dict) and entry.get("DOI")
     ]
-    return GraphPage(ids=list(dict.fromkeys(dois)))
+    return base.GraphPage(ids=list(dict.fromkeys(dois)))
 
 
-def build_doi_batch_request(settings: Settings, dois: list[str]) -> UpstreamRequest:
+def build_doi_batch_request(settings: Settings, dois: list[str]) -> base.UpstreamRequest:
     params: dict[str, Any] = {
         **_polite(settings),
         "filter": ",".join(f"doi:{doi}" for doi in dois),
         "rows": max(1, len(dois)),
         "select": SELECT,
     }
-    return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
+    return base.UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
 
 
-class CrossrefConnector(FormatConnector):
+class CrossrefConnector(base.FormatConnector):
     name = NAME
-    upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
+    upstream = base.UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
     prefix = "cr"
 
-    def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
+    def build_request(self, query: PaperQuery, limit: int) -> base.UpstreamRequest:
         settings = self.context.settings
         params: dict[str, Any] = {
             "query.bibliographic": query.query,
@@ -253,21 +245,21 @@ class CrossrefConnector(FormatConnector):
         }
         if settings.contact_email:
             params["mailto"] = settings.contact_email
-        return UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
+        return base.UpstreamRequest(f"{settings.crossref_api_url.rstrip('/')}/works", params)
 
     graph_directions = ("references",)
 
-    async def citation_graph(self, query: GraphQuery) -> GraphResult:
+    async def citation_graph(self, query: base.GraphQuery) -> base.GraphResult:
         settings = self.context.settings
         request = build_reference_list_request(settings, query)
         if request is None or query.direction != "references":
-            return GraphResult(NAME, error="Crossref gives only the references of a work with a DOI")
+            return base.GraphResult(NAME, error="Crossref gives only the references of a work with a DOI")
         listed = await self.graph_exchange(query, request, parse_reference_list)
-        result = GraphResult(NAME, requests=1, error=listed.error)
+        result = base.GraphResult(NAME, requests=1, error=listed.error)
         dois = listed.ids[: query.limit] if listed.ok else []
         batches = (
             build_doi_batch_request(settings, dois[at : at + DOI_BATCH])
             for at in range(0, len(dois), DOI_BATCH)
         )
-        await graph_batches(self, query, batches, self.parse_works, result)
+        await base.graph_batches(self, query, batches, self.parse_works, result)
         return result

@@ -10,16 +10,6 @@ from typing import Any
 from functions.common.models import ARXIV_DOI_PREFIX, LookupKind, WorkMetadata, normalise_doi
 from functions.common.settings import Settings
 from functions.search.connectors import base
-from functions.search.connectors.base import (
-    FormatConnector,
-    GraphPage,
-    GraphQuery,
-    GraphResult,
-    LookupResult,
-    UpstreamFormat,
-    UpstreamRequest,
-    graph_batches,
-)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import arxiv_id_from, clean_text, format_author
@@ -141,13 +131,13 @@ def _work(work: Any) -> WorkMetadata | None:
 
 
 @base.lookup_guard(NAME)
-def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
+def parse_lookup(status_code: int, body: str | bytes) -> base.LookupResult:
     """A single work (`/works/doi:...`) or a list of them."""
     data = base.load_json(body, "OpenAlex")
     if not isinstance(data, dict):
-        return LookupResult(connector=NAME, error="unparseable OpenAlex answer: not a JSON object")
+        return base.LookupResult(connector=NAME, error="unparseable OpenAlex answer: not a JSON object")
     works = data.get("results") if "results" in data else [data]
-    return LookupResult(connector=NAME, works=[w for w in map(_work, works or []) if w is not None])
+    return base.LookupResult(connector=NAME, works=[w for w in map(_work, works or []) if w is not None])
 
 
 def _identity(settings: Settings) -> dict[str, Any]:
@@ -158,15 +148,17 @@ def _identity(settings: Settings) -> dict[str, Any]:
     return params
 
 
-def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
+def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> base.UpstreamRequest | None:
     params = _identity(settings)
     api_url = settings.openalex_api_url.rstrip("/")
     if kind == "doi":
-        return UpstreamRequest(f"{api_url}/works/doi:{value}", params)
+        return base.UpstreamRequest(f"{api_url}/works/doi:{value}", params)
     if kind == "arxiv":  # arXiv's DataCite DOI
-        return UpstreamRequest(f"{api_url}/works/doi:{ARXIV_DOI_PREFIX}{value}", params)
+        return base.UpstreamRequest(f"{api_url}/works/doi:{ARXIV_DOI_PREFIX}{value}", params)
     if kind == "title":  # a `search=` call: it spends the daily search allowance
-        return UpstreamRequest(f"{api_url}/works", {**params, "search": value, "per_page": TITLE_LOOKUP_ROWS})
+        return base.UpstreamRequest(
+            f"{api_url}/works", {**params, "search": value, "per_page": TITLE_LOOKUP_ROWS}
+        )
     return None
 
 
@@ -176,7 +168,7 @@ TITLE_LOOKUP_ROWS = 3
 RETRACTION_BATCH = 50  # DOIs per retraction lookup (OpenAlex's OR filter takes up to 100 values)
 
 
-def build_retraction_request(settings: Settings, dois: Sequence[str]) -> UpstreamRequest:
+def build_retraction_request(settings: Settings, dois: Sequence[str]) -> base.UpstreamRequest:
     """One request for OpenAlex's `is_retracted` flag of up to RETRACTION_BATCH works, by DOI."""
     batch = list(dois)[:RETRACTION_BATCH]
     params: dict[str, Any] = {
@@ -185,7 +177,7 @@ def build_retraction_request(settings: Settings, dois: Sequence[str]) -> Upstrea
         "per_page": max(1, len(batch)),
         **_identity(settings),
     }
-    return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
+    return base.UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
 
 
 def parse_retractions(body: str | bytes) -> dict[str, bool]:
@@ -208,13 +200,13 @@ ID_BATCH = 50  # works per `filter=openalex:W1|W2|…` lookup (the OR filter tak
 FORWARD_POOL = 200  # citing works read (newest first) before the most cited of each year lead
 
 
-def build_seed_request(settings: Settings, query: GraphQuery) -> UpstreamRequest | None:
+def build_seed_request(settings: Settings, query: base.GraphQuery) -> base.UpstreamRequest | None:
     """The seed work itself, by DOI (an arXiv id by its DataCite DOI): its id and `referenced_works`."""
     doi = query.doi or (f"{ARXIV_DOI_PREFIX}{query.arxiv_id}" if query.arxiv_id else None)
     if doi is None:
         return None
     params = {**_identity(settings), "select": "id,referenced_works"}
-    return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works/doi:{doi}", params)
+    return base.UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works/doi:{doi}", params)
 
 
 def short_id(value: Any) -> str | None:
@@ -224,19 +216,19 @@ def short_id(value: Any) -> str | None:
 
 
 @base.graph_guard(NAME)
-def parse_seed(status_code: int, body: str | bytes) -> GraphPage:
+def parse_seed(status_code: int, body: str | bytes) -> base.GraphPage:
     """The seed work: its own id first in `ids`, then the ids of the works it references."""
     data = base.load_json(body, "OpenAlex")
     own = short_id(data.get("id")) if isinstance(data, dict) else None
     if own is None:
         raise base.UnusableAnswer("OpenAlex answer is not a work")
     referenced = [found for value in data.get("referenced_works") or [] if (found := short_id(value))]
-    return GraphPage(ids=[own, *referenced])
+    return base.GraphPage(ids=[own, *referenced])
 
 
 def build_works_request(
     settings: Settings, work_filter: str, per_page: int, sort: str | None
-) -> UpstreamRequest:
+) -> base.UpstreamRequest:
     params: dict[str, Any] = {
         **_identity(settings),
         "filter": work_filter,
@@ -244,12 +236,12 @@ def build_works_request(
     }
     if sort:
         params["sort"] = sort
-    return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
+    return base.UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
 
 
-class OpenAlexConnector(FormatConnector):
+class OpenAlexConnector(base.FormatConnector):
     name = NAME
-    upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
+    upstream = base.UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
     prefix = "oa"
 
     takes_team_keys = True
@@ -260,10 +252,10 @@ class OpenAlexConnector(FormatConnector):
         per_day = self.context.search_settings.openalex_searches_per_day
         return per_day == 0 or self.context.upstream_turns.spend_allowance(provider, "search", per_day)
 
-    def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
-        return UpstreamRequest(request.url, {**request.params, "api_key": api_key}, request.headers)
+    def with_api_key(self, request: base.UpstreamRequest, api_key: str) -> base.UpstreamRequest:
+        return base.UpstreamRequest(request.url, {**request.params, "api_key": api_key}, request.headers)
 
-    def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
+    def build_request(self, query: PaperQuery, limit: int) -> base.UpstreamRequest:
         settings = self.context.settings
         years = base.year_range_params(
             query.year_start, query.year_end, since="from_publication_date", until="to_publication_date"
@@ -275,19 +267,19 @@ class OpenAlexConnector(FormatConnector):
             **years,
             **_identity(settings),
         }
-        return UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
+        return base.UpstreamRequest(f"{settings.openalex_api_url.rstrip('/')}/works", params)
 
     graph_directions = ("references", "citations")
 
-    async def citation_graph(self, query: GraphQuery) -> GraphResult:
+    async def citation_graph(self, query: base.GraphQuery) -> base.GraphResult:
         """The seed by DOI, then its referenced works looked up ID_BATCH at a time, or the works that cite
         it, newest first (the most cited first within a year)."""
         settings = self.context.settings
         seed_request = build_seed_request(settings, query)
         if seed_request is None:
-            return GraphResult(NAME, error="OpenAlex cannot find a seed without a DOI or arXiv id")
+            return base.GraphResult(NAME, error="OpenAlex cannot find a seed without a DOI or arXiv id")
         seed = await self.graph_exchange(query, seed_request, parse_seed)
-        result = GraphResult(NAME, requests=1, error=seed.error)
+        result = base.GraphResult(NAME, requests=1, error=seed.error)
         if not seed.ok:
             return result
         if query.direction == "citations":
@@ -303,7 +295,7 @@ class OpenAlexConnector(FormatConnector):
                 )
                 for at in range(0, len(referenced), ID_BATCH)
             ]
-        await graph_batches(self, query, batches, self.parse_works, result)
+        await base.graph_batches(self, query, batches, self.parse_works, result)
         if query.direction == "citations":
             result.papers = base.newest_most_cited(result.papers)
         result.papers = result.papers[: query.limit]

@@ -10,15 +10,6 @@ from typing import Any
 from functions.common.models import LookupKind, WorkMetadata
 from functions.common.settings import Settings
 from functions.search.connectors import base
-from functions.search.connectors.base import (
-    FormatConnector,
-    GraphPage,
-    GraphQuery,
-    GraphResult,
-    LookupResult,
-    UpstreamFormat,
-    UpstreamRequest,
-)
 from functions.search.models import ConnectorResult, FoundPaper, PaperQuery, SourceType
 from functions.search.normalise import build_paper
 from functions.search.text import clean_text, format_author
@@ -139,13 +130,13 @@ def _work(record: Any) -> WorkMetadata | None:
 
 
 @base.lookup_guard(NAME)
-def parse_lookup(status_code: int, body: str | bytes) -> LookupResult:
+def parse_lookup(status_code: int, body: str | bytes) -> base.LookupResult:
     """`/paper/DOI:{doi}` or `/paper/arXiv:{id}`: one paper record."""
     records = _records(base.load_json(body, LABEL))
-    return LookupResult(connector=NAME, works=[w for w in map(_work, records) if w is not None])
+    return base.LookupResult(connector=NAME, works=[w for w in map(_work, records) if w is not None])
 
 
-def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> UpstreamRequest | None:
+def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> base.UpstreamRequest | None:
     prefix = {"doi": "DOI", "arxiv": "arXiv"}.get(kind)
     if prefix is None:
         return None
@@ -153,7 +144,7 @@ def build_lookup_request(settings: Settings, kind: LookupKind, value: str) -> Up
     if settings.semantic_scholar_api_key is not None:
         headers["x-api-key"] = settings.semantic_scholar_api_key.get_secret_value()
     api_url = settings.semantic_scholar_api_url.rstrip("/")
-    return UpstreamRequest(f"{api_url}/paper/{prefix}:{value}", {"fields": LOOKUP_FIELDS}, headers)
+    return base.UpstreamRequest(f"{api_url}/paper/{prefix}:{value}", {"fields": LOOKUP_FIELDS}, headers)
 
 
 GRAPH_PAGE = 100  # works per references/citations page (the API allows up to 1000)
@@ -167,7 +158,7 @@ def _headers(settings: Settings) -> dict[str, str]:
     return {"x-api-key": key.get_secret_value()} if key is not None else {}
 
 
-def seed_id(query: GraphQuery) -> str | None:
+def seed_id(query: base.GraphQuery) -> str | None:
     """The seed as the Graph API names it: its paperId once resolved, else `DOI:` or `ARXIV:`."""
     if query.provider_id:
         return query.provider_id
@@ -176,51 +167,55 @@ def seed_id(query: GraphQuery) -> str | None:
     return f"ARXIV:{query.arxiv_id}" if query.arxiv_id else None
 
 
-def build_graph_request(settings: Settings, query: GraphQuery, offset: int) -> UpstreamRequest | None:
+def build_graph_request(
+    settings: Settings, query: base.GraphQuery, offset: int
+) -> base.UpstreamRequest | None:
     seed = seed_id(query)
     if seed is None:
         return None
     api_url = settings.semantic_scholar_api_url.rstrip("/")
     params = {"fields": FIELDS, "offset": offset, "limit": GRAPH_PAGE}
-    return UpstreamRequest(f"{api_url}/paper/{seed}/{query.direction}", params, _headers(settings))
+    return base.UpstreamRequest(f"{api_url}/paper/{seed}/{query.direction}", params, _headers(settings))
 
 
 @base.graph_guard(NAME)
-def parse_graph_page(status_code: int, body: str | bytes) -> GraphPage:
+def parse_graph_page(status_code: int, body: str | bytes) -> base.GraphPage:
     """`{"offset", "next", "data": [{"citedPaper" | "citingPaper": {...}}]}`; `next` absent on the last page."""
     data = base.load_json(body, LABEL)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise base.UnusableAnswer(f"{LABEL} answer holds no citation list")
     following = data.get("next")
     papers = base.ranked_result(NAME, _records(data), _paper).papers
-    return GraphPage(papers=papers, next_offset=following if isinstance(following, int) else None)
+    return base.GraphPage(papers=papers, next_offset=following if isinstance(following, int) else None)
 
 
-def build_batch_request(settings: Settings, queries: list[GraphQuery]) -> UpstreamRequest:
+def build_batch_request(settings: Settings, queries: list[base.GraphQuery]) -> base.UpstreamRequest:
     ids = [seed_id(query) or "" for query in queries[:BATCH_LIMIT]]
     api_url = settings.semantic_scholar_api_url.rstrip("/")
-    return UpstreamRequest(
+    return base.UpstreamRequest(
         f"{api_url}/paper/batch", {"fields": BATCH_FIELDS}, _headers(settings), json_body={"ids": ids}
     )
 
 
 @base.graph_guard(NAME)
-def parse_batch(status_code: int, body: str | bytes) -> GraphPage:
+def parse_batch(status_code: int, body: str | bytes) -> base.GraphPage:
     """A list in the order of the ids asked, `null` for an id the API does not know: their paperIds
     ("" for the unknown)."""
     data = base.load_json(body, LABEL)
     if not isinstance(data, list):
         raise base.UnusableAnswer(f"{LABEL} batch answer is not a list")
-    return GraphPage(ids=[str(row.get("paperId") or "") if isinstance(row, dict) else "" for row in data])
+    return base.GraphPage(
+        ids=[str(row.get("paperId") or "") if isinstance(row, dict) else "" for row in data]
+    )
 
 
-class SemanticScholarConnector(FormatConnector):
+class SemanticScholarConnector(base.FormatConnector):
     name = NAME
-    upstream = UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
+    upstream = base.UpstreamFormat(parse_response, build_lookup_request, parse_lookup)
     prefix = "ss"
     takes_team_keys = True
 
-    def build_request(self, query: PaperQuery, limit: int) -> UpstreamRequest:
+    def build_request(self, query: PaperQuery, limit: int) -> base.UpstreamRequest:
         params: dict[str, Any] = {
             "query": query.query,
             "fields": FIELDS,
@@ -231,14 +226,14 @@ class SemanticScholarConnector(FormatConnector):
         if years:
             params["year"] = years
         api_url = self.context.settings.semantic_scholar_api_url.rstrip("/")
-        return UpstreamRequest(f"{api_url}/paper/search", params, _headers(self.context.settings))
+        return base.UpstreamRequest(f"{api_url}/paper/search", params, _headers(self.context.settings))
 
-    def with_api_key(self, request: UpstreamRequest, api_key: str) -> UpstreamRequest:
-        return UpstreamRequest(request.url, request.params, {**request.headers, "x-api-key": api_key})
+    def with_api_key(self, request: base.UpstreamRequest, api_key: str) -> base.UpstreamRequest:
+        return base.UpstreamRequest(request.url, request.params, {**request.headers, "x-api-key": api_key})
 
     graph_directions = ("references", "citations")
 
-    async def graph_ids(self, queries: list[GraphQuery]) -> tuple[list[str | None] | None, int]:
+    async def graph_ids(self, queries: list[base.GraphQuery]) -> tuple[list[str | None] | None, int]:
         """One `POST /paper/batch` for up to BATCH_LIMIT seeds: a seed it does not know is not asked for."""
         if not queries or len(queries) > BATCH_LIMIT:
             return None, 0
@@ -249,16 +244,16 @@ class SemanticScholarConnector(FormatConnector):
             return None, 1  # the seeds are then asked by DOI or arXiv id
         return [found or None for found in page.ids], 1
 
-    async def citation_graph(self, query: GraphQuery) -> GraphResult:
+    async def citation_graph(self, query: base.GraphQuery) -> base.GraphResult:
         """Pages of the seed's references (up to its limit) or citing works (up to FORWARD_POOL, then
         the newest and most cited), while the query's deadline lasts."""
         wanted = query.limit if query.direction == "references" else max(query.limit, FORWARD_POOL)
-        result = GraphResult(NAME)
+        result = base.GraphResult(NAME)
         offset: int | None = 0
         while offset is not None and len(result.papers) < wanted and time.time() < query.deadline:
             request = build_graph_request(self.context.settings, query, offset)
             if request is None:
-                return GraphResult(NAME, error=f"{LABEL} cannot name a seed without a DOI or arXiv id")
+                return base.GraphResult(NAME, error=f"{LABEL} cannot name a seed without a DOI or arXiv id")
             page = await self.graph_exchange(query, request, parse_graph_page)
             result.requests += 1
             if not page.ok:
