@@ -94,8 +94,8 @@ def test_a_wait_on_an_upstream_and_work_in_threads_are_billed(store: InMemoryUsa
         worker_cpu.append(await asyncio.to_thread(_spin))
 
     def run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        neighbour.start()
-        with waiting():  # an upstream's answer: Lambda bills the wait
+        with waiting():  # an upstream's answer: Lambda bills the wait, all of the neighbour's run inside it
+            neighbour.start()
             neighbour.done.wait()
         asyncio.run(steps_work())  # the step's own CPU, on the event loop's executor
         return {}
