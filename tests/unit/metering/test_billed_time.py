@@ -4,6 +4,7 @@ spends queued behind other invocations that share the embedded runtime's process
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -134,4 +135,4 @@ def test_on_lambda_a_step_is_billed_its_wall_clock_time(
     wall = time.perf_counter() - started
     neighbour.join()
     billed = _billed_seconds(store, "job-lambda")
-    assert neighbour.cpu_seconds <= billed <= wall
+    assert neighbour.cpu_seconds <= billed <= math.ceil(wall * 1000) / 1000  # Lambda bills whole ms
