@@ -37,7 +37,7 @@ from functions.rag.index import build_index, load_knowledge_base, write_index
 from functions.rag.loader import set_knowledge_base
 from tests.e2e.answer_topic import QUESTION, answer_papers, gateway_server
 from tests.e2e.scholarly_topic import GOAL, NO_POLITENESS, TopicPaper, environment, serve
-from tests.support.mcp_client import mcp_client
+from tests.support.mcp_client import create_team, mcp_client
 from tests.support.registry_web import RegistryWeb
 from tests.support.scholarly_web import ScholarlyWeb
 from tests.unit.rag.tiny_book import tiny_book
@@ -176,13 +176,7 @@ def main() -> None:
         RegistryWeb([paper.sample for paper in papers]).install(web)  # DOI lookups for the checks
         env = environment(web, AUTH="required", ADMIN_TOKEN=ADMIN_TOKEN)
         with EmbeddedAws(extra_environment=env), gateway_server() as base_url:
-            team = httpx.post(
-                f"{base_url}/admin/teams",
-                json={"name": "bench", "tier": "premium"},
-                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-                timeout=30,
-            ).json()
-            token = str(team["token"])
+            _, token = create_team(base_url, ADMIN_TOKEN, "bench")
             job_id = asyncio.run(finished_job(base_url, token))
             figures = asyncio.run(measure(base_url, token, twins(papers, job_id), args.rounds))
     print(f"conditions: {NO_POLITENESS}; {args.rounds} rounds; medians in ms; AUTH=required")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from functions.common.settings import Settings
+from functions.common.settings import Settings, on_lambda
 
 PURPOSE = "webhook-secret"
 UPSTREAM_KEY_PURPOSE = "upstream-key"
@@ -173,7 +173,7 @@ def secret_cipher(settings: Settings, purpose: str = PURPOSE) -> SecretCipher:
     seal secrets no other container could open)."""
     if settings.webhook_secret_key_id:
         return KmsSecretCipher(settings.webhook_secret_key_id, purpose=purpose)
-    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+    if on_lambda():
         return UnconfiguredCipher()
     state_dir = settings.local_state_dir.strip()
     return LocalSecretCipher(Path(state_dir) / KEY_FILE if state_dir else None, purpose)

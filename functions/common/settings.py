@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Literal, Protocol, TypeVar
 
@@ -152,3 +153,8 @@ def reset_settings_cache() -> None:
     get_settings.cache_clear()
     for cached in _built_from_settings:
         cached.cache_clear()
+
+
+def on_lambda() -> bool:
+    """Whether this process is a Lambda execution environment (the runtime sets the function's name)."""
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))

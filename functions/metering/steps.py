@@ -11,7 +11,6 @@ job's budgets to its ledger. Recording never fails a step: a failure is logged.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ from functions.common.outbound.invocation_time import (
     install_cpu_timed_loops,
     timing_invocation,
 )
+from functions.common.settings import on_lambda
 from functions.common.tenancy import DEFAULT_TEAM
 from functions.metering.meter import Meter, metering
 from functions.metering.recorder import StepRun
@@ -81,7 +81,7 @@ def metered_step(step: str, event: dict[str, Any], context: Any, run: StepRunner
     # On Lambda the invocation has its environment to itself: its wall-clock time is its bill, and its
     # boto3 calls' network waits (not in `waiting()`) are part of it. Only a shared process needs the
     # CPU-and-waits measure.
-    timed = not os.environ.get("AWS_LAMBDA_FUNCTION_NAME") and install_cpu_timed_loops()
+    timed = not on_lambda() and install_cpu_timed_loops()
     started, started_cpu = time.perf_counter(), time.thread_time()
     team_id, job_id = step_ids(event)
     meter = Meter()

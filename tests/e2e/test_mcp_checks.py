@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import jsonschema
 import pytest
 
 from functions.local_runtime.aws import EmbeddedAws
@@ -19,7 +18,7 @@ from functions.orchestrate.config import reset_workflow_settings_cache
 from functions.references import MAX_REFERENCES
 from tests.e2e.answer_topic import answer_papers, gateway_server
 from tests.e2e.scholarly_topic import TopicPaper, environment, serve
-from tests.support.mcp_client import mcp_client
+from tests.support.mcp_client import create_team, mcp_client, output_schemas, structured
 from tests.support.registry_web import RegistryWeb
 from tests.support.scholarly_web import ScholarlyWeb
 
@@ -48,34 +47,19 @@ def live() -> Iterator[Live]:
         reset_workflow_settings_cache()
         env = environment(web, AUTH="required", ADMIN_TOKEN=ADMIN_TOKEN)
         with EmbeddedAws(extra_environment=env), gateway_server() as base_url:
-            created = httpx.post(
-                f"{base_url}/admin/teams",
-                json={"name": "MCP checks", "tier": "premium"},
-                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-                timeout=30,
-            )
-            assert created.status_code == 201, created.text
-            yield Live(base_url, papers, created.json()["token"])
+            _, token = create_team(base_url, ADMIN_TOKEN, "MCP checks")
+            yield Live(base_url, papers, token)
     reset_workflow_settings_cache()
 
 
 def _tool_calls(live: Live, calls: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], list[Any]]:
     async def run() -> tuple[dict[str, Any], list[Any]]:
         async with mcp_client(live.base_url, live.token) as client:
-            listed = await client.list_tools()
-            schemas = {tool.name: tool.output_schema or {} for tool in listed.tools}
-            return schemas, [await client.call_tool(name, arguments) for name, arguments in calls]
+            return await output_schemas(client), [
+                await client.call_tool(name, arguments) for name, arguments in calls
+            ]
 
     return asyncio.run(run())
-
-
-def _structured(result: Any, schema: dict[str, Any]) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    body = result.structured_content
-    assert isinstance(body, dict)
-    jsonschema.validate(body, schema)
-    assert result.content[0].text  # the summary line
-    return body
 
 
 def _rest(live: Live, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -103,7 +87,7 @@ def test_check_references_mirrors_its_route(live: Live) -> None:
         "Zhang Q, Ivanova P. Quantum annealing schedules for protein docking benchmarks. Nat Chem. 2018.",
     ]
     schemas, (result,) = _tool_calls(live, [("check_references", {"references": references})])
-    body = _structured(result, schemas["check_references"])
+    body = structured(result, schemas["check_references"])
     assert [entry["status"] for entry in body["references"]] == [
         "verified",
         "verified",
@@ -120,7 +104,7 @@ def test_verify_claim_mirrors_its_route_with_page_located_quotes(live: Live) -> 
     finding = next(s for s in paper.text.split(". ") if s.startswith("In our experiments")) + "."
     arguments = {"claim": finding, "sources": [str(paper.sample.arxiv_id)]}
     schemas, (result,) = _tool_calls(live, [("verify_claim", arguments)])
-    body = _structured(result, schemas["verify_claim"])
+    body = structured(result, schemas["verify_claim"])
     assert body["verdict"] == "supported", body
     assert result.content[0].text.startswith("supported")
     assert body["evidence"] and all("page" in item and item["quote"] for item in body["evidence"])

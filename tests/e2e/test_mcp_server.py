@@ -18,9 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import jsonschema
 import pytest
-from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 
 from functions.common.storage import InMemoryBlobStore
@@ -32,7 +30,15 @@ from functions.rag.index import build_index, load_knowledge_base, write_index
 from functions.rag.loader import set_knowledge_base
 from tests.e2e.answer_topic import QUESTION, answer_papers, gateway_server
 from tests.e2e.scholarly_topic import GOAL, TopicPaper, environment, serve
-from tests.support.mcp_client import CURRENT, HANDSHAKE, jsonrpc, mcp_client
+from tests.support.mcp_client import (
+    CURRENT,
+    HANDSHAKE,
+    create_team,
+    jsonrpc,
+    mcp_client,
+    output_schemas,
+    structured,
+)
 from tests.support.scholarly_web import ScholarlyWeb
 from tests.unit.rag.tiny_book import tiny_book
 
@@ -63,14 +69,7 @@ class Live:
 
 
 def _team(base_url: str, name: str) -> Team:
-    created = httpx.post(
-        f"{base_url}/admin/teams",
-        json={"name": name, "tier": "premium"},
-        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-        timeout=30,
-    )
-    assert created.status_code == 201, created.text
-    return Team(created.json()["team_id"], created.json()["token"])
+    return Team(*create_team(base_url, ADMIN_TOKEN, name))
 
 
 @pytest.fixture(scope="module")
@@ -93,20 +92,6 @@ def live() -> Iterator[Live]:
 
 def _run(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
-
-
-async def _schemas(client: Client) -> dict[str, dict[str, Any]]:
-    listed = await client.list_tools()
-    return {tool.name: tool.output_schema or {} for tool in listed.tools}
-
-
-def _structured(result: Any, schema: dict[str, Any]) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    body = result.structured_content
-    assert isinstance(body, dict)
-    jsonschema.validate(body, schema)
-    assert result.content[0].text  # the summary line
-    return body
 
 
 def _rest(live: Live, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -146,24 +131,24 @@ def test_search_read_ask_and_the_knowledge_base_mirror_their_routes(live: Live) 
 
     async def calls() -> dict[str, Any]:
         async with mcp_client(live.base_url, live.a.token) as client:
-            schemas = await _schemas(client)
+            schemas = await output_schemas(client)
             return {
-                "search": _structured(
+                "search": structured(
                     await client.call_tool("search_papers", {"query": "sparse attention", "max_results": 5}),
                     schemas["search_papers"],
                 ),
-                "read": _structured(
+                "read": structured(
                     await client.call_tool("read_paper", {"source_url": f"arxiv:{paper.sample.arxiv_id}"}),
                     schemas["read_paper"],
                 ),
-                "ask": _structured(
+                "ask": structured(
                     await client.call_tool("ask", {"question": QUESTION, "preset": "fast"}), schemas["ask"]
                 ),
-                "kb_search": _structured(
+                "kb_search": structured(
                     await client.call_tool("kb_search", {"query": "inventory policy", "k": 3}),
                     schemas["kb_search"],
                 ),
-                "kb_entity": _structured(
+                "kb_entity": structured(
                     await client.call_tool("kb_entity", {"entity_type": "algorithm", "number": "2.1"}),
                     schemas["kb_entity"],
                 ),
@@ -196,8 +181,8 @@ def _job_started(live: Live) -> str:
 
     async def start() -> str:
         async with mcp_client(live.base_url, live.a.token) as client:
-            schemas = await _schemas(client)
-            started = _structured(
+            schemas = await output_schemas(client)
+            started = structured(
                 await client.call_tool(
                     "start_research",
                     {"research_goal": GOAL, "scope_parameters": {"discovery_depth": "rapid"}},
@@ -215,17 +200,17 @@ def test_a_research_job_through_its_tools_and_its_artifact_resource(live: Live) 
 
     async def follow() -> tuple[dict[str, Any], dict[str, Any], Any]:
         async with mcp_client(live.base_url, live.a.token) as client:
-            schemas = await _schemas(client)
+            schemas = await output_schemas(client)
             deadline = time.monotonic() + 240
             status: dict[str, Any] = {}
             while time.monotonic() < deadline:
-                status = _structured(
+                status = structured(
                     await client.call_tool("research_status", {"job_id": job_id}), schemas["research_status"]
                 )
                 if status["status"] in TERMINAL:
                     break
                 await asyncio.sleep(0.5)
-            results = _structured(
+            results = structured(
                 await client.call_tool("research_results", {"job_id": job_id}), schemas["research_results"]
             )
             templates = await client.list_resource_templates()
@@ -386,15 +371,15 @@ def test_progress_notifications_for_long_calls(live: Live) -> None:
             read.append(message or "")
 
         async with mcp_client(live.base_url, live.a.token) as client:
-            schemas = await _schemas(client)
+            schemas = await output_schemas(client)
             answer = await client.call_tool(
                 "ask", {"question": QUESTION, "preset": "fast"}, progress_callback=on_ask
             )
             paper_read = await client.call_tool(
                 "read_paper", {"source_url": f"arxiv:{paper.sample.arxiv_id}"}, progress_callback=on_read
             )
-            _structured(answer, schemas["ask"])
-            _structured(paper_read, schemas["read_paper"])
+            structured(answer, schemas["ask"])
+            structured(paper_read, schemas["read_paper"])
             return answer, asked, paper_read, read
 
     answer, asked, _, read = _run(with_progress())

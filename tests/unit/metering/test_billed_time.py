@@ -69,19 +69,25 @@ def _billed_seconds(store: InMemoryUsageStore, job_id: str) -> float:
     return ledger.counters["lambda_gb_seconds"] / (step_memory_mb("search") / 1024)
 
 
-def test_a_step_that_waits_for_the_cpu_is_not_billed_the_wait(store: InMemoryUsageStore) -> None:
+def _queued_step(store: InMemoryUsageStore, job_id: str) -> tuple[Neighbour, float, float]:
+    """A step queued behind a busy neighbour invocation, with no CPU of its own: the neighbour, the
+    step's wall-clock seconds and the seconds it was billed."""
     neighbour = Neighbour()
 
     def run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
         neighbour.start()
-        neighbour.done.wait()  # queued behind the other invocation: wall time, no CPU of its own
+        neighbour.done.wait()
         return {}
 
     started = time.perf_counter()
-    metered_step("search", {"job_id": "job-queued", "team_id": TEAM}, CONTEXT, run)
+    metered_step("search", {"job_id": job_id, "team_id": TEAM}, CONTEXT, run)
     wall = time.perf_counter() - started
     neighbour.join()
-    billed = _billed_seconds(store, "job-queued")
+    return neighbour, wall, _billed_seconds(store, job_id)
+
+
+def test_a_step_that_waits_for_the_cpu_is_not_billed_the_wait(store: InMemoryUsageStore) -> None:
+    neighbour, wall, billed = _queued_step(store, "job-queued")
     # the step lasted at least the neighbour's CPU time, and is billed far less than that
     assert wall >= neighbour.cpu_seconds
     assert billed < neighbour.cpu_seconds / 2
@@ -123,16 +129,5 @@ def test_on_lambda_a_step_is_billed_its_wall_clock_time(
     """A Lambda invocation has its environment to itself: its duration is its bill, waits outside
     `waiting()` (a boto3 call's network) included."""
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "ResearchSearchStep")
-    neighbour = Neighbour()
-
-    def run(step: str, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        neighbour.start()
-        neighbour.done.wait()
-        return {}
-
-    started = time.perf_counter()
-    metered_step("search", {"job_id": "job-lambda", "team_id": TEAM}, CONTEXT, run)
-    wall = time.perf_counter() - started
-    neighbour.join()
-    billed = _billed_seconds(store, "job-lambda")
+    neighbour, wall, billed = _queued_step(store, "job-lambda")
     assert neighbour.cpu_seconds <= billed <= math.ceil(wall * 1000) / 1000  # Lambda bills whole ms
